@@ -1,0 +1,276 @@
+//! Hugging Face `tokenizer.json` backend, on `tokenizers` 1.0's read-only pipeline.
+//!
+//! Performance notes:
+//! - `encode` calls `PipelineTokenizer::encode_into` with padding and
+//!   truncation off and adds the template tokens itself, which is the one
+//!   entry point that neither copies the input nor builds an `Encoding`.
+//! - Offsets are a separate, slower path ([`offsets`]); only callers that ask
+//!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
+
+mod align;
+mod offsets;
+mod vocab;
+
+use std::path::Path;
+use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
+
+use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::encoding::Encoding;
+use crate::error::{Error, Result};
+use crate::load::SpecialTokenPolicy;
+use crate::load::config::TokenizerConfig;
+use crate::special::{SpecialToken, SpecialTokens};
+pub(crate) use vocab::ModelKind;
+use vocab::Vocab;
+
+const NAME: &str = "hf";
+
+/// Tokenizer classes whose transformers implementation rebuilds the
+/// post-processor from `add_bos_token` / `add_eos_token`.
+const REBUILDS_TEMPLATE: &[&str] = &[
+    "LlamaTokenizer",
+    "CodeLlamaTokenizer",
+    "GemmaTokenizer",
+    "CohereTokenizer",
+];
+
+pub(crate) struct HfBackend {
+    pipe: PipelineTokenizer,
+    vocab: Vocab,
+    options: EncodeOptions,
+    /// Ids `add_special_tokens` puts before and after the sequence.
+    prefix: Vec<u32>,
+    suffix: Vec<u32>,
+    special_tokens: SpecialTokens,
+    specials_as_text: bool,
+    /// Keep the file's padding/truncation (encode through the full pipeline).
+    file_padding: bool,
+}
+
+impl HfBackend {
+    pub(crate) fn from_json(
+        path: &Path,
+        json: &str,
+        config: &TokenizerConfig,
+        policy: SpecialTokenPolicy,
+        keep_padding_truncation: bool,
+    ) -> Result<Self> {
+        let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            Error::parse(path, format!("line {}, column {}: {e}", e.line(), e.column()))
+        })?;
+        let vocab = Vocab::read(path, &value)?;
+        // tokenizers 1.0 reads only its canonical (version 2.0) form; older
+        // files are upgraded in memory by its own converter.
+        let canonical;
+        let json = if value.get("version").and_then(serde_json::Value::as_str) == Some("2.0") {
+            json
+        } else {
+            tokenizers::canonicalize_value(&mut value)
+                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            canonical = serde_json::to_string(&value)
+                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            canonical.as_str()
+        };
+        let pipe = tokenizers::from_json(json)
+            .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        let specials_as_text = policy == SpecialTokenPolicy::PlainText;
+        let options = EncodeOptions {
+            add_special_tokens: false,
+            encode_special_tokens: specials_as_text,
+            padding: if keep_padding_truncation {
+                Override::InheritConfig
+            } else {
+                Override::Off
+            },
+            truncation: if keep_padding_truncation {
+                Override::InheritConfig
+            } else {
+                Override::Off
+            },
+        };
+        let role = |name: &str| -> Option<SpecialToken> {
+            let content = config
+                .special_token(name)
+                .or_else(|| pipe.get_token_for_role(&format!("{name}_token")).map(str::to_owned))?;
+            let id = vocab.by_token.get(content.as_str()).copied()?;
+            Some(SpecialToken { content, id })
+        };
+        let mut special_tokens = SpecialTokens {
+            bos: role("bos"),
+            eos: role("eos"),
+            unk: role("unk"),
+            pad: role("pad"),
+            sep: role("sep"),
+            cls: role("cls"),
+            mask: role("mask"),
+            ..SpecialTokens::default()
+        };
+        special_tokens.additional = vocab
+            .special
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s)
+            .filter_map(|(id, _)| {
+                let id = u32::try_from(id).ok()?;
+                let content = vocab.tokens.get(id as usize)?.as_deref()?.to_owned();
+                Some(SpecialToken { content, id })
+            })
+            .collect();
+
+        let class = config.tokenizer_class.as_deref().unwrap_or("");
+        let class = class.strip_suffix("Fast").unwrap_or(class);
+        let rebuild = REBUILDS_TEMPLATE.contains(&class)
+            && (config.add_bos_token.is_some() || config.add_eos_token.is_some());
+        let (prefix, suffix) = if rebuild {
+            let bos = config.add_bos_token.unwrap_or(true);
+            let eos = config.add_eos_token.unwrap_or(false);
+            (
+                special_tokens.bos.as_ref().filter(|_| bos).map(|t| t.id).into_iter().collect(),
+                special_tokens.eos.as_ref().filter(|_| eos).map(|t| t.id).into_iter().collect(),
+            )
+        } else {
+            let single = &pipe.get_post_processor().single;
+            (
+                single.prefix.iter().map(|(t, _)| t.id()).collect(),
+                single.suffix.iter().map(|(t, _)| t.id()).collect(),
+            )
+        };
+        let file_padding = keep_padding_truncation
+            && (pipe.get_padding().is_some() || pipe.get_truncation().is_some());
+        Ok(Self {
+            pipe,
+            vocab,
+            options,
+            prefix,
+            suffix,
+            special_tokens,
+            specials_as_text,
+            file_padding,
+        })
+    }
+
+    /// The model family, which decides how the parallel encoder may cut.
+    #[allow(dead_code)]
+    pub(crate) fn model_kind(&self) -> ModelKind {
+        self.vocab.kind
+    }
+
+    fn sequence_ids(&self, text: &str, capacity: usize) -> Result<Vec<u32>> {
+        let mut out: Vec<PipelineToken> = Vec::with_capacity(capacity);
+        self.pipe
+            .encode_into(text, &self.options, &mut out)
+            .map_err(|e| Error::backend(NAME, e.to_string()))?;
+        // Same size and alignment: this collect reuses the allocation.
+        Ok(out.into_iter().map(u32::from).collect())
+    }
+
+    fn encode_full_pipeline(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let options = EncodeOptions {
+            add_special_tokens,
+            ..self.options.clone()
+        };
+        let mut encodings = self
+            .pipe
+            .encode(text, &options)
+            .wait()
+            .map_err(|e| Error::backend(NAME, e.to_string()))?;
+        let encoding = encodings
+            .pop()
+            .ok_or_else(|| Error::backend(NAME, "no encoding returned"))?;
+        Ok(Encoding::from_ids(
+            PipelineToken::cast_slice(encoding.ids()).to_vec(),
+        ))
+    }
+}
+
+impl Encoder for HfBackend {
+    fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        if self.file_padding {
+            return self.encode_full_pipeline(text, add_special_tokens);
+        }
+        if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
+            return Ok(Encoding::from_ids(self.sequence_ids(text, text.len() / 4 + 4)?));
+        }
+        let mut ids = self.prefix.clone();
+        ids.reserve(text.len() / 4 + 4 + self.suffix.len());
+        ids.extend(self.sequence_ids(text, text.len() / 4 + 4)?);
+        ids.extend_from_slice(&self.suffix);
+        Ok(Encoding::from_ids(ids))
+    }
+
+    fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let mut ids = Vec::with_capacity(text.len() / 4 + 4);
+        let mut offsets = Vec::with_capacity(text.len() / 4 + 4);
+        if add_special_tokens {
+            ids.extend_from_slice(&self.prefix);
+            offsets.resize(self.prefix.len(), (0, 0));
+        }
+        offsets::encode_with_offsets(
+            &self.pipe,
+            &self.vocab,
+            text,
+            self.specials_as_text,
+            &mut ids,
+            &mut offsets,
+        )?;
+        if add_special_tokens {
+            ids.extend_from_slice(&self.suffix);
+            offsets.resize(ids.len(), (text.len(), text.len()));
+        }
+        Encoding::with_offsets(ids, offsets)
+            .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+    }
+}
+
+impl Decoder for HfBackend {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        if let Some(&bad) = ids.iter().find(|&&id| !self.vocab.contains(id)) {
+            return Err(Error::unknown_id(bad, self.vocab.len()));
+        }
+        self.pipe
+            .decode(ids, skip_special_tokens)
+            .map_err(|e| Error::backend(NAME, format!("decode: {e}")))
+    }
+
+    fn decode_style(&self) -> DecodeStyle {
+        if self.vocab.decode_bytes.is_some() {
+            DecodeStyle::ByteConcat
+        } else {
+            DecodeStyle::Windowed
+        }
+    }
+
+    fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let table = self.vocab.decode_bytes.as_ref()?;
+        self.vocab
+            .contains(id)
+            .then(|| table.get(id as usize).map(|b| &b[..]))
+            .flatten()
+    }
+}
+
+impl Tokenizer for HfBackend {
+    fn backend_name(&self) -> &'static str {
+        NAME
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.vocab.len()
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.vocab.by_token.get(token).copied()
+    }
+
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        self.vocab.tokens.get(id as usize)?.as_deref().map(str::to_owned)
+    }
+
+    fn is_special_id(&self, id: u32) -> bool {
+        self.vocab.special.get(id as usize).copied().unwrap_or(false)
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.special_tokens
+    }
+}

@@ -1,0 +1,109 @@
+//! A tiny byte tokenizer for tests: id = byte value, plus `<s>` (256) and `</s>` (257).
+
+use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::encoding::Encoding;
+use crate::error::{Error, Result};
+use crate::special::{SpecialToken, SpecialTokens};
+
+/// Encodes each byte as its own id; `<s>`/`</s>` in the text are special.
+pub struct MockTokenizer {
+    specials: SpecialTokens,
+    bytes: Vec<Vec<u8>>,
+}
+
+impl Default for MockTokenizer {
+    fn default() -> Self {
+        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        bytes.push(b"<s>".to_vec());
+        bytes.push(b"</s>".to_vec());
+        Self {
+            specials: SpecialTokens {
+                bos: Some(SpecialToken { content: "<s>".into(), id: 256 }),
+                eos: Some(SpecialToken { content: "</s>".into(), id: 257 }),
+                ..SpecialTokens::default()
+            },
+            bytes,
+        }
+    }
+}
+
+impl Encoder for MockTokenizer {
+    fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let ids = self.encode_with_offsets(text, add_special_tokens)?.into_ids();
+        Ok(Encoding::from_ids(ids))
+    }
+
+    fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let mut ids = Vec::new();
+        let mut offsets = Vec::new();
+        if add_special_tokens {
+            ids.push(256);
+            offsets.push((0, 0));
+        }
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i..].starts_with(b"<s>") {
+                ids.push(256);
+                offsets.push((i, i + 3));
+                i += 3;
+            } else if b[i..].starts_with(b"</s>") {
+                ids.push(257);
+                offsets.push((i, i + 4));
+                i += 4;
+            } else {
+                ids.push(u32::from(b[i]));
+                offsets.push((i, i + 1));
+                i += 1;
+            }
+        }
+        Encoding::with_offsets(ids, offsets).ok_or_else(|| Error::backend("mock", "length mismatch"))
+    }
+}
+
+impl Decoder for MockTokenizer {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        let mut out = Vec::new();
+        for &id in ids {
+            let bytes = self.token_bytes(id).ok_or_else(|| Error::unknown_id(id, self.bytes.len()))?;
+            if !(skip_special_tokens && self.is_special_id(id)) {
+                out.extend_from_slice(bytes);
+            }
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn decode_style(&self) -> DecodeStyle {
+        DecodeStyle::ByteConcat
+    }
+
+    fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.bytes.get(id as usize).map(Vec::as_slice)
+    }
+}
+
+impl Tokenizer for MockTokenizer {
+    fn backend_name(&self) -> &'static str {
+        "mock"
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.bytes.iter().position(|b| b == token.as_bytes()).and_then(|p| u32::try_from(p).ok())
+    }
+
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        self.token_bytes(id).map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    fn is_special_id(&self, id: u32) -> bool {
+        id >= 256 && (id as usize) < self.bytes.len()
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.specials
+    }
+}

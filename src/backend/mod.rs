@@ -1,0 +1,84 @@
+//! The traits every backend implements, and the backends themselves.
+//!
+//! A backend is one tokenizer format (`tokenizer.json`, tiktoken ranks, …)
+//! behind three small object-safe traits. The public [`Tokenizer`](crate::Tokenizer)
+//! handle holds an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding
+//! and metadata on top, so a backend only does tokenization.
+
+pub(crate) mod byte_level;
+pub(crate) mod hf;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) mod mock;
+pub(crate) mod tiktoken;
+
+use crate::encoding::Encoding;
+use crate::error::Result;
+use crate::special::SpecialTokens;
+
+/// Text to ids.
+pub trait Encoder: Send + Sync {
+    /// Encodes `text`. With `add_special_tokens`, BOS/EOS (or the
+    /// post-processor's template) are added around the sequence.
+    fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
+
+    /// Like [`encode`](Encoder::encode), with one byte span per id.
+    ///
+    /// Spans are `[start, end)` byte offsets into `text`. Consecutive spans never
+    /// go backwards; tokens of one character (byte fallback, byte-level pieces)
+    /// share that character's span or split it by byte.
+    fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
+
+    /// Encodes several texts. The default encodes them one after another.
+    fn encode_batch(&self, texts: &[&str], add_special_tokens: bool) -> Result<Vec<Encoding>> {
+        texts
+            .iter()
+            .map(|t| self.encode(t, add_special_tokens))
+            .collect()
+    }
+}
+
+/// How a backend's ids turn back into text, which decides the streaming algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeStyle {
+    /// `decode(ids)` is the concatenation of [`Decoder::token_bytes`] for every id
+    /// (byte-level BPE, tiktoken). Streaming needs no re-decoding.
+    ByteConcat,
+    /// The decoder looks at neighbouring tokens (WordPiece `##`, Metaspace,
+    /// `Strip`, cleanup); streaming re-decodes a small window.
+    Windowed,
+}
+
+/// Ids to text.
+pub trait Decoder: Send + Sync {
+    /// Decodes `ids`. Unknown ids are an error, never a panic.
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String>;
+
+    /// How [`decode`](Decoder::decode) combines tokens.
+    fn decode_style(&self) -> DecodeStyle;
+
+    /// The bytes one id contributes to a decode, for [`DecodeStyle::ByteConcat`]
+    /// backends. `None` for unknown ids, or when the style is `Windowed`.
+    fn token_bytes(&self, id: u32) -> Option<&[u8]>;
+}
+
+/// A complete tokenizer: encoder, decoder and vocabulary.
+pub trait Tokenizer: Encoder + Decoder {
+    /// Which backend this is, for metrics and `inspect`.
+    fn backend_name(&self) -> &'static str;
+
+    /// Number of ids, added tokens included (one past the largest id).
+    fn vocab_size(&self) -> usize;
+
+    /// The id of a token, in the tokenizer's own spelling (`Ġhello` for byte-level).
+    fn token_to_id(&self, token: &str) -> Option<u32>;
+
+    /// The token of an id, in the tokenizer's own spelling.
+    fn id_to_token(&self, id: u32) -> Option<String>;
+
+    /// Whether `id` is a special (control) token, skipped by `skip_special_tokens`.
+    fn is_special_id(&self, id: u32) -> bool;
+
+    /// bos/eos/unk/pad/… and additional special tokens.
+    fn special_tokens(&self) -> &SpecialTokens;
+}

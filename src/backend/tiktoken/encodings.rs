@@ -1,0 +1,292 @@
+//! The built-in OpenAI encodings, the OpenAI model → encoding table, and the
+//! rank-file families recognised without a config (by their rank count).
+
+use rustc_hash::FxHashMap;
+use tiktoken_rs::CoreBPE;
+
+use super::{SpecialRoles, TiktokenSpec};
+use crate::error::{Error, Result};
+
+/// r50k/p50k pre-tokenizer.
+pub(crate) const GPT2_PATTERN: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+/// cl100k pre-tokenizer.
+pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+/// o200k pre-tokenizer.
+pub(crate) const O200K_PATTERN: &str = tiktoken_rs::O200K_BASE_PAT_STR;
+/// Llama-3's pre-tokenizer, as written in its `tokenizer.json`.
+pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// A tiktoken encoding shipped inside the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BuiltinEncoding {
+    /// GPT-3 (`davinci`, …), a.k.a. `gpt2`.
+    R50kBase,
+    /// Codex and `text-davinci-002/003`.
+    P50kBase,
+    /// `p50k_base` plus FIM specials, for edit models.
+    P50kEdit,
+    /// GPT-3.5, GPT-4, `text-embedding-3`.
+    Cl100kBase,
+    /// GPT-4o, GPT-4.1, GPT-5, o-series.
+    O200kBase,
+    /// gpt-oss's harmony format.
+    O200kHarmony,
+}
+
+impl BuiltinEncoding {
+    /// Every built-in encoding.
+    pub const ALL: [Self; 6] = [
+        Self::R50kBase,
+        Self::P50kBase,
+        Self::P50kEdit,
+        Self::Cl100kBase,
+        Self::O200kBase,
+        Self::O200kHarmony,
+    ];
+
+    /// tiktoken's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::R50kBase => "r50k_base",
+            Self::P50kBase => "p50k_base",
+            Self::P50kEdit => "p50k_edit",
+            Self::Cl100kBase => "cl100k_base",
+            Self::O200kBase => "o200k_base",
+            Self::O200kHarmony => "o200k_harmony",
+        }
+    }
+
+    /// Looks up an encoding by tiktoken name (`gpt2` is r50k).
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name == "gpt2" {
+            return Some(Self::R50kBase);
+        }
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The encoding of an OpenAI model name, as tiktoken's `encoding_for_model`
+    /// maps it. gpt-oss is not here: it loads from the hub.
+    pub fn for_openai_model(model: &str) -> Option<Self> {
+        const PREFIXES: &[(&str, BuiltinEncoding)] = &[
+            ("gpt-5", BuiltinEncoding::O200kBase),
+            ("gpt-4.1", BuiltinEncoding::O200kBase),
+            ("gpt-4.5", BuiltinEncoding::O200kBase),
+            ("gpt-4o", BuiltinEncoding::O200kBase),
+            ("chatgpt-4o", BuiltinEncoding::O200kBase),
+            ("o1", BuiltinEncoding::O200kBase),
+            ("o3", BuiltinEncoding::O200kBase),
+            ("o4", BuiltinEncoding::O200kBase),
+            ("gpt-4", BuiltinEncoding::Cl100kBase),
+            ("gpt-3.5", BuiltinEncoding::Cl100kBase),
+            ("gpt-35", BuiltinEncoding::Cl100kBase),
+            ("text-embedding-ada-002", BuiltinEncoding::Cl100kBase),
+            ("text-embedding-3", BuiltinEncoding::Cl100kBase),
+            ("text-davinci-edit", BuiltinEncoding::P50kEdit),
+            ("code-davinci-edit", BuiltinEncoding::P50kEdit),
+            ("text-davinci-002", BuiltinEncoding::P50kBase),
+            ("text-davinci-003", BuiltinEncoding::P50kBase),
+            ("code-", BuiltinEncoding::P50kBase),
+            ("text-davinci-001", BuiltinEncoding::R50kBase),
+            ("text-curie", BuiltinEncoding::R50kBase),
+            ("text-babbage", BuiltinEncoding::R50kBase),
+            ("text-ada", BuiltinEncoding::R50kBase),
+            ("davinci", BuiltinEncoding::R50kBase),
+            ("curie", BuiltinEncoding::R50kBase),
+            ("babbage", BuiltinEncoding::R50kBase),
+            ("ada", BuiltinEncoding::R50kBase),
+            ("gpt2", BuiltinEncoding::R50kBase),
+        ];
+        let model = model.strip_prefix("openai/").unwrap_or(model);
+        if model.contains('/') || model.starts_with("gpt-oss") {
+            return None;
+        }
+        let (prefix, enc) = PREFIXES.iter().find(|(p, _)| model.starts_with(p))?;
+        // o1/o3/o4 must be whole words ("o1", "o1-mini"), not "o100".
+        let rest = &model[prefix.len()..];
+        let boundary = rest.is_empty() || rest.starts_with(['-', '.', ':', '_']);
+        let exact_words = ["ada", "babbage", "curie", "davinci", "gpt2", "o1", "o3", "o4"];
+        if exact_words.contains(prefix) && !boundary {
+            return None;
+        }
+        Some(*enc)
+    }
+
+    /// The pre-tokenizer regex.
+    pub(crate) fn pattern(self) -> &'static str {
+        match self {
+            Self::R50kBase | Self::P50kBase | Self::P50kEdit => GPT2_PATTERN,
+            Self::Cl100kBase => CL100K_PATTERN,
+            Self::O200kBase | Self::O200kHarmony => O200K_PATTERN,
+        }
+    }
+
+    fn core(self) -> Result<CoreBPE> {
+        let core = match self {
+            Self::R50kBase => tiktoken_rs::r50k_base(),
+            Self::P50kBase => tiktoken_rs::p50k_base(),
+            Self::P50kEdit => tiktoken_rs::p50k_edit(),
+            Self::Cl100kBase => tiktoken_rs::cl100k_base(),
+            Self::O200kBase => tiktoken_rs::o200k_base(),
+            Self::O200kHarmony => tiktoken_rs::o200k_harmony(),
+        };
+        core.map_err(|e| {
+            Error::backend(
+                "tiktoken",
+                format!("embedded {} failed to load: {e}", self.name()),
+            )
+        })
+    }
+
+    fn ordinary_count(self) -> u32 {
+        match self {
+            Self::R50kBase => 50256,
+            Self::P50kBase | Self::P50kEdit => 50280,
+            Self::Cl100kBase => 100256,
+            Self::O200kBase | Self::O200kHarmony => 199998,
+        }
+    }
+
+    /// Builds the spec from the encoding embedded in `tiktoken-rs`.
+    pub(crate) fn spec(self) -> Result<TiktokenSpec> {
+        let core = self.core()?;
+        let mut ranks =
+            FxHashMap::with_capacity_and_hasher(self.ordinary_count() as usize, Default::default());
+        for id in 0..self.ordinary_count() {
+            let bytes = core
+                .decode_bytes(&[id])
+                .map_err(|_| Error::backend("tiktoken", format!("embedded rank {id} missing")))?;
+            ranks.insert(bytes, id);
+        }
+        let mut specials: Vec<(String, u32)> = Vec::new();
+        for text in core.special_tokens() {
+            let ids = core.encode_with_special_tokens(text);
+            if let [id] = ids[..] {
+                specials.push((text.to_owned(), id));
+            }
+        }
+        specials.sort_by_key(|(_, id)| *id);
+        let roles = match self {
+            Self::O200kHarmony => SpecialRoles {
+                bos: Some("<|startoftext|>".into()),
+                eos: Some("<|endoftext|>".into()),
+                ..SpecialRoles::default()
+            },
+            _ => SpecialRoles {
+                eos: Some("<|endoftext|>".into()),
+                ..SpecialRoles::default()
+            },
+        };
+        Ok(TiktokenSpec {
+            ranks,
+            specials,
+            pattern: self.pattern(),
+            roles,
+            add_bos: None,
+        })
+    }
+}
+
+/// A rank-file family recognised by its number of ordinary ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RankFamily {
+    Builtin(BuiltinEncoding),
+    Llama3,
+}
+
+impl RankFamily {
+    pub(crate) fn from_rank_count(n: usize) -> Option<Self> {
+        Some(match n {
+            50256 => Self::Builtin(BuiltinEncoding::R50kBase),
+            50280 => Self::Builtin(BuiltinEncoding::P50kBase),
+            100256 => Self::Builtin(BuiltinEncoding::Cl100kBase),
+            199998 => Self::Builtin(BuiltinEncoding::O200kBase),
+            128000 => Self::Llama3,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn pattern(self) -> &'static str {
+        match self {
+            Self::Builtin(b) => b.pattern(),
+            Self::Llama3 => LLAMA3_PATTERN,
+        }
+    }
+
+    /// Default special tokens when no config names them.
+    pub(crate) fn default_specials(self) -> Result<(Vec<(String, u32)>, SpecialRoles)> {
+        match self {
+            Self::Builtin(b) => {
+                let spec = b.spec()?;
+                Ok((spec.specials, spec.roles))
+            }
+            Self::Llama3 => {
+                let named: [(u32, &str); 8] = [
+                    (128000, "<|begin_of_text|>"),
+                    (128001, "<|end_of_text|>"),
+                    (128004, "<|finetune_right_pad_id|>"),
+                    (128006, "<|start_header_id|>"),
+                    (128007, "<|end_header_id|>"),
+                    (128008, "<|eom_id|>"),
+                    (128009, "<|eot_id|>"),
+                    (128010, "<|python_tag|>"),
+                ];
+                let mut reserved = 0u32;
+                let mut specials = Vec::with_capacity(256);
+                for id in 128000..128256u32 {
+                    match named.iter().find(|(i, _)| *i == id) {
+                        Some((_, text)) => specials.push(((*text).to_owned(), id)),
+                        None => {
+                            specials.push((format!("<|reserved_special_token_{reserved}|>"), id));
+                            reserved += 1;
+                        }
+                    }
+                }
+                let roles = SpecialRoles {
+                    bos: Some("<|begin_of_text|>".into()),
+                    eos: Some("<|eot_id|>".into()),
+                    ..SpecialRoles::default()
+                };
+                Ok((specials, roles))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_model_names_map_like_tiktoken() {
+        use BuiltinEncoding::*;
+        let table = [
+            ("gpt-4o", Some(O200kBase)),
+            ("gpt-4o-mini-2024-07-18", Some(O200kBase)),
+            ("gpt-4.1", Some(O200kBase)),
+            ("gpt-5", Some(O200kBase)),
+            ("o1", Some(O200kBase)),
+            ("o3-mini", Some(O200kBase)),
+            ("o4-mini", Some(O200kBase)),
+            ("gpt-4", Some(Cl100kBase)),
+            ("gpt-4-turbo", Some(Cl100kBase)),
+            ("gpt-3.5-turbo", Some(Cl100kBase)),
+            ("text-embedding-3-small", Some(Cl100kBase)),
+            ("text-davinci-003", Some(P50kBase)),
+            ("code-davinci-002", Some(P50kBase)),
+            ("text-davinci-edit-001", Some(P50kEdit)),
+            ("davinci", Some(R50kBase)),
+            ("ada", Some(R50kBase)),
+            ("gpt-oss-20b", None),
+            ("openai/gpt-oss-20b", None),
+            ("o100", None),
+            ("adapter", None),
+            ("Qwen/Qwen3-8B", None),
+        ];
+        for (model, want) in table {
+            assert_eq!(BuiltinEncoding::for_openai_model(model), want, "{model}");
+        }
+        assert_eq!(BuiltinEncoding::from_name("gpt2"), Some(R50kBase));
+        assert_eq!(BuiltinEncoding::from_name("o200k_harmony"), Some(O200kHarmony));
+    }
+}

@@ -1,0 +1,304 @@
+//! tiktoken backend: OpenAI's built-in encodings and custom rank files
+//! (`*.tiktoken`, Llama-3 style `tokenizer.model`), on `tiktoken-rs`'s `CoreBPE`.
+//!
+//! `CoreBPE` keeps its vocabulary private and offers no bytes → id lookup, so
+//! the backend keeps its own id → bytes table (used for decode, offsets,
+//! streaming and `id_to_token`) and splits out special tokens itself with
+//! aho-corasick, which also gives their byte spans.
+
+pub(crate) mod encodings;
+pub(crate) mod ranks;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
+use tiktoken_rs::CoreBPE;
+
+use crate::backend::byte_level;
+use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::encoding::Encoding;
+use crate::error::{Error, Result};
+use crate::load::SpecialTokenPolicy;
+use crate::special::{SpecialToken, SpecialTokens};
+
+const NAME: &str = "tiktoken";
+
+/// What a tiktoken tokenizer is built from.
+pub(crate) struct TiktokenSpec {
+    /// Ordinary tokens: bytes and rank (= id).
+    pub ranks: FxHashMap<Vec<u8>, u32>,
+    /// Special tokens: text and id.
+    pub specials: Vec<(String, u32)>,
+    /// The pre-tokenizer regex.
+    pub pattern: &'static str,
+    /// Which special tokens play which role.
+    pub roles: SpecialRoles,
+    /// BOS added by `add_special_tokens` (Llama-3 rank files), if any.
+    pub add_bos: Option<u32>,
+}
+
+/// Role names for special tokens, by content.
+#[derive(Default, Clone)]
+pub(crate) struct SpecialRoles {
+    pub bos: Option<String>,
+    pub eos: Option<String>,
+    pub unk: Option<String>,
+    pub pad: Option<String>,
+}
+
+pub(crate) struct TiktokenBackend {
+    core: CoreBPE,
+    /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
+    bytes: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+    /// Spelled (byte-level alphabet) token → id, for `token_to_id`.
+    by_spelling: FxHashMap<String, u32>,
+    special_matcher: Option<AhoCorasick>,
+    /// Id of each special-matcher pattern.
+    special_pattern_ids: Vec<u32>,
+    special_flags: Vec<bool>,
+    special_tokens: SpecialTokens,
+    policy: SpecialTokenPolicy,
+    add_bos: Option<u32>,
+    alphabet: [char; 256],
+}
+
+impl TiktokenBackend {
+    pub(crate) fn new(spec: TiktokenSpec, policy: SpecialTokenPolicy) -> Result<Self> {
+        let TiktokenSpec {
+            ranks,
+            specials,
+            pattern,
+            roles,
+            add_bos,
+        } = spec;
+        let max_id = ranks
+            .values()
+            .copied()
+            .chain(specials.iter().map(|(_, id)| *id))
+            .max()
+            .ok_or_else(|| Error::backend(NAME, "empty vocabulary"))?;
+        let vocab_size = usize::try_from(max_id)
+            .map_err(|_| Error::backend(NAME, "id out of range"))?
+            .saturating_add(1);
+        let mut spans = vec![(u32::MAX, 0u32); vocab_size];
+        let mut bytes = Vec::with_capacity(ranks.len() * 7);
+        let alphabet = byte_level::byte_to_char_table();
+        let mut by_spelling =
+            FxHashMap::with_capacity_and_hasher(ranks.len() + specials.len(), Default::default());
+        let mut special_flags = vec![false; vocab_size];
+        let mut push = |id: u32, token: &[u8], bytes: &mut Vec<u8>| -> Result<()> {
+            let slot = &mut spans[id as usize];
+            if slot.0 != u32::MAX {
+                return Err(Error::backend(NAME, format!("two tokens share id {id}")));
+            }
+            let start = u32::try_from(bytes.len())
+                .map_err(|_| Error::backend(NAME, "vocabulary too large"))?;
+            let len = u32::try_from(token.len())
+                .map_err(|_| Error::backend(NAME, "token too long"))?;
+            *slot = (start, len);
+            bytes.extend_from_slice(token);
+            Ok(())
+        };
+        for (token, &id) in &ranks {
+            push(id, token, &mut bytes)?;
+            by_spelling.insert(byte_level::spell(token, &alphabet), id);
+        }
+        for (text, id) in &specials {
+            push(*id, text.as_bytes(), &mut bytes)?;
+            by_spelling.insert(text.clone(), *id);
+            special_flags[*id as usize] = true;
+        }
+        let (special_matcher, special_pattern_ids) = if specials.is_empty() {
+            (None, Vec::new())
+        } else {
+            let matcher = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(specials.iter().map(|(t, _)| t.as_str()))
+                .map_err(|e| Error::backend(NAME, format!("special-token matcher: {e}")))?;
+            (Some(matcher), specials.iter().map(|(_, id)| *id).collect())
+        };
+        let find = |content: &Option<String>| -> Option<SpecialToken> {
+            let content = content.as_ref()?;
+            let id = by_spelling.get(content.as_str()).copied()?;
+            Some(SpecialToken {
+                content: content.clone(),
+                id,
+            })
+        };
+        let mut special_tokens = SpecialTokens {
+            bos: find(&roles.bos),
+            eos: find(&roles.eos),
+            unk: find(&roles.unk),
+            pad: find(&roles.pad),
+            ..SpecialTokens::default()
+        };
+        let mut additional: Vec<SpecialToken> = specials
+            .iter()
+            .map(|(content, id)| SpecialToken {
+                content: content.clone(),
+                id: *id,
+            })
+            .collect();
+        additional.sort_by_key(|t| t.id);
+        special_tokens.additional = additional;
+
+        let core = CoreBPE::new(ranks, specials.into_iter().collect(), pattern)
+            .map_err(|e| Error::backend(NAME, format!("building the BPE: {e}")))?;
+        Ok(Self {
+            core,
+            bytes,
+            spans,
+            by_spelling,
+            special_matcher,
+            special_pattern_ids,
+            special_flags,
+            special_tokens,
+            policy,
+            add_bos,
+            alphabet,
+        })
+    }
+
+    fn bytes_of(&self, id: u32) -> Option<&[u8]> {
+        let &(start, len) = self.spans.get(id as usize)?;
+        if start == u32::MAX {
+            return None;
+        }
+        self.bytes.get(start as usize..(start + len) as usize)
+    }
+
+    /// Ordinary (no specials) encode of one segment, appended to `out`.
+    fn encode_segment(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        // `encode` with no allowed specials is `encode_ordinary` that reports
+        // regex errors (backtrack limits) instead of panicking.
+        let (ids, _) = self
+            .core
+            .encode(text, &HashSet::new())
+            .map_err(|e| Error::backend(NAME, e.message))?;
+        out.extend_from_slice(&ids);
+        Ok(())
+    }
+
+    /// Encodes `text` into `ids`, calling `on_special(start, end)` for each special match.
+    fn encode_into(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        mut on_segment: impl FnMut(&[u32], Option<(usize, usize)>),
+    ) -> Result<()> {
+        let mut start = 0;
+        if self.policy == SpecialTokenPolicy::Parse
+            && let Some(matcher) = &self.special_matcher
+        {
+            for m in matcher.find_iter(text) {
+                let before = ids.len();
+                self.encode_segment(&text[start..m.start()], ids)?;
+                on_segment(&ids[before..], None);
+                let id = self.special_pattern_ids[m.pattern().as_usize()];
+                ids.push(id);
+                on_segment(&[], Some((m.start(), m.end())));
+                start = m.end();
+            }
+        }
+        let before = ids.len();
+        self.encode_segment(&text[start..], ids)?;
+        on_segment(&ids[before..], None);
+        Ok(())
+    }
+}
+
+impl Encoder for TiktokenBackend {
+    fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        if add_special_tokens && let Some(bos) = self.add_bos {
+            ids.push(bos);
+        }
+        self.encode_into(text, &mut ids, |_, _| {})?;
+        Ok(Encoding::from_ids(ids))
+    }
+
+    fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        let mut offsets = Vec::with_capacity(text.len() / 3 + 1);
+        if add_special_tokens && let Some(bos) = self.add_bos {
+            ids.push(bos);
+            offsets.push((0, 0));
+        }
+        let mut pos = 0usize;
+        self.encode_into(text, &mut ids, |segment, special| {
+            if let Some((s, e)) = special {
+                offsets.push((s, e));
+                pos = e;
+                return;
+            }
+            for &id in segment {
+                let len = self.bytes_of(id).map_or(0, <[u8]>::len);
+                offsets.push((pos, pos + len));
+                pos += len;
+            }
+        })?;
+        Encoding::with_offsets(ids, offsets)
+            .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+    }
+}
+
+impl Decoder for TiktokenBackend {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            let bytes = self
+                .bytes_of(id)
+                .ok_or_else(|| Error::unknown_id(id, self.spans.len()))?;
+            if skip_special_tokens && self.is_special_id(id) {
+                continue;
+            }
+            out.extend_from_slice(bytes);
+        }
+        Ok(match String::from_utf8(out) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    fn decode_style(&self) -> DecodeStyle {
+        DecodeStyle::ByteConcat
+    }
+
+    fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.bytes_of(id)
+    }
+}
+
+impl Tokenizer for TiktokenBackend {
+    fn backend_name(&self) -> &'static str {
+        NAME
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.by_spelling.get(token).copied()
+    }
+
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        let bytes = self.bytes_of(id)?;
+        if self.is_special_id(id) {
+            return Some(String::from_utf8_lossy(bytes).into_owned());
+        }
+        Some(byte_level::spell(bytes, &self.alphabet))
+    }
+
+    fn is_special_id(&self, id: u32) -> bool {
+        self.special_flags.get(id as usize).copied().unwrap_or(false)
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.special_tokens
+    }
+}

@@ -1,0 +1,109 @@
+//! [`Encoding`]: the ids of one encode, with optional byte offsets.
+
+/// The result of encoding one text.
+///
+/// Ids are stored once and lent out as `&[u32]`; offsets are present only when
+/// they were asked for ([`Tokenizer::encode_with_offsets`](crate::Tokenizer::encode_with_offsets)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Encoding {
+    ids: Vec<u32>,
+    offsets: Option<Vec<(usize, usize)>>,
+}
+
+impl Encoding {
+    /// An encoding with ids only.
+    pub fn from_ids(ids: Vec<u32>) -> Self {
+        Self { ids, offsets: None }
+    }
+
+    /// An encoding with ids and one byte span per id.
+    ///
+    /// Returns `None` when the lengths differ.
+    pub fn with_offsets(ids: Vec<u32>, offsets: Vec<(usize, usize)>) -> Option<Self> {
+        (ids.len() == offsets.len()).then_some(Self {
+            ids,
+            offsets: Some(offsets),
+        })
+    }
+
+    /// The token ids.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Byte spans `[start, end)` into the input, one per id, when computed.
+    ///
+    /// Special tokens added by the post-processor (BOS, EOS) get an empty span at
+    /// the position where they were inserted.
+    pub fn offsets(&self) -> Option<&[(usize, usize)]> {
+        self.offsets.as_deref()
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there are no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Takes the ids out.
+    pub fn into_ids(self) -> Vec<u32> {
+        self.ids
+    }
+
+    /// Takes ids and offsets out.
+    pub fn into_parts(self) -> (Vec<u32>, Option<Vec<(usize, usize)>>) {
+        (self.ids, self.offsets)
+    }
+
+    /// A hash of the ids that is stable across runs, platforms and releases.
+    ///
+    /// It is 64-bit FNV-1a over the ids as little-endian `u32`s, so a cache key
+    /// computed by one process matches another's. Written by hand because the
+    /// std and Fx hashers do not promise stability across releases.
+    pub fn stable_hash(&self) -> u64 {
+        stable_hash(&self.ids)
+    }
+}
+
+/// 64-bit FNV-1a over `ids` as little-endian bytes.
+pub(crate) fn stable_hash(ids: &[u32]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for id in ids {
+        for b in id.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
+impl AsRef<[u32]> for Encoding {
+    fn as_ref(&self) -> &[u32] {
+        &self.ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stable_hash_is_fixed() {
+        // FNV-1a of the empty input is the offset basis.
+        assert_eq!(stable_hash(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(Encoding::from_ids(vec![1, 2, 3]).stable_hash(), 0xfd1f_0f43_81eb_0395);
+    }
+
+    #[test]
+    fn offsets_must_match_ids() {
+        assert!(Encoding::with_offsets(vec![1], vec![]).is_none());
+        let e = Encoding::with_offsets(vec![7], vec![(0, 3)]).unwrap();
+        assert_eq!(e.offsets(), Some(&[(0, 3)][..]));
+    }
+}

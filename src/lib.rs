@@ -1,0 +1,71 @@
+//! The tokenizer layer of an LLM inference router.
+//!
+//! One [`Tokenizer`] handle over every format a router meets: Hugging Face
+//! `tokenizer.json`, tiktoken (OpenAI encodings, model names and rank files).
+//! The format is detected from the file's content, hub ids resolve through the
+//! standard Hugging Face cache, and every backend matches its reference
+//! implementation id for id.
+//!
+//! # Example
+//!
+//! ```
+//! use router_tokenizer::create_tokenizer;
+//!
+//! // Built into the binary: works offline.
+//! let tok = create_tokenizer("o200k_base")?;
+//! let enc = tok.encode("Hello, world!", false)?;
+//! assert_eq!(enc.ids(), &[13225, 11, 2375, 0]);
+//! assert_eq!(tok.decode(enc.ids(), false)?, "Hello, world!");
+//!
+//! // Byte offsets into the input, one span per id.
+//! let enc = tok.encode_with_offsets("Hello, world!", false)?;
+//! assert_eq!(enc.offsets(), Some(&[(0, 5), (5, 6), (6, 12), (12, 13)][..]));
+//! # Ok::<(), router_tokenizer::Error>(())
+//! ```
+//!
+//! Loading a hub model uses the cache first and the network only for what is
+//! missing (never with `HF_HUB_OFFLINE=1`):
+//!
+//! ```no_run
+//! let tok = router_tokenizer::create_tokenizer("meta-llama/Llama-3.2-1B-Instruct")?;
+//! println!("eos ids: {:?}", tok.eos_token_ids());
+//! # Ok::<(), router_tokenizer::Error>(())
+//! ```
+//!
+//! Options (revision, token, offline, cache folder, special-token policy) live
+//! in one struct, [`LoadOptions`].
+//!
+//! # Metrics
+//!
+//! Encodes, decodes and loads report through the [`metrics`] crate under
+//! `rtok_*` names with a `backend` label; install a recorder before loading.
+
+#![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod backend;
+mod encoding;
+mod error;
+mod load;
+mod metrics;
+mod special;
+mod tokenizer;
+
+pub use backend::tiktoken::encodings::BuiltinEncoding;
+pub use encoding::Encoding;
+pub use error::{Error, ErrorKind, Result};
+pub use load::{Format, LoadOptions, SpecialTokenPolicy, create_tokenizer, create_tokenizer_async};
+pub use special::{SpecialToken, SpecialTokens};
+pub use tokenizer::Tokenizer;
+
+/// The backend traits, for plugging in a tokenizer of your own with
+/// [`Tokenizer::from_backend`].
+pub mod traits {
+    pub use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+}
+
+/// Test helpers (feature `test-util`).
+#[cfg(feature = "test-util")]
+pub mod testing {
+    pub use crate::backend::mock::MockTokenizer;
+}

@@ -1,0 +1,82 @@
+//! Special tokens and the eos ids a router stops on.
+
+/// One special token: its text and id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpecialToken {
+    /// The token's text, e.g. `<|eot_id|>`.
+    pub content: String,
+    /// Its id.
+    pub id: u32,
+}
+
+/// The named special tokens of a tokenizer plus any additional ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpecialTokens {
+    /// Beginning of sequence.
+    pub bos: Option<SpecialToken>,
+    /// End of sequence (the tokenizer's own; see [`Tokenizer::eos_token_ids`](crate::Tokenizer::eos_token_ids) for all stop ids).
+    pub eos: Option<SpecialToken>,
+    /// Unknown.
+    pub unk: Option<SpecialToken>,
+    /// Padding.
+    pub pad: Option<SpecialToken>,
+    /// Separator (BERT).
+    pub sep: Option<SpecialToken>,
+    /// Classifier (BERT).
+    pub cls: Option<SpecialToken>,
+    /// Mask (BERT).
+    pub mask: Option<SpecialToken>,
+    /// Every other special token, in id order.
+    pub additional: Vec<SpecialToken>,
+}
+
+impl SpecialTokens {
+    /// The named tokens that are set, in the order bos, eos, unk, pad, sep, cls, mask.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, &SpecialToken)> {
+        [
+            ("bos", &self.bos),
+            ("eos", &self.eos),
+            ("unk", &self.unk),
+            ("pad", &self.pad),
+            ("sep", &self.sep),
+            ("cls", &self.cls),
+            ("mask", &self.mask),
+        ]
+        .into_iter()
+        .filter_map(|(name, t)| t.as_ref().map(|t| (name, t)))
+    }
+}
+
+/// Merges eos ids in the order routers check them: `generation_config.json`,
+/// then `config.json`, then the tokenizer's eos token; duplicates dropped.
+pub(crate) fn merge_eos_ids(
+    generation_config: &[u32],
+    model_config: &[u32],
+    tokenizer_eos: Option<u32>,
+) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for id in generation_config
+        .iter()
+        .chain(model_config)
+        .copied()
+        .chain(tokenizer_eos)
+    {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eos_ids_merge_in_order_without_duplicates() {
+        assert_eq!(merge_eos_ids(&[200002, 199999], &[200002], Some(200002)), vec![200002, 199999]);
+        assert_eq!(merge_eos_ids(&[], &[], Some(2)), vec![2]);
+        assert!(merge_eos_ids(&[], &[], None).is_empty());
+    }
+}

@@ -1,0 +1,200 @@
+//! [`Tokenizer`]: the one handle a router holds, over any backend.
+
+use rayon::prelude::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::backend::{self, DecodeStyle};
+use crate::encoding::Encoding;
+use crate::error::Result;
+use crate::load::Format;
+use crate::metrics::Metrics;
+use crate::special::SpecialTokens;
+
+/// Facts about where a tokenizer came from, kept for metadata and chat templates.
+#[derive(Debug, Clone)]
+pub(crate) struct TokenizerInfo {
+    pub source: String,
+    pub format: Format,
+    /// The folder the tokenizer and its configs were read from.
+    pub dir: Option<PathBuf>,
+    pub eos_token_ids: Vec<u32>,
+    /// `tokenizer_config.json`, for the chat template loader.
+    #[allow(dead_code)]
+    pub config: Option<Arc<Value>>,
+    #[allow(dead_code)]
+    pub chat_template_override: Option<PathBuf>,
+}
+
+struct Inner {
+    backend: Arc<dyn backend::Tokenizer>,
+    info: TokenizerInfo,
+    metrics: Metrics,
+}
+
+/// A loaded tokenizer. Cheap to clone (one `Arc`), `Send + Sync`.
+///
+/// ```no_run
+/// let tok = router_tokenizer::create_tokenizer("o200k_base")?;
+/// let enc = tok.encode("hello world", false)?;
+/// assert_eq!(tok.decode(enc.ids(), false)?, "hello world");
+/// # Ok::<(), router_tokenizer::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tokenizer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("source", &self.inner.info.source)
+            .field("format", &self.inner.info.format)
+            .field("backend", &self.inner.backend.backend_name())
+            .field("vocab_size", &self.inner.backend.vocab_size())
+            .finish()
+    }
+}
+
+impl Tokenizer {
+    pub(crate) fn build(backend: Arc<dyn backend::Tokenizer>, info: TokenizerInfo) -> Self {
+        let metrics = Metrics::new(backend.backend_name());
+        Self {
+            inner: Arc::new(Inner {
+                backend,
+                info,
+                metrics,
+            }),
+        }
+    }
+
+    /// Wraps a custom backend.
+    pub fn from_backend(backend: Arc<dyn backend::Tokenizer>, format: Format) -> Self {
+        let eos = backend
+            .special_tokens()
+            .eos
+            .as_ref()
+            .map(|t| t.id)
+            .into_iter()
+            .collect();
+        Self::build(
+            backend,
+            TokenizerInfo {
+                source: String::new(),
+                format,
+                dir: None,
+                eos_token_ids: eos,
+                config: None,
+                chat_template_override: None,
+            },
+        )
+    }
+
+    /// Encodes `text`; `add_special_tokens` adds BOS/EOS as the model expects.
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let backend = &self.inner.backend;
+        self.inner
+            .metrics
+            .encode(|| backend.encode(text, add_special_tokens))
+    }
+
+    /// Encodes with a byte span per id (see [`Encoding::offsets`]).
+    pub fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let backend = &self.inner.backend;
+        self.inner
+            .metrics
+            .encode(|| backend.encode_with_offsets(text, add_special_tokens))
+    }
+
+    /// Encodes many texts on the rayon pool.
+    pub fn encode_batch(&self, texts: &[&str], add_special_tokens: bool) -> Result<Vec<Encoding>> {
+        texts
+            .par_iter()
+            .map(|t| self.encode(t, add_special_tokens))
+            .collect()
+    }
+
+    /// Decodes ids. Unknown ids are an [`ErrorKind::UnknownTokenId`](crate::ErrorKind::UnknownTokenId).
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        let backend = &self.inner.backend;
+        self.inner
+            .metrics
+            .decode(|| backend.decode(ids, skip_special_tokens))
+    }
+
+    /// Number of ids (one past the largest).
+    pub fn vocab_size(&self) -> usize {
+        self.inner.backend.vocab_size()
+    }
+
+    /// The id of a token in the tokenizer's own spelling.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.backend.token_to_id(token)
+    }
+
+    /// The token of an id in the tokenizer's own spelling.
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.backend.id_to_token(id)
+    }
+
+    /// Whether `id` is a special token.
+    pub fn is_special_id(&self, id: u32) -> bool {
+        self.inner.backend.is_special_id(id)
+    }
+
+    /// bos/eos/unk/pad/… and additional special tokens.
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        self.inner.backend.special_tokens()
+    }
+
+    /// Every id that ends generation: `generation_config.json`'s `eos_token_id`,
+    /// then `config.json`'s, then the tokenizer's eos token, without duplicates.
+    pub fn eos_token_ids(&self) -> &[u32] {
+        &self.inner.info.eos_token_ids
+    }
+
+    /// The detected file format.
+    pub fn format(&self) -> Format {
+        self.inner.info.format
+    }
+
+    /// The backend's name (`"hf"`, `"tiktoken"`, …).
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.backend.backend_name()
+    }
+
+    /// The source string this tokenizer was loaded from.
+    pub fn source(&self) -> &str {
+        &self.inner.info.source
+    }
+
+    /// The folder the tokenizer files were read from, if any.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.inner.info.dir.as_deref()
+    }
+
+    /// How decoding combines tokens; decides the streaming algorithm.
+    pub fn decode_style(&self) -> DecodeStyle {
+        self.inner.backend.decode_style()
+    }
+
+    /// The bytes an id decodes to, for [`DecodeStyle::ByteConcat`] backends.
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.inner.backend.token_bytes(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handle_is_send_sync() {
+        assert_send_sync::<Tokenizer>();
+        assert_send_sync::<Encoding>();
+        assert_send_sync::<crate::Error>();
+    }
+}
