@@ -91,6 +91,12 @@ impl Tokenizer {
         )
     }
 
+    /// Whether two handles share one loaded tokenizer (as concurrent loads of
+    /// one source do).
+    pub fn same_handle(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Encodes `text`; `add_special_tokens` adds BOS/EOS as the model expects.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let backend = &self.inner.backend;
@@ -190,6 +196,33 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn metrics_count_requests_tokens_and_errors() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let tok = metrics::with_local_recorder(&recorder, || {
+            Tokenizer::from_backend(Arc::new(crate::backend::mock::MockTokenizer::default()), Format::HfJson)
+        });
+        tok.encode("hello", false).unwrap();
+        tok.encode("<s>hi", true).unwrap();
+        tok.decode(&[104, 105], false).unwrap();
+        assert!(tok.decode(&[9999], false).is_err());
+        let mut seen = std::collections::HashMap::new();
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            assert_eq!(key.key().labels().next().map(|l| l.value().to_owned()).as_deref(), Some("mock"));
+            seen.insert(key.key().name().to_owned(), value);
+        }
+        assert_eq!(seen["rtok_encode_requests_total"], DebugValue::Counter(2));
+        assert_eq!(seen["rtok_decode_requests_total"], DebugValue::Counter(2));
+        assert_eq!(seen["rtok_decode_errors_total"], DebugValue::Counter(1));
+        match &seen["rtok_encode_tokens"] {
+            DebugValue::Histogram(v) => assert_eq!(v.iter().map(|x| x.into_inner()).collect::<Vec<_>>(), vec![5.0, 4.0]),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if v.len() == 2));
+    }
 
     #[test]
     fn handle_is_send_sync() {
