@@ -22,10 +22,13 @@ static GOLDEN: LazyLock<Value> = LazyLock::new(|| {
 const TIKTOKEN: &[(&str, &str)] = &[
     ("r50k_base", "r50k_base"),
     ("p50k_base", "p50k_base"),
+    ("p50k_edit", "p50k_edit"),
     ("cl100k_base", "cl100k_base"),
     ("o200k_base", "o200k_base"),
     ("o200k_harmony", "o200k_harmony"),
-    ("llama3", "fixtures/tiktoken/llama3-tokenizer.model"),
+    // The rank file inside the Meta-Llama-3 snapshot: its specials come from the
+    // snapshot's tokenizer_config.json one level up, as the goldens' do.
+    ("llama3", "hf-cache/hub/models--meta-llama--Meta-Llama-3-8B-Instruct/snapshots/bdafbf46f0e1dfaf32a169aaf2711c1bdfddf412/original/tokenizer.model"),
 ];
 
 /// Checks one tokenizer against one golden section; returns mismatch lines.
@@ -124,7 +127,7 @@ fn parity_tiktoken() {
             bad.push(format!("{name}: no goldens"));
             continue;
         }
-        let source = if source.starts_with("fixtures/") {
+        let source = if source.contains('/') {
             shared_dir().join(source).to_string_lossy().into_owned()
         } else {
             (*source).to_owned()
@@ -135,42 +138,58 @@ fn parity_tiktoken() {
     report("tiktoken", bad);
 }
 
+fn load_as(name: &str) -> String {
+    TIKTOKEN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| {
+            if s.contains('/') {
+                shared_dir().join(s).to_string_lossy().into_owned()
+            } else {
+                (*s).to_owned()
+            }
+        })
+        .unwrap_or_else(|| name.to_owned())
+}
+
+fn plain_text_tokenizer(source: &str) -> router_tokenizer::Tokenizer {
+    router_tokenizer::LoadOptions {
+        special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
+        ..offline_options()
+    }
+    .load(source)
+    .unwrap()
+}
+
 /// Short hostile strings with full id lists, so a failure shows the diff.
 #[test]
 fn parity_small_strings() {
-    let small = GOLDEN["small"].as_object().expect("golden `small` section");
+    let small = GOLDEN["small"].as_array().expect("golden `small` section");
     let mut bad = Vec::new();
-    let texts: Vec<String> = small["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_owned())
-        .collect();
-    for (source, per_text) in small["ids"].as_object().unwrap() {
-        let load_as = TIKTOKEN
-            .iter()
-            .find(|(n, _)| n == source)
-            .map(|(_, s)| {
-                if s.starts_with("fixtures/") {
-                    shared_dir().join(s).to_string_lossy().into_owned()
-                } else {
-                    (*s).to_owned()
+    let mut plain_text = std::collections::HashMap::new();
+    for case in small {
+        let text = case["text"].as_str().unwrap();
+        for (section, with_special_ok) in [("hf", true), ("tiktoken", false)] {
+            for (name, want) in case[section].as_object().unwrap() {
+                let source = load_as(name);
+                let tok = tokenizer(&source);
+                let ids = |v: &Value| -> Vec<u32> { serde_json::from_value(v.clone()).unwrap() };
+                let got = tok.encode(text, false).unwrap();
+                if got.ids() != ids(&want["plain"]) {
+                    bad.push(format!("{name} {text:?}:\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["plain"])));
                 }
-            })
-            .unwrap_or_else(|| source.clone());
-        let tok = tokenizer(&load_as);
-        for (text, want) in texts.iter().zip(per_text.as_array().unwrap()) {
-            let want: Vec<u32> = serde_json::from_value(want["plain"].clone()).unwrap();
-            let got = tok.encode(text, false).unwrap();
-            if got.ids() != want {
-                bad.push(format!("{source} {text:?}:\n  got  {:?}\n  want {want:?}", got.ids()));
-            }
-            if !TRANSFORMERS_TEMPLATE.contains(&source.as_str())
-                && let Some(w) = want_with_special(&want_obj(per_text, text, &texts))
-            {
-                let got = tok.encode(text, true).unwrap();
-                if got.ids() != w {
-                    bad.push(format!("{source} {text:?} (add_special_tokens):\n  got  {:?}\n  want {w:?}", got.ids()));
+                if with_special_ok && !TRANSFORMERS_TEMPLATE.contains(&name.as_str()) {
+                    let got = tok.encode(text, true).unwrap();
+                    if got.ids() != ids(&want["with_special"]) {
+                        bad.push(format!("{name} {text:?} (add_special_tokens):\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["with_special"])));
+                    }
+                }
+                if want.get("specials_as_text").is_some() {
+                    let pt = plain_text.entry(source.clone()).or_insert_with(|| plain_text_tokenizer(&source));
+                    let got = pt.encode(text, false).unwrap();
+                    if got.ids() != ids(&want["specials_as_text"]) {
+                        bad.push(format!("{name} {text:?} (specials as text):\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["specials_as_text"])));
+                    }
                 }
             }
         }
@@ -178,13 +197,30 @@ fn parity_small_strings() {
     report("small strings", bad);
 }
 
-fn want_obj<'a>(per_text: &'a Value, text: &str, texts: &[String]) -> &'a Value {
-    let i = texts.iter().position(|t| t == text).unwrap();
-    &per_text[i]
-}
-
-fn want_with_special(v: &Value) -> Option<Vec<u32>> {
-    serde_json::from_value(v.get("with_special")?.clone()).ok()
+/// The plain-text special-token policy against `encode_special_tokens = True` /
+/// `encode_ordinary`, on the files the goldens cover.
+#[test]
+fn parity_specials_as_text() {
+    let keys: Vec<String> = serde_json::from_value(GOLDEN["meta"]["specials_as_text_keys"].clone()).unwrap();
+    let inputs: Vec<(String, String)> = all_inputs()
+        .into_iter()
+        .filter(|(k, _)| keys.contains(k))
+        .map(|(k, p)| (k, std::fs::read_to_string(p).unwrap()))
+        .collect();
+    assert_eq!(inputs.len(), keys.len());
+    let mut bad = Vec::new();
+    for section in ["hf", "tiktoken"] {
+        for (name, per_file) in GOLDEN[section].as_object().unwrap() {
+            let tok = plain_text_tokenizer(&load_as(name));
+            for (key, text) in &inputs {
+                let want = per_file[key]["specials_as_text"]["sha256"].as_str().unwrap();
+                if ids_sha256(tok.encode(text, false).unwrap().ids()) != want {
+                    bad.push(format!("{name} {key}: specials-as-text ids differ"));
+                }
+            }
+        }
+    }
+    report("specials as text", bad);
 }
 
 /// With `add_special_tokens`, classes that transformers rebuilds get

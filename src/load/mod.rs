@@ -58,6 +58,8 @@ pub struct LoadOptions {
     pub keep_padding_and_truncation: bool,
     /// Show a progress bar while downloading.
     pub progress: bool,
+    /// Load a fresh copy instead of sharing the process-wide one.
+    pub bypass_registry: bool,
 }
 
 impl LoadOptions {
@@ -66,6 +68,9 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
+        if self.bypass_registry {
+            return self.load_uncached(source);
+        }
         registry::load_shared(source, self, || self.load_uncached(source))
     }
 

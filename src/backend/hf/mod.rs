@@ -161,7 +161,24 @@ impl HfBackend {
             .encode_into(text, &self.options, &mut out)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
         // Same size and alignment: this collect reuses the allocation.
-        Ok(out.into_iter().map(u32::from).collect())
+        let ids: Vec<u32> = out.into_iter().map(u32::from).collect();
+        Ok(self.fix_folds(ids))
+    }
+
+    /// Applies [`Vocab::fold_fixups`] (empty, and free, for most tokenizers).
+    fn fix_folds(&self, ids: Vec<u32>) -> Vec<u32> {
+        let fixups = &self.vocab.fold_fixups;
+        if fixups.is_empty() || !ids.iter().any(|id| fixups.contains_key(id)) {
+            return ids;
+        }
+        let mut fixed = Vec::with_capacity(ids.len() + 8);
+        for id in ids {
+            match fixups.get(&id) {
+                Some(replacement) => fixed.extend_from_slice(replacement),
+                None => fixed.push(id),
+            }
+        }
+        fixed
     }
 
     fn encode_full_pipeline(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {

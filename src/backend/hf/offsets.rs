@@ -71,6 +71,16 @@ pub(crate) fn encode_with_offsets(
                         pipe.get_model()
                             .tokenize_spans(chunk, std::slice::from_ref(span), &mut model_scratch, &mut out)
                             .map_err(|e| Error::backend(NAME, e.to_string()))?;
+                        if !vocab.fold_fixups.is_empty() {
+                            let fixed: Vec<PipelineToken> = out
+                                .iter()
+                                .flat_map(|t| match vocab.fold_fixups.get(&t.id()) {
+                                    Some(ids) => ids.iter().map(|&i| PipelineToken::from(i)).collect(),
+                                    None => vec![*t],
+                                })
+                                .collect();
+                            out = fixed;
+                        }
                         let (s, e) = (npos + span.start as usize, npos + span.end as usize);
                         place(vocab, &out, s, e, &to_input, ids, offsets);
                     }

@@ -138,10 +138,11 @@ impl BuiltinEncoding {
         })
     }
 
-    fn ordinary_count(self) -> u32 {
+    /// One past the largest ordinary rank (p50k's ranks skip 50256, its `<|endoftext|>`).
+    fn rank_bound(self) -> u32 {
         match self {
             Self::R50kBase => 50256,
-            Self::P50kBase | Self::P50kEdit => 50280,
+            Self::P50kBase | Self::P50kEdit => 50281,
             Self::Cl100kBase => 100256,
             Self::O200kBase | Self::O200kHarmony => 199998,
         }
@@ -150,14 +151,6 @@ impl BuiltinEncoding {
     /// Builds the spec from the encoding embedded in `tiktoken-rs`.
     pub(crate) fn spec(self) -> Result<TiktokenSpec> {
         let core = self.core()?;
-        let mut ranks =
-            FxHashMap::with_capacity_and_hasher(self.ordinary_count() as usize, Default::default());
-        for id in 0..self.ordinary_count() {
-            let bytes = core
-                .decode_bytes(&[id])
-                .map_err(|_| Error::backend("tiktoken", format!("embedded rank {id} missing")))?;
-            ranks.insert(bytes, id);
-        }
         let mut specials: Vec<(String, u32)> = Vec::new();
         for text in core.special_tokens() {
             let ids = core.encode_with_special_tokens(text);
@@ -165,7 +158,24 @@ impl BuiltinEncoding {
                 specials.push((text.to_owned(), id));
             }
         }
-        specials.sort_by_key(|(_, id)| *id);
+        if self == Self::O200kHarmony {
+            // Python tiktoken's harmony keeps o200k_base's specials, so
+            // `<|endofprompt|>` shares 200018 with `<|reserved_200018|>`;
+            // gpt-oss's tokenizer.json names it `<|endofprompt|>`.
+            specials.push(("<|endofprompt|>".to_owned(), 200018));
+        }
+        specials.sort_by_key(|(text, id)| (*id, text.starts_with("<|reserved_")));
+        let mut ranks =
+            FxHashMap::with_capacity_and_hasher(self.rank_bound() as usize, Default::default());
+        for id in 0..self.rank_bound() {
+            if specials.iter().any(|(_, s)| *s == id) {
+                continue;
+            }
+            let bytes = core
+                .decode_bytes(&[id])
+                .map_err(|_| Error::backend("tiktoken", format!("embedded rank {id} missing")))?;
+            ranks.insert(bytes, id);
+        }
         let roles = match self {
             Self::O200kHarmony => SpecialRoles {
                 bos: Some("<|startoftext|>".into()),

@@ -105,8 +105,12 @@ impl TiktokenBackend {
             by_spelling.insert(byte_level::spell(token, &alphabet), id);
         }
         for (text, id) in &specials {
-            push(*id, text.as_bytes(), &mut bytes)?;
-            by_spelling.insert(text.clone(), *id);
+            // Two special names may share an id (o200k_harmony's `<|endofprompt|>`
+            // and `<|reserved_200018|>`): both encode to it; the first decodes it.
+            if !special_flags[*id as usize] {
+                push(*id, text.as_bytes(), &mut bytes)?;
+            }
+            by_spelling.entry(text.clone()).or_insert(*id);
             special_flags[*id as usize] = true;
         }
         let (special_matcher, special_pattern_ids) = if specials.is_empty() {
