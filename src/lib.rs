@@ -44,6 +44,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod backend;
+mod decode;
 mod encoding;
 mod error;
 mod load;
@@ -52,6 +53,7 @@ mod special;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
+pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
 pub use load::{Format, LoadOptions, SpecialTokenPolicy, create_tokenizer, create_tokenizer_async};
