@@ -15,8 +15,11 @@ fn shared() -> PathBuf {
 }
 
 fn snapshot(model: &str) -> PathBuf {
-    let folder = shared().join("hf-cache/hub").join(format!("models--{}", model.replace('/', "--")));
-    let commit = std::fs::read_to_string(folder.join("refs/main")).expect("shared hf-cache missing");
+    let folder = shared()
+        .join("hf-cache/hub")
+        .join(format!("models--{}", model.replace('/', "--")));
+    let commit =
+        std::fs::read_to_string(folder.join("refs/main")).expect("shared hf-cache missing");
     folder.join("snapshots").join(commit.trim())
 }
 
@@ -38,7 +41,8 @@ fn raw_hf(model: &str) -> PipelineTokenizer {
 
 /// English prose, cut to `n` bytes on a char boundary.
 fn text(n: usize) -> String {
-    let all = std::fs::read_to_string(shared().join("corpus/en-prose/pride-and-prejudice.txt")).unwrap();
+    let all =
+        std::fs::read_to_string(shared().join("corpus/en-prose/pride-and-prejudice.txt")).unwrap();
     let all = all.repeat(n / all.len() + 1);
     let mut end = n;
     while !all.is_char_boundary(end) {
@@ -63,9 +67,11 @@ fn encode_hf(c: &mut Criterion) {
         for size in SIZES {
             let input = text(size);
             g.throughput(Throughput::Bytes(size as u64));
-            g.bench_with_input(BenchmarkId::new("router-tokenizer", size), &input, |b, t| {
-                b.iter(|| tok.encode(black_box(t), false).unwrap())
-            });
+            g.bench_with_input(
+                BenchmarkId::new("router-tokenizer", size),
+                &input,
+                |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
+            );
             g.bench_with_input(BenchmarkId::new("tokenizers", size), &input, |b, t| {
                 b.iter(|| {
                     let mut out: Vec<PipelineToken> = Vec::with_capacity(t.len() / 4);
@@ -79,8 +85,12 @@ fn encode_hf(c: &mut Criterion) {
         let input = text(32 << 10);
         let ids = tok.encode(&input, false).unwrap().into_ids();
         g.throughput(Throughput::Bytes(input.len() as u64));
-        g.bench_function("router-tokenizer", |b| b.iter(|| tok.decode(black_box(&ids), false).unwrap()));
-        g.bench_function("tokenizers", |b| b.iter(|| raw.decode(black_box(&ids), false).unwrap()));
+        g.bench_function("router-tokenizer", |b| {
+            b.iter(|| tok.decode(black_box(&ids), false).unwrap())
+        });
+        g.bench_function("tokenizers", |b| {
+            b.iter(|| raw.decode(black_box(&ids), false).unwrap())
+        });
         g.finish();
     }
 }
@@ -92,9 +102,11 @@ fn encode_tiktoken(c: &mut Criterion) {
     for size in SIZES {
         let input = text(size);
         g.throughput(Throughput::Bytes(size as u64));
-        g.bench_with_input(BenchmarkId::new("router-tokenizer", size), &input, |b, t| {
-            b.iter(|| tok.encode(black_box(t), false).unwrap())
-        });
+        g.bench_with_input(
+            BenchmarkId::new("router-tokenizer", size),
+            &input,
+            |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
+        );
         g.bench_with_input(BenchmarkId::new("tiktoken-rs", size), &input, |b, t| {
             b.iter(|| raw.encode_ordinary(black_box(t)))
         });
@@ -104,21 +116,31 @@ fn encode_tiktoken(c: &mut Criterion) {
     let input = text(32 << 10);
     let ids = tok.encode(&input, false).unwrap().into_ids();
     g.throughput(Throughput::Bytes(input.len() as u64));
-    g.bench_function("router-tokenizer", |b| b.iter(|| tok.decode(black_box(&ids), false).unwrap()));
-    g.bench_function("tiktoken-rs", |b| b.iter(|| raw.decode(black_box(ids.clone())).unwrap()));
+    g.bench_function("router-tokenizer", |b| {
+        b.iter(|| tok.decode(black_box(&ids), false).unwrap())
+    });
+    g.bench_function("tiktoken-rs", |b| {
+        b.iter(|| raw.decode(black_box(&ids)).unwrap())
+    });
     g.finish();
 }
 
 fn load_time(c: &mut Criterion) {
     let mut g = c.benchmark_group("load");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
-    for model in ["meta-llama/Meta-Llama-3-8B-Instruct", "google/gemma-3-4b-it"] {
+    for model in [
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "google/gemma-3-4b-it",
+    ] {
         let dir = snapshot(model);
         g.bench_function(model, |b| {
             b.iter(|| {
-                LoadOptions { bypass_registry: true, ..LoadOptions::default() }
-                    .load(dir.to_str().unwrap())
-                    .unwrap()
+                LoadOptions {
+                    bypass_registry: true,
+                    ..LoadOptions::default()
+                }
+                .load(dir.to_str().unwrap())
+                .unwrap()
             })
         });
     }
@@ -128,7 +150,8 @@ fn load_time(c: &mut Criterion) {
 fn metrics_overhead(c: &mut Criterion) {
     let input = "The quick brown fox jumps over.";
     let recorder = metrics_util::debugging::DebuggingRecorder::new();
-    let with_metrics = metrics::with_local_recorder(&recorder, || load("meta-llama/Meta-Llama-3-8B-Instruct"));
+    let with_metrics =
+        metrics::with_local_recorder(&recorder, || load("meta-llama/Meta-Llama-3-8B-Instruct"));
     let raw = raw_hf("meta-llama/Meta-Llama-3-8B-Instruct");
     let opts = EncodeOptions {
         add_special_tokens: false,
@@ -137,7 +160,9 @@ fn metrics_overhead(c: &mut Criterion) {
         ..EncodeOptions::default()
     };
     let mut g = c.benchmark_group("metrics/encode-30-chars");
-    g.bench_function("router-tokenizer+recorder", |b| b.iter(|| with_metrics.encode(black_box(input), false).unwrap()));
+    g.bench_function("router-tokenizer+recorder", |b| {
+        b.iter(|| with_metrics.encode(black_box(input), false).unwrap())
+    });
     g.bench_function("tokenizers", |b| {
         b.iter(|| {
             let mut out: Vec<PipelineToken> = Vec::with_capacity(16);
@@ -148,5 +173,11 @@ fn metrics_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, encode_hf, encode_tiktoken, load_time, metrics_overhead);
+criterion_group!(
+    benches,
+    encode_hf,
+    encode_tiktoken,
+    load_time,
+    metrics_overhead
+);
 criterion_main!(benches);

@@ -24,21 +24,35 @@ fn load(source: &str) -> Tokenizer {
 }
 
 fn raw_hf(model: &str) -> tokenizers::pipeline::PipelineTokenizer {
-    let folder = shared().join("hf-cache/hub").join(format!("models--{}", model.replace('/', "--")));
+    let folder = shared()
+        .join("hf-cache/hub")
+        .join(format!("models--{}", model.replace('/', "--")));
     let commit = std::fs::read_to_string(folder.join("refs/main")).unwrap();
-    let json = std::fs::read_to_string(folder.join("snapshots").join(commit.trim()).join("tokenizer.json")).unwrap();
+    let json = std::fs::read_to_string(
+        folder
+            .join("snapshots")
+            .join(commit.trim())
+            .join("tokenizer.json"),
+    )
+    .unwrap();
     tokenizers::from_json(&tokenizers::canonicalize_str(&json).unwrap()).unwrap()
 }
 
 fn ids_2048(tok: &Tokenizer) -> Vec<u32> {
-    let text = std::fs::read_to_string(shared().join("corpus/multilingual/ntrex-eng-src.txt")).unwrap();
+    let text =
+        std::fs::read_to_string(shared().join("corpus/multilingual/ntrex-eng-src.txt")).unwrap();
     let mut ids = tok.encode(&text, false).unwrap().into_ids();
     ids.truncate(2048);
     ids
 }
 
 fn streams(c: &mut Criterion) {
-    for source in ["meta-llama/Meta-Llama-3-8B-Instruct", "Qwen/Qwen3-8B", "google/gemma-3-4b-it", "o200k_base"] {
+    for source in [
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "Qwen/Qwen3-8B",
+        "google/gemma-3-4b-it",
+        "o200k_base",
+    ] {
         let tok = load(source);
         let ids = ids_2048(&tok);
         let mut g = c.benchmark_group(format!("stream/{source}"));
@@ -84,7 +98,15 @@ fn streams(c: &mut Criterion) {
             let stops: Vec<String> = (0..n_stops).map(|i| format!("<stop-{i}>")).collect();
             g.bench_function(format!("StopSequenceDecoder/{n_stops}-stops"), |b| {
                 b.iter(|| {
-                    let mut d = StopSequenceDecoder::new(&tok, &[], StopConfig { stop_strings: stops.clone(), ..StopConfig::default() }).unwrap();
+                    let mut d = StopSequenceDecoder::new(
+                        &tok,
+                        &[],
+                        StopConfig {
+                            stop_strings: stops.clone(),
+                            ..StopConfig::default()
+                        },
+                    )
+                    .unwrap();
                     for &id in &ids {
                         black_box(d.process_token(black_box(id)).unwrap());
                     }

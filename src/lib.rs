@@ -41,6 +41,7 @@
 //! `rtok_*` names with a `backend` label; install a recorder before loading.
 
 #![deny(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod backend;

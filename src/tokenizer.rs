@@ -203,7 +203,10 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let tok = metrics::with_local_recorder(&recorder, || {
-            Tokenizer::from_backend(Arc::new(crate::backend::mock::MockTokenizer::default()), Format::HfJson)
+            Tokenizer::from_backend(
+                Arc::new(crate::backend::mock::MockTokenizer::default()),
+                Format::HfJson,
+            )
         });
         tok.encode("hello", false).unwrap();
         tok.encode("<s>hi", true).unwrap();
@@ -211,17 +214,29 @@ mod tests {
         assert!(tok.decode(&[9999], false).is_err());
         let mut seen = std::collections::HashMap::new();
         for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-            assert_eq!(key.key().labels().next().map(|l| l.value().to_owned()).as_deref(), Some("mock"));
+            assert_eq!(
+                key.key()
+                    .labels()
+                    .next()
+                    .map(|l| l.value().to_owned())
+                    .as_deref(),
+                Some("mock")
+            );
             seen.insert(key.key().name().to_owned(), value);
         }
         assert_eq!(seen["rtok_encode_requests_total"], DebugValue::Counter(2));
         assert_eq!(seen["rtok_decode_requests_total"], DebugValue::Counter(2));
         assert_eq!(seen["rtok_decode_errors_total"], DebugValue::Counter(1));
         match &seen["rtok_encode_tokens"] {
-            DebugValue::Histogram(v) => assert_eq!(v.iter().map(|x| x.into_inner()).collect::<Vec<_>>(), vec![5.0, 4.0]),
+            DebugValue::Histogram(v) => assert_eq!(
+                v.iter().map(|x| x.into_inner()).collect::<Vec<_>>(),
+                vec![5.0, 4.0]
+            ),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if v.len() == 2));
+        assert!(
+            matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if v.len() == 2)
+        );
     }
 
     #[test]

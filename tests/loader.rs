@@ -8,7 +8,9 @@ use router_tokenizer::{ErrorKind, Format, LoadOptions, SpecialTokenPolicy};
 use std::path::{Path, PathBuf};
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("loader").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("loader")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -19,7 +21,9 @@ fn scratch_dir(name: &str) -> PathBuf {
 fn detection_table_over_every_fixture() {
     let shared = shared_dir();
     let snap = |model: &str| -> PathBuf {
-        let folder = shared.join("hf-cache/hub").join(format!("models--{}", model.replace('/', "--")));
+        let folder = shared
+            .join("hf-cache/hub")
+            .join(format!("models--{}", model.replace('/', "--")));
         let commit = std::fs::read_to_string(folder.join("refs/main")).unwrap();
         folder.join("snapshots").join(commit.trim())
     };
@@ -29,16 +33,34 @@ fn detection_table_over_every_fixture() {
     }
     use Want::*;
     let mut table: Vec<(PathBuf, Want)> = vec![
-        (snap("Qwen/Qwen3-8B").join("tokenizer.json"), Loads(Format::HfJson)),
+        (
+            snap("Qwen/Qwen3-8B").join("tokenizer.json"),
+            Loads(Format::HfJson),
+        ),
         // Both kinds of `tokenizer.model`: tiktoken ranks and SentencePiece protobuf.
-        (snap("meta-llama/Meta-Llama-3-8B-Instruct").join("original/tokenizer.model"), Loads(Format::Tiktoken)),
-        (snap("mistralai/Mistral-7B-v0.1").join("tokenizer.model"), Unsupported("SentencePiece")),
-        (shared.join("fixtures/tiktoken/llama3-tokenizer.model"), Loads(Format::Tiktoken)),
+        (
+            snap("meta-llama/Meta-Llama-3-8B-Instruct").join("original/tokenizer.model"),
+            Loads(Format::Tiktoken),
+        ),
+        (
+            snap("mistralai/Mistral-7B-v0.1").join("tokenizer.model"),
+            Unsupported("SentencePiece"),
+        ),
+        (
+            shared.join("fixtures/tiktoken/llama3-tokenizer.model"),
+            Loads(Format::Tiktoken),
+        ),
         // 200000 ranks: no known pre-tokenizer regex for it.
-        (shared.join("fixtures/tiktoken/llama4-tokenizer.model"), Unsupported("unknown family")),
+        (
+            shared.join("fixtures/tiktoken/llama4-tokenizer.model"),
+            Unsupported("unknown family"),
+        ),
     ];
     for name in ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"] {
-        table.push((shared.join(format!("fixtures/tiktoken/{name}.tiktoken")), Loads(Format::Tiktoken)));
+        table.push((
+            shared.join(format!("fixtures/tiktoken/{name}.tiktoken")),
+            Loads(Format::Tiktoken),
+        ));
     }
     for entry in std::fs::read_dir(shared.join("fixtures/sentencepiece")).unwrap() {
         let p = entry.unwrap().path();
@@ -65,7 +87,11 @@ fn detection_table_over_every_fixture() {
             (Unsupported(what), Err(e))
                 if matches!(e.kind(), ErrorKind::UnsupportedFormat { detected, path: p }
                     if detected.contains(what) && p == &path) => {}
-            (_, got) => failures.push(format!("{}: got {:?}", path.display(), got.map(|t| t.format()))),
+            (_, got) => failures.push(format!(
+                "{}: got {:?}",
+                path.display(),
+                got.map(|t| t.format())
+            )),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -79,23 +105,36 @@ fn folders_and_hub_ids_resolve_offline() {
         assert!(tok.vocab_size() > 1000, "{model}");
     }
     // A pinned commit hash finds the snapshot directly.
-    let commit = std::fs::read_to_string(shared_dir().join("hf-cache/hub/models--Qwen--Qwen3-8B/refs/main")).unwrap();
-    let tok = offline_options().load(&format!("Qwen/Qwen3-8B@{}", commit.trim())).unwrap();
+    let commit =
+        std::fs::read_to_string(shared_dir().join("hf-cache/hub/models--Qwen--Qwen3-8B/refs/main"))
+            .unwrap();
+    let tok = offline_options()
+        .load(&format!("Qwen/Qwen3-8B@{}", commit.trim()))
+        .unwrap();
     assert_eq!(tok.encode("hi", false).unwrap().ids(), &[6023]);
 }
 
 #[test]
 fn missing_model_offline_is_a_clear_hub_error() {
-    let err = offline_options().load("no-such-org/no-such-model").unwrap_err();
+    let err = offline_options()
+        .load("no-such-org/no-such-model")
+        .unwrap_err();
     match err.kind() {
-        ErrorKind::Hub { repo, offline, detail, .. } => {
+        ErrorKind::Hub {
+            repo,
+            offline,
+            detail,
+            ..
+        } => {
             assert_eq!(repo, "no-such-org/no-such-model");
             assert!(*offline);
             assert!(detail.contains("HF_HUB_OFFLINE"), "{detail}");
         }
         other => panic!("unexpected {other:?}"),
     }
-    let err = offline_options().load("Qwen/Qwen3-8B@no-such-branch").unwrap_err();
+    let err = offline_options()
+        .load("Qwen/Qwen3-8B@no-such-branch")
+        .unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Hub { .. }), "{err}");
 }
 
@@ -122,12 +161,18 @@ fn sixteen_threads_share_one_load() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for h in &handles {
-        assert!(h.same_handle(&handles[0]), "every thread must get the one shared load");
+        assert!(
+            h.same_handle(&handles[0]),
+            "every thread must get the one shared load"
+        );
     }
     // Different options are a different tokenizer.
-    let other = LoadOptions { special_tokens: SpecialTokenPolicy::PlainText, ..LoadOptions::default() }
-        .load(&source)
-        .unwrap();
+    let other = LoadOptions {
+        special_tokens: SpecialTokenPolicy::PlainText,
+        ..LoadOptions::default()
+    }
+    .load(&source)
+    .unwrap();
     assert!(!other.same_handle(&handles[0]));
 }
 
@@ -153,9 +198,15 @@ fn hostile_files_give_typed_errors() {
         ("garbage", b"\x00\x01\x02 not a tokenizer \xff\xfe".to_vec()),
         ("json-truncated", qwen_json[..qwen_json.len() / 3].to_vec()),
         ("json-empty-object", b"{}".to_vec()),
-        ("json-wrong-types", br#"{"model": {"type": "BPE", "vocab": [1, 2]}}"#.to_vec()),
+        (
+            "json-wrong-types",
+            br#"{"model": {"type": "BPE", "vocab": [1, 2]}}"#.to_vec(),
+        ),
         ("json-not-utf8", b"{\"model\": \"\xff\xfe\"}".to_vec()),
-        ("ranks-truncated-line", ranks[..ranks.len() / 2 + 3].to_vec()),
+        (
+            "ranks-truncated-line",
+            ranks[..ranks.len() / 2 + 3].to_vec(),
+        ),
         ("ranks-bad-base64", b"IQ== 0\n!!!! 1\n".to_vec()),
         ("ranks-duplicate", b"IQ== 0\nIQ== 1\n".to_vec()),
         ("gguf-header", b"GGUF\x03\x00\x00\x00".to_vec()),
@@ -181,7 +232,10 @@ fn eos_ids_merge_generation_config() {
     assert_eq!(tokenizer("Qwen/Qwen3-8B").eos_token_ids(), &[151645]);
     // DeepSeek-V3 names its specials with AddedToken dicts.
     let ds = tokenizer("deepseek-ai/DeepSeek-V3");
-    assert_eq!(ds.special_tokens().bos.as_ref().unwrap().content, "<｜begin▁of▁sentence｜>");
+    assert_eq!(
+        ds.special_tokens().bos.as_ref().unwrap().content,
+        "<｜begin▁of▁sentence｜>"
+    );
     assert_eq!(ds.special_tokens().eos.as_ref().unwrap().id, 1);
 }
 
@@ -203,7 +257,10 @@ fn padding_and_truncation_are_off_unless_asked() {
 
 #[test]
 fn special_token_policy_applies_to_every_backend() {
-    for (source, special) in [("Qwen/Qwen3-8B", "<|im_start|>"), ("cl100k_base", "<|endoftext|>")] {
+    for (source, special) in [
+        ("Qwen/Qwen3-8B", "<|im_start|>"),
+        ("cl100k_base", "<|endoftext|>"),
+    ] {
         let parsed = tokenizer(source);
         let plain = LoadOptions {
             special_tokens: SpecialTokenPolicy::PlainText,
@@ -213,7 +270,10 @@ fn special_token_policy_applies_to_every_backend() {
         .unwrap();
         let id = parsed.token_to_id(special).unwrap();
         let text = format!("a{special}b");
-        assert!(parsed.encode(&text, false).unwrap().ids().contains(&id), "{source}");
+        assert!(
+            parsed.encode(&text, false).unwrap().ids().contains(&id),
+            "{source}"
+        );
         let as_text = plain.encode(&text, false).unwrap();
         assert!(!as_text.ids().contains(&id), "{source}");
         assert_eq!(plain.decode(as_text.ids(), false).unwrap(), text);

@@ -13,8 +13,9 @@ use std::sync::LazyLock;
 
 static GOLDEN: LazyLock<Value> = LazyLock::new(|| {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/encode.json");
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{path}: {e}; regenerate with tests/golden/make_encode_golden.py"));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!("{path}: {e}; regenerate with tests/golden/make_encode_golden.py")
+    });
     serde_json::from_str(&text).unwrap()
 });
 
@@ -28,11 +29,18 @@ const TIKTOKEN: &[(&str, &str)] = &[
     ("o200k_harmony", "o200k_harmony"),
     // The rank file inside the Meta-Llama-3 snapshot: its specials come from the
     // snapshot's tokenizer_config.json one level up, as the goldens' do.
-    ("llama3", "hf-cache/hub/models--meta-llama--Meta-Llama-3-8B-Instruct/snapshots/bdafbf46f0e1dfaf32a169aaf2711c1bdfddf412/original/tokenizer.model"),
+    (
+        "llama3",
+        "hf-cache/hub/models--meta-llama--Meta-Llama-3-8B-Instruct/snapshots/bdafbf46f0e1dfaf32a169aaf2711c1bdfddf412/original/tokenizer.model",
+    ),
 ];
 
 /// Checks one tokenizer against one golden section; returns mismatch lines.
-fn check(tok: &router_tokenizer::Tokenizer, golden: &Value, with_special: Option<&str>) -> Vec<String> {
+fn check(
+    tok: &router_tokenizer::Tokenizer,
+    golden: &Value,
+    with_special: Option<&str>,
+) -> Vec<String> {
     let mut bad = Vec::new();
     let inputs = &GOLDEN["inputs"];
     for (key, path) in all_inputs() {
@@ -42,14 +50,20 @@ fn check(tok: &router_tokenizer::Tokenizer, golden: &Value, with_special: Option
         };
         let bytes = std::fs::read(&path).unwrap();
         if let Some(want) = inputs[&key]["sha256"].as_str() {
-            assert_eq!(sha256(&bytes), want, "{key}: input differs from the one the goldens were made from");
+            assert_eq!(
+                sha256(&bytes),
+                want,
+                "{key}: input differs from the one the goldens were made from"
+            );
         }
         let text = String::from_utf8(bytes).unwrap();
         let plain = &entry["plain"];
         if plain.get("skipped").is_some() {
             continue;
         }
-        let ids = tok.encode(&text, false).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let ids = tok
+            .encode(&text, false)
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
         let got = ids_sha256(ids.ids());
         if Some(got.as_str()) != plain["sha256"].as_str() {
             bad.push(format!(
@@ -72,7 +86,9 @@ fn check(tok: &router_tokenizer::Tokenizer, golden: &Value, with_special: Option
             }
         }
         if let Some(section) = with_special {
-            let Some(want) = entry[section]["sha256"].as_str() else { continue };
+            let Some(want) = entry[section]["sha256"].as_str() else {
+                continue;
+            };
             let ids = tok.encode(&text, true).unwrap();
             if ids_sha256(ids.ids()) != want {
                 bad.push(format!("{key}: {section} ids differ"));
@@ -83,13 +99,19 @@ fn check(tok: &router_tokenizer::Tokenizer, golden: &Value, with_special: Option
 }
 
 fn report(name: &str, bad: Vec<String>) {
-    assert!(bad.is_empty(), "{name}: {} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{name}: {} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// Tokenizers whose transformers class rebuilds the template from
 /// `add_bos_token`/`add_eos_token`, so `add_special_tokens` follows
 /// transformers rather than the file's post-processor.
-const TRANSFORMERS_TEMPLATE: &[&str] = &["deepseek-ai/DeepSeek-V3", "CohereForAI/c4ai-command-r-plus"];
+const TRANSFORMERS_TEMPLATE: &[&str] =
+    &["deepseek-ai/DeepSeek-V3", "CohereForAI/c4ai-command-r-plus"];
 
 macro_rules! hub_parity {
     ($($test:ident => $model:literal),* $(,)?) => {$(
@@ -133,7 +155,11 @@ fn parity_tiktoken() {
             (*source).to_owned()
         };
         let tok = tokenizer(&source);
-        bad.extend(check(&tok, golden, None).into_iter().map(|l| format!("{name}: {l}")));
+        bad.extend(
+            check(&tok, golden, None)
+                .into_iter()
+                .map(|l| format!("{name}: {l}")),
+        );
     }
     report("tiktoken", bad);
 }
@@ -176,19 +202,33 @@ fn parity_small_strings() {
                 let ids = |v: &Value| -> Vec<u32> { serde_json::from_value(v.clone()).unwrap() };
                 let got = tok.encode(text, false).unwrap();
                 if got.ids() != ids(&want["plain"]) {
-                    bad.push(format!("{name} {text:?}:\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["plain"])));
+                    bad.push(format!(
+                        "{name} {text:?}:\n  got  {:?}\n  want {:?}",
+                        got.ids(),
+                        ids(&want["plain"])
+                    ));
                 }
                 if with_special_ok && !TRANSFORMERS_TEMPLATE.contains(&name.as_str()) {
                     let got = tok.encode(text, true).unwrap();
                     if got.ids() != ids(&want["with_special"]) {
-                        bad.push(format!("{name} {text:?} (add_special_tokens):\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["with_special"])));
+                        bad.push(format!(
+                            "{name} {text:?} (add_special_tokens):\n  got  {:?}\n  want {:?}",
+                            got.ids(),
+                            ids(&want["with_special"])
+                        ));
                     }
                 }
                 if want.get("specials_as_text").is_some() {
-                    let pt = plain_text.entry(source.clone()).or_insert_with(|| plain_text_tokenizer(&source));
+                    let pt = plain_text
+                        .entry(source.clone())
+                        .or_insert_with(|| plain_text_tokenizer(&source));
                     let got = pt.encode(text, false).unwrap();
                     if got.ids() != ids(&want["specials_as_text"]) {
-                        bad.push(format!("{name} {text:?} (specials as text):\n  got  {:?}\n  want {:?}", got.ids(), ids(&want["specials_as_text"])));
+                        bad.push(format!(
+                            "{name} {text:?} (specials as text):\n  got  {:?}\n  want {:?}",
+                            got.ids(),
+                            ids(&want["specials_as_text"])
+                        ));
                     }
                 }
             }
@@ -201,7 +241,8 @@ fn parity_small_strings() {
 /// `encode_ordinary`, on the files the goldens cover.
 #[test]
 fn parity_specials_as_text() {
-    let keys: Vec<String> = serde_json::from_value(GOLDEN["meta"]["specials_as_text_keys"].clone()).unwrap();
+    let keys: Vec<String> =
+        serde_json::from_value(GOLDEN["meta"]["specials_as_text_keys"].clone()).unwrap();
     let inputs: Vec<(String, String)> = all_inputs()
         .into_iter()
         .filter(|(k, _)| keys.contains(k))
@@ -213,7 +254,9 @@ fn parity_specials_as_text() {
         for (name, per_file) in GOLDEN[section].as_object().unwrap() {
             let tok = plain_text_tokenizer(&load_as(name));
             for (key, text) in &inputs {
-                let want = per_file[key]["specials_as_text"]["sha256"].as_str().unwrap();
+                let want = per_file[key]["specials_as_text"]["sha256"]
+                    .as_str()
+                    .unwrap();
                 if ids_sha256(tok.encode(text, false).unwrap().ids()) != want {
                     bad.push(format!("{name} {key}: specials-as-text ids differ"));
                 }

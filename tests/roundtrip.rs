@@ -23,20 +23,38 @@ const LOSSLESS: &[&str] = &[
 #[test]
 fn token_id_round_trip_over_the_whole_vocab() {
     let mut sources: Vec<&str> = HUB_MODELS.to_vec();
-    sources.extend(["r50k_base", "p50k_base", "cl100k_base", "o200k_base", "o200k_harmony"]);
+    sources.extend([
+        "r50k_base",
+        "p50k_base",
+        "cl100k_base",
+        "o200k_base",
+        "o200k_harmony",
+    ]);
     for source in sources {
         let tok = tokenizer(source);
         let mut holes = 0;
         for id in 0..tok.vocab_size() as u32 {
             match tok.id_to_token(id) {
-                Some(t) => assert_eq!(tok.token_to_id(&t), Some(id), "{source}: id {id} token {t:?}"),
+                Some(t) => assert_eq!(
+                    tok.token_to_id(&t),
+                    Some(id),
+                    "{source}: id {id} token {t:?}"
+                ),
                 None => holes += 1,
             }
         }
         assert!(holes < tok.vocab_size() / 100, "{source}: {holes} holes");
         assert_eq!(tok.id_to_token(tok.vocab_size() as u32), None);
-        let err = tok.decode(&[tok.vocab_size() as u32 + 7], false).unwrap_err();
-        assert!(matches!(err.kind(), router_tokenizer::ErrorKind::UnknownTokenId { .. }), "{source}");
+        let err = tok
+            .decode(&[tok.vocab_size() as u32 + 7], false)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                router_tokenizer::ErrorKind::UnknownTokenId { .. }
+            ),
+            "{source}"
+        );
     }
 }
 
@@ -65,11 +83,18 @@ fn offsets_agree_with_encode_on_the_corpus() {
             for add_special in [false, true] {
                 let fast = tok.encode(text, add_special).unwrap();
                 let slow = tok.encode_with_offsets(text, add_special).unwrap();
-                assert_eq!(fast.ids(), slow.ids(), "{source} {key}: ids differ between paths");
+                assert_eq!(
+                    fast.ids(),
+                    slow.ids(),
+                    "{source} {key}: ids differ between paths"
+                );
                 let offsets = slow.offsets().unwrap();
                 let mut last_start = 0;
                 for (i, &(s, e)) in offsets.iter().enumerate() {
-                    assert!(s <= e && e <= text.len(), "{source} {key}: span {i} {s}..{e}");
+                    assert!(
+                        s <= e && e <= text.len(),
+                        "{source} {key}: span {i} {s}..{e}"
+                    );
                     assert!(s >= last_start, "{source} {key}: span {i} goes backwards");
                     last_start = s;
                 }
@@ -79,7 +104,11 @@ fn offsets_agree_with_encode_on_the_corpus() {
                         assert_eq!(s, pos, "{source} {key}: gap or overlap at {pos}");
                         pos = e;
                     }
-                    assert_eq!(pos, text.len(), "{source} {key}: spans do not cover the input");
+                    assert_eq!(
+                        pos,
+                        text.len(),
+                        "{source} {key}: spans do not cover the input"
+                    );
                 }
             }
         }
@@ -93,7 +122,10 @@ fn decode_encode_is_identity_where_lossless() {
         for (key, path) in all_inputs() {
             let text = std::fs::read_to_string(path).unwrap();
             let ids = tok.encode(&text, false).unwrap();
-            assert!(tok.decode(ids.ids(), false).unwrap() == text, "{source} {key}");
+            assert!(
+                tok.decode(ids.ids(), false).unwrap() == text,
+                "{source} {key}"
+            );
         }
     }
 }

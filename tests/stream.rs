@@ -30,8 +30,15 @@ const STREAM_SOURCES: &[&str] = &[
 static TEXT: LazyLock<String> = LazyLock::new(|| {
     let mut t = String::new();
     for (key, path) in all_inputs() {
-        if ["en-prose/botchan.txt", "zh/hongloumeng.txt", "multilingual/emoji-zwj-sequences.txt", "code/rust.txt", "adversarial/special-tokens.txt", "multilingual/ntrex-hin.txt"]
-            .contains(&key.as_str())
+        if [
+            "en-prose/botchan.txt",
+            "zh/hongloumeng.txt",
+            "multilingual/emoji-zwj-sequences.txt",
+            "code/rust.txt",
+            "adversarial/special-tokens.txt",
+            "multilingual/ntrex-hin.txt",
+        ]
+        .contains(&key.as_str())
         {
             let s = std::fs::read_to_string(path).unwrap();
             let mut end = 20_000.min(s.len());
@@ -57,31 +64,47 @@ fn slice(start: usize, len: usize) -> &'static str {
     &t[s..e]
 }
 
-/// Runs a stream over `gen` after `prompt`; returns the pieces and the flush.
-fn stream(tok: &Tokenizer, prompt: &[u32], gen: &[u32], skip: bool) -> Vec<String> {
+/// Runs a stream over `generated` after `prompt`; returns the pieces and the flush.
+fn stream(tok: &Tokenizer, prompt: &[u32], generated: &[u32], skip: bool) -> Vec<String> {
     let mut s = DecodeStream::new(tok, prompt, skip);
     let mut pieces = Vec::new();
-    for &id in gen {
+    for &id in generated {
         if let Some(p) = s.step(id).unwrap() {
             pieces.push(p);
         }
         // Memory is bounded by the pending window, not by the tokens so far.
-        assert!(s.tokens().len() <= 64, "window grew to {}", s.tokens().len());
+        assert!(
+            s.tokens().len() <= 64,
+            "window grew to {}",
+            s.tokens().len()
+        );
     }
     pieces.extend(s.flush().unwrap());
     pieces
 }
 
-/// Rule 1: joined pieces == decode(prompt + gen) minus decode(prompt), when the
+/// Rule 1: joined pieces == decode(prompt + generated) minus decode(prompt), when the
 /// prompt decodes to a prefix of the whole (it does for prompts encoded from text).
-fn check_stream(tok: &Tokenizer, prompt: &[u32], gen: &[u32], skip: bool) -> Result<(), TestCaseError> {
-    let all: Vec<u32> = prompt.iter().chain(gen).copied().collect();
+fn check_stream(
+    tok: &Tokenizer,
+    prompt: &[u32],
+    generated: &[u32],
+    skip: bool,
+) -> Result<(), TestCaseError> {
+    let all: Vec<u32> = prompt.iter().chain(generated).copied().collect();
     let full = tok.decode(&all, skip).unwrap();
     let pre = tok.decode(prompt, skip).unwrap();
     prop_assume!(full.starts_with(&pre));
-    let pieces = stream(tok, prompt, gen, skip);
+    let pieces = stream(tok, prompt, generated, skip);
     let joined: String = pieces.concat();
-    prop_assert_eq!(&joined, &full[pre.len()..], "{} prompt {:?} gen {:?}", tok.source(), prompt, gen);
+    prop_assert_eq!(
+        &joined,
+        &full[pre.len()..],
+        "{} prompt {:?} generated {:?}",
+        tok.source(),
+        prompt,
+        generated
+    );
     if !full.contains('\u{FFFD}') {
         for p in &pieces {
             prop_assert!(!p.contains('\u{FFFD}'), "{}: piece {:?}", tok.source(), p);
@@ -100,8 +123,8 @@ proptest! {
         for source in STREAM_SOURCES {
             let tok = tokenizer(source);
             let prompt = tok.encode(prompt_text, false).unwrap().into_ids();
-            let gen = tok.encode(gen_text, false).unwrap().into_ids();
-            check_stream(&tok, &prompt, &gen, skip)?;
+            let generated = tok.encode(gen_text, false).unwrap().into_ids();
+            check_stream(&tok, &prompt, &generated, skip)?;
         }
     }
 
@@ -111,8 +134,8 @@ proptest! {
             let tok = tokenizer(source);
             let prompt = tok.encode(slice(start, plen), false).unwrap().into_ids();
             let n = tok.vocab_size() as u32;
-            let gen: Vec<u32> = ids.iter().map(|i| i % n).filter(|&i| tok.id_to_token(i).is_some()).collect();
-            check_stream(&tok, &prompt, &gen, skip)?;
+            let generated: Vec<u32> = ids.iter().map(|i| i % n).filter(|&i| tok.id_to_token(i).is_some()).collect();
+            check_stream(&tok, &prompt, &generated, skip)?;
         }
     }
 }
@@ -124,7 +147,10 @@ fn unknown_ids_are_errors() {
         let mut s = DecodeStream::new(&tok, &[], false);
         assert!(s.step(u32::MAX).is_err(), "{source}");
         let mut d = StopSequenceDecoder::new(&tok, &[], StopConfig::default()).unwrap();
-        assert!(d.process_token(u32::MAX).is_err(), "{source}: decode errors must propagate, not be held");
+        assert!(
+            d.process_token(u32::MAX).is_err(),
+            "{source}: decode errors must propagate, not be held"
+        );
     }
 }
 
@@ -151,7 +177,11 @@ fn cut_at_first_stop(text: &str, hidden: &[String], visible: &[String]) -> (Stri
     }
 }
 
-fn run_stop(tok: &Tokenizer, ids: &[u32], config: StopConfig) -> (String, bool, Option<MatchedStop>) {
+fn run_stop(
+    tok: &Tokenizer,
+    ids: &[u32],
+    config: StopConfig,
+) -> (String, bool, Option<MatchedStop>) {
     let mut d = StopSequenceDecoder::new(tok, &[], config).unwrap();
     let mut out = String::new();
     let mut stopped = false;
@@ -166,7 +196,11 @@ fn run_stop(tok: &Tokenizer, ids: &[u32], config: StopConfig) -> (String, bool, 
             }
         }
         if stopped {
-            assert_eq!(d.process_token(id).unwrap(), Output::Stopped, "output after a stop is nothing");
+            assert_eq!(
+                d.process_token(id).unwrap(),
+                Output::Stopped,
+                "output after a stop is nothing"
+            );
             break;
         }
     }
@@ -233,14 +267,87 @@ fn stop_table() {
     }
     let eot = tok.token_to_id("<|endoftext|>").unwrap();
     let cases = [
-        Case { name: "overlapping stops: first to complete wins", text: "say abcd now", config: StopConfig { stop_strings: s(&["abcd", "bc"]), ..Default::default() }, want: "say a", stopped: true },
-        Case { name: "a stop that is a prefix of another", text: "x END_TURN y", config: StopConfig { stop_strings: s(&["END_TURN", "END"]), ..Default::default() }, want: "x ", stopped: true },
-        Case { name: "visible stop keeps its text", text: "answer: 42. More", config: StopConfig { visible_stop_strings: s(&["42."]), ..Default::default() }, want: "answer: 42.", stopped: true },
-        Case { name: "stop at the very first token", text: "Hello world", config: StopConfig { stop_strings: s(&["Hello"]), ..Default::default() }, want: "", stopped: true },
-        Case { name: "min_tokens delays stops", text: "Hello Hello world", config: StopConfig { stop_strings: s(&["Hello"]), min_tokens: 1, ..Default::default() }, want: "Hello", stopped: true },
-        Case { name: "no stop", text: "plain text", config: StopConfig { stop_strings: s(&["zzz"]), ..Default::default() }, want: "plain text", stopped: false },
-        Case { name: "jailed prefix released at flush", text: "the end is nea", config: StopConfig { stop_strings: s(&["near!"]), ..Default::default() }, want: "the end is nea", stopped: false },
-        Case { name: "stop inside a multi-byte character run", text: "日本語のテキスト", config: StopConfig { stop_strings: s(&["のテ"]), ..Default::default() }, want: "日本語", stopped: true },
+        Case {
+            name: "overlapping stops: first to complete wins",
+            text: "say abcd now",
+            config: StopConfig {
+                stop_strings: s(&["abcd", "bc"]),
+                ..Default::default()
+            },
+            want: "say a",
+            stopped: true,
+        },
+        Case {
+            name: "a stop that is a prefix of another",
+            text: "x END_TURN y",
+            config: StopConfig {
+                stop_strings: s(&["END_TURN", "END"]),
+                ..Default::default()
+            },
+            want: "x ",
+            stopped: true,
+        },
+        Case {
+            name: "visible stop keeps its text",
+            text: "answer: 42. More",
+            config: StopConfig {
+                visible_stop_strings: s(&["42."]),
+                ..Default::default()
+            },
+            want: "answer: 42.",
+            stopped: true,
+        },
+        Case {
+            name: "stop at the very first token",
+            text: "Hello world",
+            config: StopConfig {
+                stop_strings: s(&["Hello"]),
+                ..Default::default()
+            },
+            want: "",
+            stopped: true,
+        },
+        Case {
+            name: "min_tokens delays stops",
+            text: "Hello Hello world",
+            config: StopConfig {
+                stop_strings: s(&["Hello"]),
+                min_tokens: 1,
+                ..Default::default()
+            },
+            want: "Hello ",
+            stopped: true,
+        },
+        Case {
+            name: "no stop",
+            text: "plain text",
+            config: StopConfig {
+                stop_strings: s(&["zzz"]),
+                ..Default::default()
+            },
+            want: "plain text",
+            stopped: false,
+        },
+        Case {
+            name: "jailed prefix released at flush",
+            text: "the end is nea",
+            config: StopConfig {
+                stop_strings: s(&["near!"]),
+                ..Default::default()
+            },
+            want: "the end is nea",
+            stopped: false,
+        },
+        Case {
+            name: "stop inside a multi-byte character run",
+            text: "日本語のテキスト",
+            config: StopConfig {
+                stop_strings: s(&["のテ"]),
+                ..Default::default()
+            },
+            want: "日本語",
+            stopped: true,
+        },
     ];
     for c in cases {
         let (got, stopped, _) = run_stop(&tok, &ids(c.text), c.config);
@@ -249,19 +356,62 @@ fn stop_table() {
     // A stop token with jailed text pending: the jail is released, the token hidden.
     let mut input = ids("wait for <fin");
     input.push(eot);
-    let (got, stopped, matched) = run_stop(&tok, &input, StopConfig { stop_strings: s(&["<finish>"]), stop_token_ids: vec![eot], ..Default::default() });
+    let (got, stopped, matched) = run_stop(
+        &tok,
+        &input,
+        StopConfig {
+            stop_strings: s(&["<finish>"]),
+            stop_token_ids: vec![eot],
+            ..Default::default()
+        },
+    );
     assert_eq!((got.as_str(), stopped), ("wait for <fin", true));
-    assert_eq!(matched, Some(MatchedStop::Token { id: eot, visible: false }));
+    assert_eq!(
+        matched,
+        Some(MatchedStop::Token {
+            id: eot,
+            visible: false
+        })
+    );
     // Visible stop token: its text is emitted.
     let mut input = ids("done");
     input.push(eot);
-    let (got, _, _) = run_stop(&tok, &input, StopConfig { visible_stop_token_ids: vec![eot], ..Default::default() });
+    let (got, _, _) = run_stop(
+        &tok,
+        &input,
+        StopConfig {
+            visible_stop_token_ids: vec![eot],
+            ..Default::default()
+        },
+    );
     assert_eq!(got, "done<|endoftext|>");
     // Which string matched, with its index.
-    let (_, _, matched) = run_stop(&tok, &ids("a b c"), StopConfig { stop_strings: s(&["x", "b"]), ..Default::default() });
-    assert_eq!(matched, Some(MatchedStop::String { index: 1, text: "b".into(), visible: false }));
+    let (_, _, matched) = run_stop(
+        &tok,
+        &ids("a b c"),
+        StopConfig {
+            stop_strings: s(&["x", "b"]),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        matched,
+        Some(MatchedStop::String {
+            index: 1,
+            text: "b".into(),
+            visible: false
+        })
+    );
     // The jail holds only a proper prefix of a stop, nothing before it.
-    let mut d = StopSequenceDecoder::new(&tok, &[], StopConfig { stop_strings: s(&["</answer>"]), ..Default::default() }).unwrap();
+    let mut d = StopSequenceDecoder::new(
+        &tok,
+        &[],
+        StopConfig {
+            stop_strings: s(&["</answer>"]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut released = String::new();
     for id in ids("final </ans") {
         if let Output::Text(t) = d.process_token(id).unwrap() {
@@ -276,7 +426,11 @@ fn stop_table() {
 
 #[test]
 fn sequence_mixes_text_and_tokens() {
-    for source in ["o200k_base", "google/gemma-3-4b-it", "sentence-transformers/all-MiniLM-L6-v2"] {
+    for source in [
+        "o200k_base",
+        "google/gemma-3-4b-it",
+        "sentence-transformers/all-MiniLM-L6-v2",
+    ] {
         let tok = tokenizer(source);
         let mut seq = Sequence::new(&tok, false);
         seq.append_text("Hello there, ").unwrap();

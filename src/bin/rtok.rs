@@ -107,7 +107,10 @@ fn read_input(input: &Input) -> Result<String> {
 
 fn parse_ids(text: &str) -> Result<Vec<u32>> {
     text.split_whitespace()
-        .map(|t| t.parse::<u32>().with_context(|| format!("not a token id: {t:?}")))
+        .map(|t| {
+            t.parse::<u32>()
+                .with_context(|| format!("not a token id: {t:?}"))
+        })
         .collect()
 }
 
@@ -155,7 +158,12 @@ fn run(cli: Cli) -> Result<()> {
             let specials = tok.special_tokens();
             let named: serde_json::Map<String, serde_json::Value> = specials
                 .named()
-                .map(|(name, t)| (name.to_owned(), serde_json::json!({"content": t.content, "id": t.id})))
+                .map(|(name, t)| {
+                    (
+                        name.to_owned(),
+                        serde_json::json!({"content": t.content, "id": t.id}),
+                    )
+                })
                 .collect();
             let has_template = tok.dir().is_some_and(|d| {
                 d.join("chat_template.jinja").exists()

@@ -93,10 +93,7 @@ impl StopSequenceDecoder {
         let matcher = if all.is_empty() {
             None
         } else {
-            Some(
-                AhoCorasick::new(&all)
-                    .map_err(|e| Error::config(format!("stop strings: {e}")))?,
-            )
+            Some(AhoCorasick::new(&all).map_err(|e| Error::config(format!("stop strings: {e}")))?)
         };
         let mut prefixes = FxHashSet::default();
         for s in &all {
@@ -162,12 +159,20 @@ impl StopSequenceDecoder {
             _ => String::new(),
         };
         text.push_str(&std::mem::take(&mut self.jail));
-        Ok(if text.is_empty() { Output::Held } else { Output::Text(text) })
+        Ok(if text.is_empty() {
+            Output::Held
+        } else {
+            Output::Text(text)
+        })
     }
 
     /// Starts over for a new generation after the same prompt, keeping the configuration.
     pub fn reset(&mut self) {
-        self.stream = DecodeStream::new(&self.tokenizer, &self.prompt, self.config.skip_special_tokens);
+        self.stream = DecodeStream::new(
+            &self.tokenizer,
+            &self.prompt,
+            self.config.skip_special_tokens,
+        );
         self.jail.clear();
         self.tokens_seen = 0;
         self.matched = None;
@@ -200,7 +205,10 @@ impl StopSequenceDecoder {
                 let n_hidden = self.config.stop_strings.len();
                 let visible = index >= n_hidden;
                 let (list_index, text) = if visible {
-                    (index - n_hidden, self.config.visible_stop_strings[index - n_hidden].clone())
+                    (
+                        index - n_hidden,
+                        self.config.visible_stop_strings[index - n_hidden].clone(),
+                    )
                 } else {
                     (index, self.config.stop_strings[index].clone())
                 };
@@ -220,7 +228,10 @@ impl StopSequenceDecoder {
         let max_keep = self.longest_stop.saturating_sub(1).min(len);
         let keep = (1..=max_keep)
             .rev()
-            .find(|&k| self.jail.is_char_boundary(len - k) && self.prefixes.contains(&self.jail.as_bytes()[len - k..]))
+            .find(|&k| {
+                self.jail.is_char_boundary(len - k)
+                    && self.prefixes.contains(&self.jail.as_bytes()[len - k..])
+            })
             .unwrap_or(0);
         let released: String = self.jail.drain(..len - keep).collect();
         if released.is_empty() {

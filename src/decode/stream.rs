@@ -292,7 +292,11 @@ mod tests {
                 out.push_str(&take_complete(&mut pending, false));
             }
             out.push_str(&take_complete(&mut pending, true));
-            assert_eq!(out, String::from_utf8_lossy(bytes), "{bytes:?} one byte at a time");
+            assert_eq!(
+                out,
+                String::from_utf8_lossy(bytes),
+                "{bytes:?} one byte at a time"
+            );
         }
     }
 

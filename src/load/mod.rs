@@ -100,7 +100,14 @@ impl LoadOptions {
 
     fn load_builtin(&self, encoding: BuiltinEncoding, source: &str) -> Result<Tokenizer> {
         let backend = TiktokenBackend::new(encoding.spec()?, self.special_tokens)?;
-        let eos = merge_eos_ids(&[], &[], crate::backend::Tokenizer::special_tokens(&backend).eos.as_ref().map(|t| t.id));
+        let eos = merge_eos_ids(
+            &[],
+            &[],
+            crate::backend::Tokenizer::special_tokens(&backend)
+                .eos
+                .as_ref()
+                .map(|t| t.id),
+        );
         Ok(Tokenizer::build(
             Arc::new(backend),
             TokenizerInfo {
@@ -141,7 +148,8 @@ impl LoadOptions {
         let format = detect::detect(&bytes[..bytes.len().min(512)]).ok_or_else(|| {
             Error::new(ErrorKind::UnsupportedFormat {
                 path: file.to_path_buf(),
-                detected: "unknown content (not JSON, GGUF, tiktoken ranks or SentencePiece)".into(),
+                detected: "unknown content (not JSON, GGUF, tiktoken ranks or SentencePiece)"
+                    .into(),
             })
         })?;
         // Configs sit beside the file, or one level up for `original/tokenizer.model`.
@@ -254,7 +262,11 @@ pub(crate) fn pick_file(dir: &Path) -> Option<PathBuf> {
     if json.is_file() {
         return Some(json);
     }
-    for name in ["tokenizer.model", "original/tokenizer.model", "tiktoken.model"] {
+    for name in [
+        "tokenizer.model",
+        "original/tokenizer.model",
+        "tiktoken.model",
+    ] {
         let p = dir.join(name);
         if p.is_file() {
             return Some(p);

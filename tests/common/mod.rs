@@ -13,7 +13,9 @@ pub fn shared_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
     assert!(
-        dir.join("hf-cache/hub").is_dir() && dir.join("corpus").is_dir() && dir.join("fixtures").is_dir(),
+        dir.join("hf-cache/hub").is_dir()
+            && dir.join("corpus").is_dir()
+            && dir.join("fixtures").is_dir(),
         "test data not found at {}: check out the project's shared/ folder beside the repository \
          (it holds hf-cache/, fixtures/ and corpus/), or point RTOK_SHARED_DIR at it",
         dir.display()
@@ -40,7 +42,10 @@ pub fn tokenizer(source: &str) -> Tokenizer {
     let tok = offline_options()
         .load(source)
         .unwrap_or_else(|e| panic!("loading {source}: {e}"));
-    LOADED.lock().unwrap().insert(source.to_owned(), tok.clone());
+    LOADED
+        .lock()
+        .unwrap()
+        .insert(source.to_owned(), tok.clone());
     tok
 }
 
@@ -102,7 +107,12 @@ pub fn adversarial_files() -> Vec<(String, PathBuf)> {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .map(|p| (format!("adversarial/{}", p.file_name().unwrap().to_string_lossy()), p))
+        .map(|p| {
+            (
+                format!("adversarial/{}", p.file_name().unwrap().to_string_lossy()),
+                p,
+            )
+        })
         .collect();
     out.sort();
     out

@@ -56,7 +56,10 @@ impl HfBackend {
         keep_padding_truncation: bool,
     ) -> Result<Self> {
         let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-            Error::parse(path, format!("line {}, column {}: {e}", e.line(), e.column()))
+            Error::parse(
+                path,
+                format!("line {}, column {}: {e}", e.line(), e.column()),
+            )
         })?;
         let vocab = Vocab::read(path, &value)?;
         // tokenizers 1.0 reads only its canonical (version 2.0) form; older
@@ -89,9 +92,10 @@ impl HfBackend {
             },
         };
         let role = |name: &str| -> Option<SpecialToken> {
-            let content = config
-                .special_token(name)
-                .or_else(|| pipe.get_token_for_role(&format!("{name}_token")).map(str::to_owned))?;
+            let content = config.special_token(name).or_else(|| {
+                pipe.get_token_for_role(&format!("{name}_token"))
+                    .map(str::to_owned)
+            })?;
             let id = vocab.by_token.get(content.as_str()).copied()?;
             Some(SpecialToken { content, id })
         };
@@ -125,8 +129,20 @@ impl HfBackend {
             let bos = config.add_bos_token.unwrap_or(true);
             let eos = config.add_eos_token.unwrap_or(false);
             (
-                special_tokens.bos.as_ref().filter(|_| bos).map(|t| t.id).into_iter().collect(),
-                special_tokens.eos.as_ref().filter(|_| eos).map(|t| t.id).into_iter().collect(),
+                special_tokens
+                    .bos
+                    .as_ref()
+                    .filter(|_| bos)
+                    .map(|t| t.id)
+                    .into_iter()
+                    .collect(),
+                special_tokens
+                    .eos
+                    .as_ref()
+                    .filter(|_| eos)
+                    .map(|t| t.id)
+                    .into_iter()
+                    .collect(),
             )
         } else {
             let single = &pipe.get_post_processor().single;
@@ -206,7 +222,9 @@ impl Encoder for HfBackend {
             return self.encode_full_pipeline(text, add_special_tokens);
         }
         if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
-            return Ok(Encoding::from_ids(self.sequence_ids(text, text.len() / 4 + 4)?));
+            return Ok(Encoding::from_ids(
+                self.sequence_ids(text, text.len() / 4 + 4)?,
+            ));
         }
         let mut ids = self.prefix.clone();
         ids.reserve(text.len() / 4 + 4 + self.suffix.len());
@@ -280,11 +298,19 @@ impl Tokenizer for HfBackend {
     }
 
     fn id_to_token(&self, id: u32) -> Option<String> {
-        self.vocab.tokens.get(id as usize)?.as_deref().map(str::to_owned)
+        self.vocab
+            .tokens
+            .get(id as usize)?
+            .as_deref()
+            .map(str::to_owned)
     }
 
     fn is_special_id(&self, id: u32) -> bool {
-        self.vocab.special.get(id as usize).copied().unwrap_or(false)
+        self.vocab
+            .special
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn special_tokens(&self) -> &SpecialTokens {

@@ -111,7 +111,12 @@ impl Vocab {
             Some(VocabView::List(list)) => list
                 .into_iter()
                 .enumerate()
-                .map(|(i, (piece, _))| Ok((piece, u32::try_from(i).map_err(|_| Error::parse(path, "vocab too large"))?)))
+                .map(|(i, (piece, _))| {
+                    Ok((
+                        piece,
+                        u32::try_from(i).map_err(|_| Error::parse(path, "vocab too large"))?,
+                    ))
+                })
                 .collect::<Result<_>>()?,
             None => Vec::new(),
         };
@@ -158,7 +163,9 @@ impl Vocab {
                 }
                 let len = match kind {
                     ModelKind::WordLevel => return None,
-                    ModelKind::Bpe if byte_level => byte_level::unspell(token).map_or(token.len(), |b| b.len()),
+                    ModelKind::Bpe if byte_level => {
+                        byte_level::unspell(token).map_or(token.len(), |b| b.len())
+                    }
                     _ if view.model.byte_fallback && is_byte_piece(token) => 1,
                     _ => {
                         let t = token.strip_prefix(prefix.as_str()).unwrap_or(token);
@@ -176,7 +183,9 @@ impl Vocab {
                     None => Box::default(),
                     Some(t) if added[id] => t.as_bytes().into(),
                     // Entries outside the byte-level alphabet decode as their UTF-8 bytes.
-                    Some(t) => byte_level::unspell(t).unwrap_or_else(|| t.as_bytes().to_vec()).into(),
+                    Some(t) => byte_level::unspell(t)
+                        .unwrap_or_else(|| t.as_bytes().to_vec())
+                        .into(),
                 })
                 .collect()
         });
@@ -226,7 +235,9 @@ fn fold_fixups(
     let alphabet = byte_level::byte_to_char_table();
     let mut out = FxHashMap::default();
     for (id, token) in tokens.iter().enumerate() {
-        let Some(token) = token.as_deref() else { continue };
+        let Some(token) = token.as_deref() else {
+            continue;
+        };
         if token.len() < 2 || token.chars().count() != 1 || byte_level::unspell(token).is_some() {
             continue;
         }
@@ -243,7 +254,10 @@ fn fold_fixups(
             let right = symbols.remove(i + 1);
             symbols[i].push_str(&right);
         }
-        let ids: Option<Vec<u32>> = symbols.iter().map(|s| by_token.get(s.as_str()).copied()).collect();
+        let ids: Option<Vec<u32>> = symbols
+            .iter()
+            .map(|s| by_token.get(s.as_str()).copied())
+            .collect();
         if let (Some(ids), Ok(id)) = (ids, u32::try_from(id)) {
             out.insert(id, ids);
         }

@@ -8,7 +8,8 @@ use super::{SpecialRoles, TiktokenSpec};
 use crate::error::{Error, Result};
 
 /// r50k/p50k pre-tokenizer.
-pub(crate) const GPT2_PATTERN: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+pub(crate) const GPT2_PATTERN: &str =
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
 /// cl100k pre-tokenizer.
 pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 /// o200k pre-tokenizer.
@@ -105,7 +106,9 @@ impl BuiltinEncoding {
         // o1/o3/o4 must be whole words ("o1", "o1-mini"), not "o100".
         let rest = &model[prefix.len()..];
         let boundary = rest.is_empty() || rest.starts_with(['-', '.', ':', '_']);
-        let exact_words = ["ada", "babbage", "curie", "davinci", "gpt2", "o1", "o3", "o4"];
+        let exact_words = [
+            "ada", "babbage", "curie", "davinci", "gpt2", "o1", "o3", "o4",
+        ];
         if exact_words.contains(prefix) && !boundary {
             return None;
         }
@@ -297,6 +300,9 @@ mod tests {
             assert_eq!(BuiltinEncoding::for_openai_model(model), want, "{model}");
         }
         assert_eq!(BuiltinEncoding::from_name("gpt2"), Some(R50kBase));
-        assert_eq!(BuiltinEncoding::from_name("o200k_harmony"), Some(O200kHarmony));
+        assert_eq!(
+            BuiltinEncoding::from_name("o200k_harmony"),
+            Some(O200kHarmony)
+        );
     }
 }

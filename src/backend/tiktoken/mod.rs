@@ -94,8 +94,8 @@ impl TiktokenBackend {
             }
             let start = u32::try_from(bytes.len())
                 .map_err(|_| Error::backend(NAME, "vocabulary too large"))?;
-            let len = u32::try_from(token.len())
-                .map_err(|_| Error::backend(NAME, "token too long"))?;
+            let len =
+                u32::try_from(token.len()).map_err(|_| Error::backend(NAME, "token too long"))?;
             *slot = (start, len);
             bytes.extend_from_slice(token);
             Ok(())
@@ -299,7 +299,10 @@ impl Tokenizer for TiktokenBackend {
     }
 
     fn is_special_id(&self, id: u32) -> bool {
-        self.special_flags.get(id as usize).copied().unwrap_or(false)
+        self.special_flags
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn special_tokens(&self) -> &SpecialTokens {
