@@ -234,8 +234,9 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+        // Durations are sampled; the first call on a thread is always timed.
         assert!(
-            matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if v.len() == 2)
+            matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if !v.is_empty())
         );
     }
 

@@ -279,3 +279,27 @@ fn special_token_policy_applies_to_every_backend() {
         assert_eq!(plain.decode(as_text.ids(), false).unwrap(), text);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_load_runs_on_the_callers_runtime() {
+    let options = LoadOptions {
+        bypass_registry: true,
+        ..offline_options()
+    };
+    let (a, b) = tokio::join!(
+        options.load_async("Xenova/gpt-3.5-turbo"),
+        options.load_async("o200k_base")
+    );
+    assert_eq!(a.unwrap().encode("hello", false).unwrap().ids(), &[15339]);
+    assert_eq!(b.unwrap().encode("hello", false).unwrap().ids(), &[24912]);
+    let err = offline_options()
+        .load_async("no-such-org/no-such-model")
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Hub { .. }));
+    // The default-options entry point too.
+    let tok = router_tokenizer::create_tokenizer_async("cl100k_base")
+        .await
+        .unwrap();
+    assert_eq!(tok.encode("hello", false).unwrap().ids(), &[15339]);
+}

@@ -259,6 +259,26 @@ impl Encoder for HfBackend {
 
 impl Decoder for HfBackend {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        // Byte-level: concatenating the table is the whole decoder, and checks
+        // every id in the same pass.
+        if let Some(table) = &self.vocab.decode_bytes {
+            let mut out = Vec::with_capacity(ids.len() * 4);
+            for &id in ids {
+                let bytes = self
+                    .vocab
+                    .contains(id)
+                    .then(|| table.get(id as usize))
+                    .flatten()
+                    .ok_or_else(|| Error::unknown_id(id, self.vocab.len()))?;
+                if !(skip_special_tokens && self.is_special_id(id)) {
+                    out.extend_from_slice(bytes);
+                }
+            }
+            return Ok(match String::from_utf8(out) {
+                Ok(s) => s,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            });
+        }
         if let Some(&bad) = ids.iter().find(|&&id| !self.vocab.contains(id)) {
             return Err(Error::unknown_id(bad, self.vocab.len()));
         }

@@ -14,7 +14,12 @@ transformers' `strftime_now` calls, so the output does not depend on the day it 
 Usage (offline, from the repository root; see README.md for the pinned versions):
 
     pip install "transformers==5.23.0" "jinja2==3.1.6"
-    python3 tests/golden/chat/make_chat_golden.py
+    python3 tests/golden/chat/make_chat_golden.py           # writes expected.json
+    python3 tests/golden/chat/make_chat_golden.py --bench   # times the bench conversations
+
+`--bench` measures transformers' render time (`apply_chat_template(..., tokenize=False)`, the
+template already compiled and cached by transformers) for the `bench_4` and `bench_20_tools`
+cases that `benches/chat_template.rs` renders, with timeit after a warm-up, and writes nothing.
 
 The shared data is found through RTOK_SHARED_DIR (default: ../shared next to the repository).
 """
@@ -22,7 +27,9 @@ The shared data is found through RTOK_SHARED_DIR (default: ../shared next to the
 import datetime as _dt
 import json
 import os
+import statistics
 import sys
+import timeit
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -137,5 +144,40 @@ def main():
     print(f"wrote {HERE / 'expected.json'}", file=sys.stderr)
 
 
+BENCH_MODELS = [
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "Qwen/Qwen3-8B",
+    "openai/gpt-oss-20b",
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+]
+
+
+def bench():
+    cases = {c["id"]: c for c in CONVERSATIONS["cases"]}
+    print(f"transformers {transformers.__version__}, jinja2 {jinja2.__version__}, Python {sys.version.split()[0]}")
+    print(f"{'model':40} {'case':16} {'p50 us':>9} {'min us':>9}")
+    for model_id in BENCH_MODELS:
+        tokenizer = load_tokenizer(model_id)
+        for case_id in ("bench_4", "bench_20_tools"):
+            case = cases[case_id]
+
+            def run():
+                return tokenizer.apply_chat_template(
+                    case["messages"],
+                    tools=case.get("tools"),
+                    add_generation_prompt=case.get("add_generation_prompt", False),
+                    tokenize=False,
+                )
+
+            for _ in range(200):  # warm-up (compiles and caches the template)
+                run()
+            number = 200
+            samples = [t / number * 1e6 for t in timeit.repeat(run, number=number, repeat=25)]
+            print(f"{model_id:40} {case_id:16} {statistics.median(samples):9.1f} {min(samples):9.1f}")
+
+
 if __name__ == "__main__":
-    main()
+    if "--bench" in sys.argv[1:]:
+        bench()
+    else:
+        main()
