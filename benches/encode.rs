@@ -1,43 +1,14 @@
 //! Facade against the raw libraries, in the same run: encode and decode at
 //! 1 KB, 32 KB and 512 KB, load time, and the cost of metrics.
 
+mod common;
+
+use common::{load, raw_hf, shared, snapshot};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use router_tokenizer::{LoadOptions, Tokenizer};
+use router_tokenizer::LoadOptions;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
-
-fn shared() -> PathBuf {
-    std::env::var_os("RTOK_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-}
-
-fn snapshot(model: &str) -> PathBuf {
-    let folder = shared()
-        .join("hf-cache/hub")
-        .join(format!("models--{}", model.replace('/', "--")));
-    let commit =
-        std::fs::read_to_string(folder.join("refs/main")).expect("shared hf-cache missing");
-    folder.join("snapshots").join(commit.trim())
-}
-
-fn load(source: &str) -> Tokenizer {
-    LoadOptions {
-        cache_dir: Some(shared().join("hf-cache/hub")),
-        offline: Some(true),
-        ..LoadOptions::default()
-    }
-    .load(source)
-    .expect("load")
-}
-
-fn raw_hf(model: &str) -> PipelineTokenizer {
-    let json = std::fs::read_to_string(snapshot(model).join("tokenizer.json")).unwrap();
-    let canonical = tokenizers::canonicalize_str(&json).unwrap();
-    tokenizers::from_json(&canonical).unwrap()
-}
+use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken};
 
 /// English prose, cut to `n` bytes on a char boundary.
 fn text(n: usize) -> String {

@@ -2,41 +2,12 @@
 //! `DecodeStream`, tokenizers' own decode stream, naive double decode, and
 //! `StopSequenceDecoder` with 1, 8 and 64 stop strings.
 
+mod common;
+
+use common::{load, raw_hf, shared};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use router_tokenizer::{DecodeStream, LoadOptions, StopConfig, StopSequenceDecoder, Tokenizer};
+use router_tokenizer::{DecodeStream, StopConfig, StopSequenceDecoder, Tokenizer};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-
-fn shared() -> PathBuf {
-    std::env::var_os("RTOK_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-}
-
-fn load(source: &str) -> Tokenizer {
-    LoadOptions {
-        cache_dir: Some(shared().join("hf-cache/hub")),
-        offline: Some(true),
-        ..LoadOptions::default()
-    }
-    .load(source)
-    .expect("load")
-}
-
-fn raw_hf(model: &str) -> tokenizers::pipeline::PipelineTokenizer {
-    let folder = shared()
-        .join("hf-cache/hub")
-        .join(format!("models--{}", model.replace('/', "--")));
-    let commit = std::fs::read_to_string(folder.join("refs/main")).unwrap();
-    let json = std::fs::read_to_string(
-        folder
-            .join("snapshots")
-            .join(commit.trim())
-            .join("tokenizer.json"),
-    )
-    .unwrap();
-    tokenizers::from_json(&tokenizers::canonicalize_str(&json).unwrap()).unwrap()
-}
 
 fn ids_2048(tok: &Tokenizer) -> Vec<u32> {
     let text =

@@ -121,12 +121,13 @@ impl DecodeStream {
                     return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
                 }
                 ids.push(id);
-                let prefix = self
-                    .tokenizer
-                    .decode(&ids[*prefix_offset..*read_offset], self.skip_special_tokens)?;
-                let full = self
-                    .tokenizer
-                    .decode(&ids[*prefix_offset..], self.skip_special_tokens)?;
+                let (prefix, full) = window_texts(
+                    &self.tokenizer,
+                    ids,
+                    *prefix_offset,
+                    *read_offset,
+                    self.skip_special_tokens,
+                )?;
                 if full.len() <= prefix.len() || full.ends_with('\u{FFFD}') {
                     return Ok(None);
                 }
@@ -168,12 +169,13 @@ impl DecodeStream {
                 if *read_offset >= ids.len() {
                     return Ok(None);
                 }
-                let prefix = self
-                    .tokenizer
-                    .decode(&ids[*prefix_offset..*read_offset], self.skip_special_tokens)?;
-                let full = self
-                    .tokenizer
-                    .decode(&ids[*prefix_offset..], self.skip_special_tokens)?;
+                let (prefix, full) = window_texts(
+                    &self.tokenizer,
+                    ids,
+                    *prefix_offset,
+                    *read_offset,
+                    self.skip_special_tokens,
+                )?;
                 let text = new_suffix(&prefix, &full).to_owned();
                 *prefix_offset = *read_offset;
                 *read_offset = ids.len();
@@ -190,6 +192,20 @@ impl DecodeStream {
             State::Bytes { ids, .. } | State::Window { ids, .. } => ids,
         }
     }
+}
+
+/// The already-emitted prefix of a window and the whole window, decoded.
+fn window_texts(
+    tokenizer: &Tokenizer,
+    ids: &[u32],
+    prefix_offset: usize,
+    read_offset: usize,
+    skip_special_tokens: bool,
+) -> Result<(String, String)> {
+    Ok((
+        tokenizer.decode(&ids[prefix_offset..read_offset], skip_special_tokens)?,
+        tokenizer.decode(&ids[prefix_offset..], skip_special_tokens)?,
+    ))
 }
 
 /// The part of `full` after `prefix`. When a decoder rewrote the prefix
