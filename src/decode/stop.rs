@@ -72,6 +72,8 @@ pub struct StopSequenceDecoder {
     matcher: Option<AhoCorasick>,
     /// Every proper prefix of every stop string.
     prefixes: FxHashSet<Box<[u8]>>,
+    /// First bytes of stop strings: a jail can only start at one of them.
+    starts: [bool; 256],
     longest_stop: usize,
     jail: String,
     tokens_seen: usize,
@@ -101,6 +103,12 @@ impl StopSequenceDecoder {
                 prefixes.insert(s.as_bytes()[..k].into());
             }
         }
+        let mut starts = [false; 256];
+        for s in &all {
+            if let Some(&b) = s.as_bytes().first() {
+                starts[usize::from(b)] = true;
+            }
+        }
         let keep = prompt_ids[prompt_ids.len().saturating_sub(8)..].to_vec();
         Ok(Self {
             stream: DecodeStream::new(tokenizer, &keep, config.skip_special_tokens),
@@ -109,6 +117,7 @@ impl StopSequenceDecoder {
             longest_stop: all.iter().map(|s| s.len()).max().unwrap_or(0),
             matcher,
             prefixes,
+            starts,
             config,
             jail: String::new(),
             tokens_seen: 0,
@@ -229,8 +238,10 @@ impl StopSequenceDecoder {
         let keep = (1..=max_keep)
             .rev()
             .find(|&k| {
-                self.jail.is_char_boundary(len - k)
-                    && self.prefixes.contains(&self.jail.as_bytes()[len - k..])
+                let bytes = &self.jail.as_bytes()[len - k..];
+                self.starts[usize::from(bytes[0])]
+                    && self.jail.is_char_boundary(len - k)
+                    && self.prefixes.contains(bytes)
             })
             .unwrap_or(0);
         let released: String = self.jail.drain(..len - keep).collect();

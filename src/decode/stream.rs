@@ -102,9 +102,16 @@ impl DecodeStream {
                     .tokenizer
                     .token_bytes(id)
                     .ok_or_else(|| Error::unknown_id(id, self.tokenizer.vocab_size()))?;
-                if !(self.skip_special_tokens && self.tokenizer.is_special_id(id)) {
-                    pending.extend_from_slice(bytes);
+                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
+                    return Ok(None);
                 }
+                // Fast path: nothing pending and the token is whole characters.
+                if pending.is_empty()
+                    && let Ok(text) = std::str::from_utf8(bytes)
+                {
+                    return Ok((!text.is_empty()).then(|| text.to_owned()));
+                }
+                pending.extend_from_slice(bytes);
                 ids.push(id);
                 let text = take_complete(pending, false);
                 if pending.is_empty() {

@@ -69,6 +69,11 @@ def load_tokenizer(model_id):
     return AutoTokenizer.from_pretrained(model_id, config=PreTrainedConfig())
 
 
+def snapshot_commit(model_id):
+    ref = HF_HOME / "hub" / f"models--{model_id.replace('/', '--')}" / "refs" / "main"
+    return ref.read_text().strip() if ref.is_file() else None
+
+
 def error_record(exc):
     return {"error": str(exc), "type": type(exc).__name__}
 
@@ -130,15 +135,26 @@ def main():
         for s in CONVERSATIONS["snippets"]
     }
 
+    # Documented divergences of the Rust renderer (README.md), recorded for reference only.
+    known_differences = {
+        t: render_snippet(t, CONVERSATIONS["snippet_vars"])
+        for t in CONVERSATIONS.get("snippet_known_differences", [])
+    }
+
     out = {
         "generator": "tests/golden/chat/make_chat_golden.py",
         "transformers_version": transformers.__version__,
         "jinja2_version": jinja2.__version__,
         "python_version": sys.version.split()[0],
         "fixed_now": CONVERSATIONS["fixed_now"],
+        "snapshots": {
+            m: snapshot_commit(m)
+            for m in CONVERSATIONS["models"] + CONVERSATIONS["models_without_template"]
+        },
         "results": results,
         "models_without_template": no_template,
         "snippets": snippets,
+        "snippet_known_differences": known_differences,
     }
     (HERE / "expected.json").write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {HERE / 'expected.json'}", file=sys.stderr)
