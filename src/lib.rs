@@ -32,8 +32,17 @@
 //! # Ok::<(), router_tokenizer::Error>(())
 //! ```
 //!
-//! Options (revision, token, offline, cache folder, special-token policy) live
-//! in one struct, [`LoadOptions`].
+//! Options (revision, token, offline, cache folder, special-token policy,
+//! parallel encoding) live in one struct, [`LoadOptions`].
+//!
+//! # Long inputs
+//!
+//! Above a measured size, [`Tokenizer::encode`] cuts the text into chunks,
+//! encodes them on the rayon pool and stitches them where the chunks provably
+//! agree with the sequential encoding, so the result is always exactly
+//! [`Tokenizer::encode_sequential`]'s. [`ParallelOptions`] tunes it;
+//! [`Tokenizer::split_family`] tells which tokenizers are cut and why others
+//! are not.
 //!
 //! # Metrics
 //!
@@ -46,6 +55,7 @@
 
 mod backend;
 mod decode;
+mod encode;
 mod encoding;
 mod error;
 mod load;
@@ -55,6 +65,7 @@ mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
 pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
+pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
 pub use load::{Format, LoadOptions, SpecialTokenPolicy, create_tokenizer, create_tokenizer_async};
@@ -65,6 +76,7 @@ pub use tokenizer::Tokenizer;
 /// [`Tokenizer::from_backend`].
 pub mod traits {
     pub use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+    pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 }
 
 /// Test helpers (feature `test-util`).

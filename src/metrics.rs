@@ -93,3 +93,61 @@ pub(crate) fn record_load(backend: &'static str, elapsed: Duration) {
     counter!("rtok_loads_total", "backend" => backend).increment(1);
     histogram!("rtok_load_duration_seconds", "backend" => backend).record(elapsed);
 }
+
+/// Why a parallel encode gave up and encoded the whole text sequentially.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// Fewer than two allowed chunk edges.
+    Edges,
+    /// A chunk encoding came back inconsistent.
+    Chunk,
+    /// No cut found within the retry budget.
+    Retries,
+    /// An accepted cut did not hold in the grown chunk.
+    Relocate,
+}
+
+impl Fallback {
+    const ALL: [Self; 4] = [Self::Edges, Self::Chunk, Self::Retries, Self::Relocate];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Edges => "edges",
+            Self::Chunk => "chunk",
+            Self::Retries => "retries",
+            Self::Relocate => "relocate",
+        }
+    }
+}
+
+/// Parallel-encode counters for one tokenizer, registered once.
+///
+/// - `rtok_parallel_encodes_total`: encodes that took the parallel path;
+/// - `rtok_parallel_retries_total{reason}`: chunk growths (`no_cut`) and
+///   rests encoded in one piece past four chunk lengths (`grow_limit`);
+/// - `rtok_parallel_fallbacks_total{reason}`: whole-text sequential fallbacks.
+#[derive(Clone)]
+pub(crate) struct ParallelMetrics {
+    pub(crate) encodes: Counter,
+    pub(crate) retry_no_cut: Counter,
+    pub(crate) grow_limit: Counter,
+    fallbacks: [Counter; 4],
+}
+
+impl ParallelMetrics {
+    pub(crate) fn new(backend: &'static str) -> Self {
+        Self {
+            encodes: counter!("rtok_parallel_encodes_total", "backend" => backend),
+            retry_no_cut: counter!("rtok_parallel_retries_total", "backend" => backend, "reason" => "no_cut"),
+            grow_limit: counter!("rtok_parallel_retries_total", "backend" => backend, "reason" => "grow_limit"),
+            fallbacks: Fallback::ALL.map(|r| {
+                counter!("rtok_parallel_fallbacks_total", "backend" => backend, "reason" => r.name())
+            }),
+        }
+    }
+
+    pub(crate) fn fallback(&self, reason: Fallback) {
+        let i = Fallback::ALL.iter().position(|&r| r == reason).unwrap_or(0);
+        self.fallbacks[i].increment(1);
+    }
+}

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::backend::{self, DecodeStyle};
+use crate::encode::parallel::ParallelEncoder;
+use crate::encode::{ParallelOptions, ParallelReport, SplitFamily};
 use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::load::Format;
@@ -31,6 +33,7 @@ struct Inner {
     backend: Arc<dyn backend::Tokenizer>,
     info: TokenizerInfo,
     metrics: Metrics,
+    parallel: ParallelEncoder,
 }
 
 /// A loaded tokenizer. Cheap to clone (one `Arc`), `Send + Sync`.
@@ -60,13 +63,45 @@ impl std::fmt::Debug for Tokenizer {
 impl Tokenizer {
     pub(crate) fn build(backend: Arc<dyn backend::Tokenizer>, info: TokenizerInfo) -> Self {
         let metrics = Metrics::new(backend.backend_name());
+        let parallel = ParallelEncoder::new(ParallelOptions::default(), backend.backend_name());
         Self {
             inner: Arc::new(Inner {
                 backend,
                 info,
                 metrics,
+                parallel,
             }),
         }
+    }
+
+    /// The same tokenizer (shared backend, metrics and metadata) with other
+    /// parallel-encoding options. Cheap: no reload.
+    pub fn with_parallel(&self, options: ParallelOptions) -> Self {
+        if self.inner.parallel.options() == &options {
+            return self.clone();
+        }
+        Self {
+            inner: Arc::new(Inner {
+                backend: Arc::clone(&self.inner.backend),
+                info: self.inner.info.clone(),
+                metrics: self.inner.metrics.clone(),
+                parallel: self.inner.parallel.with_options(options),
+            }),
+        }
+    }
+
+    /// This handle's parallel-encoding options.
+    pub fn parallel_options(&self) -> &ParallelOptions {
+        self.inner.parallel.options()
+    }
+
+    /// Which merge rule lets this tokenizer's encodes be cut into chunks, or
+    /// why they are always sequential.
+    pub fn split_family(&self) -> SplitFamily {
+        self.inner.backend.split_spec().map_or(
+            SplitFamily::Sequential("backend declares no split family"),
+            |s| s.family,
+        )
     }
 
     /// Wraps a custom backend.
@@ -98,19 +133,70 @@ impl Tokenizer {
     }
 
     /// Encodes `text`; `add_special_tokens` adds BOS/EOS as the model expects.
+    ///
+    /// Long inputs (see [`ParallelOptions`]) are encoded in parallel chunks
+    /// when the tokenizer's [`split_family`](Self::split_family) allows; the
+    /// ids are always exactly [`encode_sequential`](Self::encode_sequential)'s.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let inner = &*self.inner;
+        inner.metrics.encode(|| {
+            inner
+                .parallel
+                .encode(&*inner.backend, text, add_special_tokens, false)
+        })
+    }
+
+    /// Encodes `text` on the calling thread, whatever its length.
+    pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let backend = &self.inner.backend;
         self.inner
             .metrics
             .encode(|| backend.encode(text, add_special_tokens))
     }
 
-    /// Encodes with a byte span per id (see [`Encoding::offsets`]).
+    /// Encodes with a byte span per id (see [`Encoding::offsets`]), in
+    /// parallel for long inputs like [`encode`](Self::encode).
     pub fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let inner = &*self.inner;
+        inner.metrics.encode(|| {
+            inner
+                .parallel
+                .encode(&*inner.backend, text, add_special_tokens, true)
+        })
+    }
+
+    /// [`encode_with_offsets`](Self::encode_with_offsets) on the calling thread.
+    pub fn encode_with_offsets_sequential(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+    ) -> Result<Encoding> {
         let backend = &self.inner.backend;
         self.inner
             .metrics
             .encode(|| backend.encode_with_offsets(text, add_special_tokens))
+    }
+
+    /// Takes the parallel path whatever the input size (when the family
+    /// allows), and reports what it did: chunks, cuts, growths, fallbacks.
+    ///
+    /// With `starts`, chunks start at the allowed edges nearest those byte
+    /// positions instead of at even intervals (for tests and diagnosis).
+    pub fn encode_parallel_report(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        with_offsets: bool,
+        starts: Option<&[usize]>,
+    ) -> Result<(Encoding, ParallelReport)> {
+        let inner = &*self.inner;
+        inner.parallel.encode_report(
+            &*inner.backend,
+            text,
+            add_special_tokens,
+            with_offsets,
+            starts,
+        )
     }
 
     /// Encodes many texts on the rayon pool.

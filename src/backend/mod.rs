@@ -11,8 +11,9 @@ pub(crate) mod hf;
 pub(crate) mod mock;
 pub(crate) mod tiktoken;
 
+use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::special::SpecialTokens;
 
 /// Text to ids.
@@ -34,6 +35,38 @@ pub trait Encoder: Send + Sync {
             .iter()
             .map(|t| self.encode(t, add_special_tokens))
             .collect()
+    }
+
+    /// How this backend's encodes may be cut into chunks and encoded in
+    /// parallel (see [`SplitSpec`]); `None`, the default, keeps it sequential.
+    ///
+    /// Declaring a family is a claim that the family's cut argument holds for
+    /// this backend (`docs/lopt.md`); the differential tests check it.
+    fn split_spec(&self) -> Option<&SplitSpec> {
+        None
+    }
+
+    /// Encodes one chunk of a longer text for the parallel encoder: ids with
+    /// no BOS/EOS, spans and pre-token boundaries near both ends.
+    ///
+    /// `text` is a slice of the whole input starting and ending at allowed
+    /// edges ([`EdgeRule`](crate::traits::EdgeRule)); the ids must be exactly
+    /// what [`encode`](Encoder::encode) without special tokens returns for it.
+    /// The default derives everything from
+    /// [`encode_with_offsets`](Encoder::encode_with_offsets) and knows no
+    /// pre-token boundaries, which suits [`WholeTextBpe`](crate::traits::SplitFamily::WholeTextBpe)
+    /// backends; families that cut at boundaries must override it.
+    fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        let (ids, offsets) = self.encode_with_offsets(text, false)?.into_parts();
+        let offsets = offsets
+            .ok_or_else(|| Error::backend("chunk", "encode_with_offsets returned no offsets"))?;
+        Ok(ChunkEncoding::from_spans(
+            ids,
+            offsets,
+            text.len(),
+            request,
+            Vec::new(),
+        ))
     }
 }
 

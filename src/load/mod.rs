@@ -13,6 +13,7 @@ use std::time::Instant;
 use crate::backend::hf::HfBackend;
 use crate::backend::tiktoken::encodings::{BuiltinEncoding, RankFamily};
 use crate::backend::tiktoken::{SpecialRoles, TiktokenBackend, TiktokenSpec, ranks};
+use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::merge_eos_ids;
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
@@ -60,6 +61,9 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Load a fresh copy instead of sharing the process-wide one.
     pub bypass_registry: bool,
+    /// How long inputs are encoded in parallel (every tokenizer is wrapped;
+    /// the default splits above a measured size on the global rayon pool).
+    pub parallel: ParallelOptions,
 }
 
 impl LoadOptions {
@@ -68,10 +72,12 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
-        if self.bypass_registry {
-            return self.load_uncached(source);
-        }
-        registry::load_shared(source, self, || self.load_uncached(source))
+        let tokenizer = if self.bypass_registry {
+            self.load_uncached(source)?
+        } else {
+            registry::load_shared(source, self, || self.load_uncached(source))?
+        };
+        Ok(tokenizer.with_parallel(self.parallel.clone()))
     }
 
     /// Loads on the caller's tokio runtime (file reads and parsing run in

@@ -8,6 +8,7 @@
 //!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
 
 mod align;
+mod chunk;
 mod offsets;
 mod vocab;
 
@@ -15,6 +16,8 @@ use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::encode::family::classify_hf;
+use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitSpec};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
@@ -45,6 +48,12 @@ pub(crate) struct HfBackend {
     specials_as_text: bool,
     /// Keep the file's padding/truncation (encode through the full pipeline).
     file_padding: bool,
+    /// How the parallel encoder may cut this tokenizer's encodes.
+    split: SplitSpec,
+    /// Identifies this backend's scratch in the chunk encoder's thread-local cache.
+    id: u64,
+    /// How the normalizer chain acts piece by piece (for chunk windows).
+    pieces: chunk::PieceNorm,
 }
 
 impl HfBackend {
@@ -125,7 +134,7 @@ impl HfBackend {
         let class = class.strip_suffix("Fast").unwrap_or(class);
         let rebuild = REBUILDS_TEMPLATE.contains(&class)
             && (config.add_bos_token.is_some() || config.add_eos_token.is_some());
-        let (prefix, suffix) = if rebuild {
+        let (prefix, suffix): (Vec<u32>, Vec<u32>) = if rebuild {
             let bos = config.add_bos_token.unwrap_or(true);
             let eos = config.add_eos_token.unwrap_or(false);
             (
@@ -153,6 +162,8 @@ impl HfBackend {
         };
         let file_padding = keep_padding_truncation
             && (pipe.get_padding().is_some() || pipe.get_truncation().is_some());
+        let split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
+        let pieces = chunk::PieceNorm::new(pipe.get_normalizers());
         Ok(Self {
             pipe,
             vocab,
@@ -162,6 +173,9 @@ impl HfBackend {
             special_tokens,
             specials_as_text,
             file_padding,
+            split,
+            id: chunk::next_backend_id(),
+            pieces,
         })
     }
 
@@ -216,6 +230,51 @@ impl HfBackend {
     }
 }
 
+/// The parallel family and edge rule of a canonical `tokenizer.json`.
+fn split_spec(
+    json: &serde_json::Value,
+    vocab: &Vocab,
+    prefix: &[u32],
+    suffix: &[u32],
+    file_padding: bool,
+) -> SplitSpec {
+    if file_padding {
+        return SplitSpec::sequential("padding or truncation kept from the file");
+    }
+    let mut edges = EdgeRule::default();
+    let mut normalized_added = false;
+    let added = json
+        .get("added_tokens")
+        .and_then(serde_json::Value::as_array);
+    for t in added.into_iter().flatten() {
+        let flag = |k: &str| t.get(k).and_then(serde_json::Value::as_bool);
+        let special = flag("special").unwrap_or(false);
+        if let Some(content) = t.get("content").and_then(serde_json::Value::as_str) {
+            edges.add_token(content);
+        }
+        normalized_added |= flag("normalized").unwrap_or(!special);
+        edges.no_whitespace_edges |=
+            flag("lstrip").unwrap_or(false) || flag("rstrip").unwrap_or(false);
+        edges.no_word_edges |= flag("single_word").unwrap_or(false);
+    }
+    let facts = classify_hf(json, normalized_added);
+    edges.normalizes = facts.normalizes;
+    let max_token_bytes = vocab
+        .normalized_len
+        .iter()
+        .flatten()
+        .map(|&l| l as usize)
+        .max()
+        .unwrap_or(0);
+    SplitSpec::new(
+        facts.family,
+        prefix.to_vec(),
+        suffix.to_vec(),
+        max_token_bytes,
+        edges,
+    )
+}
+
 impl Encoder for HfBackend {
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         if self.file_padding {
@@ -245,6 +304,7 @@ impl Encoder for HfBackend {
             &self.vocab,
             text,
             self.specials_as_text,
+            &self.pieces,
             &mut ids,
             &mut offsets,
         )?;
@@ -254,6 +314,20 @@ impl Encoder for HfBackend {
         }
         Encoding::with_offsets(ids, offsets)
             .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+    }
+
+    fn split_spec(&self) -> Option<&SplitSpec> {
+        Some(&self.split)
+    }
+
+    fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        if !self.split.family.is_parallel() {
+            return Err(Error::backend(
+                NAME,
+                "this tokenizer is encoded sequentially",
+            ));
+        }
+        self.encode_chunk_impl(text, request, self.split.family.needs_boundaries())
     }
 }
 

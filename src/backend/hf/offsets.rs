@@ -4,7 +4,11 @@
 //! on raw text, normalize, added tokens on normalized text, pre-tokenize,
 //! model), one pre-token at a time so each token is known to lie inside its
 //! pre-token, and measures tokens by the bytes they stand for in normalized
-//! text. Normalized positions go back to the input through [`align`].
+//! text. Normalized positions go back to the input through
+//! [`full_map`](super::chunk::full_map): exact piece by piece (the parallel
+//! encoder's chunks use the same map, so their offsets agree), heuristic
+//! ([`align`](super::align::align)) only past a piece whose normalization
+//! depends on its context.
 //! The ids are the fast path's ids; a test checks that on the whole corpus.
 
 use std::borrow::Cow;
@@ -13,7 +17,7 @@ use tokenizers::pipeline::{
     PreTokenizerScratch, Span, normalize_all,
 };
 
-use super::align::align;
+use super::chunk::{PieceNorm, full_map};
 use super::vocab::Vocab;
 use crate::error::{Error, Result};
 
@@ -25,6 +29,7 @@ pub(crate) fn encode_with_offsets(
     vocab: &Vocab,
     text: &str,
     specials_as_text: bool,
+    pieces: &PieceNorm,
     ids: &mut Vec<u32>,
     offsets: &mut Vec<(usize, usize)>,
 ) -> Result<()> {
@@ -47,7 +52,7 @@ pub(crate) fn encode_with_offsets(
             let map = match &normalized {
                 Cow::Borrowed(_) => None,
                 Cow::Owned(s) if s == segment => None,
-                Cow::Owned(s) => Some(align(segment, s)),
+                Cow::Owned(s) => Some(full_map(pipe.get_normalizers(), pieces, segment, s)),
             };
             let to_input = |p: usize| -> usize {
                 pos + map

@@ -12,10 +12,13 @@ pub(crate) mod ranks;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
+use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
 use crate::backend::byte_level;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::encode::family::is_known_pattern;
+use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
@@ -61,7 +64,43 @@ pub(crate) struct TiktokenBackend {
     policy: SpecialTokenPolicy,
     add_bos: Option<u32>,
     alphabet: [char; 256],
+    /// The pre-tokenizer regex, for the chunk encoder.
+    pattern: &'static str,
+    split: SplitSpec,
+    /// Built on the first parallel encode: a rank map and regexes of our own
+    /// (`CoreBPE` keeps both private).
+    chunker: OnceLock<std::result::Result<Chunker, String>>,
 }
+
+/// What the chunk encoder needs beyond `CoreBPE`.
+struct Chunker {
+    ranks: FxHashMap<Vec<u8>, u32>,
+    /// One clone per pool thread (by index), so threads never share a regex cache.
+    regexes: Vec<fancy_regex::Regex>,
+}
+
+/// The chunk encoder's running state.
+struct ChunkState {
+    ids: Vec<u32>,
+    /// Spans of the ids listed in `known`.
+    spans: Vec<(usize, usize)>,
+    known: Vec<usize>,
+    bounds: Vec<usize>,
+    piece_ids: Vec<u32>,
+    head: usize,
+    tail_from: usize,
+    all: bool,
+}
+
+impl ChunkState {
+    fn touches(&self, start: usize, end: usize) -> bool {
+        self.all || start < self.head || end > self.tail_from
+    }
+}
+
+/// Pieces at least this long go through `CoreBPE` (tiktoken switches to its
+/// heap-based merge there; `byte_pair_split` is quadratic).
+const LONG_PIECE: usize = 100;
 
 impl TiktokenBackend {
     pub(crate) fn new(spec: TiktokenSpec, policy: SpecialTokenPolicy) -> Result<Self> {
@@ -147,6 +186,23 @@ impl TiktokenBackend {
         additional.sort_by_key(|t| t.id);
         special_tokens.additional = additional;
 
+        let mut edges = EdgeRule::default();
+        for (text, _) in &specials {
+            edges.add_token(text);
+        }
+        let family = if is_known_pattern(pattern) {
+            SplitFamily::RegexBpe
+        } else {
+            SplitFamily::Sequential("pre-tokenizer regex without a lossless cut argument")
+        };
+        let max_token_bytes = ranks.keys().map(Vec::len).max().unwrap_or(0);
+        let split = SplitSpec::new(
+            family,
+            add_bos.into_iter().collect(),
+            Vec::new(),
+            max_token_bytes,
+            edges,
+        );
         let core = CoreBPE::new(ranks, specials.into_iter().collect(), pattern)
             .map_err(|e| Error::backend(NAME, format!("building the BPE: {e}")))?;
         Ok(Self {
@@ -161,7 +217,161 @@ impl TiktokenBackend {
             policy,
             add_bos,
             alphabet,
+            pattern,
+            split,
+            chunker: OnceLock::new(),
         })
+    }
+
+    fn chunker(&self) -> Result<&Chunker> {
+        let built = self.chunker.get_or_init(|| {
+            let regex = fancy_regex::Regex::new(self.pattern).map_err(|e| e.to_string())?;
+            let mut ranks =
+                FxHashMap::with_capacity_and_hasher(self.spans.len(), Default::default());
+            for id in 0..self.spans.len() {
+                let Ok(id) = u32::try_from(id) else { break };
+                if self.is_special_id(id) {
+                    continue;
+                }
+                if let Some(bytes) = self.bytes_of(id) {
+                    ranks.insert(bytes.to_vec(), id);
+                }
+            }
+            let threads = rayon::current_num_threads().clamp(1, 64);
+            Ok(Chunker {
+                ranks,
+                regexes: vec![regex; threads],
+            })
+        });
+        built
+            .as_ref()
+            .map_err(|e| Error::backend(NAME, format!("chunk encoder: {e}")))
+    }
+
+    /// The chunk encoder: `CoreBPE::encode`'s loop (regex pieces, then a rank
+    /// lookup or byte-pair merge), keeping piece boundaries and token spans
+    /// near both ends.
+    fn encode_chunk_impl(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        let chunker = self.chunker()?;
+        let slot = rayon::current_thread_index().unwrap_or(0) % chunker.regexes.len().max(1);
+        let regex = chunker
+            .regexes
+            .get(slot)
+            .ok_or_else(|| Error::backend(NAME, "no chunk regex"))?;
+        let len = text.len();
+        let (head, tail_from, all) = if request.all_offsets {
+            (len, 0, true)
+        } else {
+            (
+                request.head.min(len),
+                len.saturating_sub(request.tail),
+                false,
+            )
+        };
+        let mut st = ChunkState {
+            ids: Vec::with_capacity(len / 3 + 1),
+            spans: Vec::new(),
+            known: Vec::new(),
+            bounds: vec![0, len],
+            piece_ids: Vec::new(),
+            head,
+            tail_from,
+            all,
+        };
+        let mut start = 0;
+        if self.policy == SpecialTokenPolicy::Parse
+            && let Some(matcher) = &self.special_matcher
+        {
+            for m in matcher.find_iter(text) {
+                self.chunk_ordinary(chunker, regex, &text[start..m.start()], start, &mut st)?;
+                let id = self.special_pattern_ids[m.pattern().as_usize()];
+                if st.touches(m.start(), m.end()) {
+                    st.known.push(st.ids.len());
+                    st.spans.push((m.start(), m.end()));
+                    st.bounds.extend([m.start(), m.end()]);
+                }
+                st.ids.push(id);
+                start = m.end();
+            }
+        }
+        self.chunk_ordinary(chunker, regex, &text[start..], start, &mut st)?;
+        let ChunkState {
+            ids,
+            spans,
+            known,
+            mut bounds,
+            ..
+        } = st;
+        bounds.sort_unstable();
+        bounds.dedup();
+        if all {
+            return Ok(ChunkEncoding::from_spans(ids, spans, len, request, bounds));
+        }
+        let n = ids.len();
+        let head_n = known
+            .iter()
+            .enumerate()
+            .take_while(|&(k, &i)| k == i)
+            .count();
+        let tail_n = known
+            .iter()
+            .rev()
+            .enumerate()
+            .take_while(|&(k, &i)| i + k + 1 == n)
+            .count();
+        Ok(ChunkEncoding {
+            head: spans[..head_n].to_vec(),
+            tail_first: n - tail_n,
+            tail: spans[spans.len() - tail_n..].to_vec(),
+            ids,
+            boundaries: bounds,
+            offsets: None,
+        })
+    }
+
+    /// One run of ordinary text at chunk position `base`.
+    fn chunk_ordinary(
+        &self,
+        chunker: &Chunker,
+        regex: &fancy_regex::Regex,
+        segment: &str,
+        base: usize,
+        st: &mut ChunkState,
+    ) -> Result<()> {
+        for m in regex.find_iter(segment) {
+            let m =
+                m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
+            let piece = m.as_str().as_bytes();
+            let (ps, pe) = (base + m.start(), base + m.end());
+            let first = st.ids.len();
+            if let Some(&id) = chunker.ranks.get(piece) {
+                st.ids.push(id);
+            } else if piece.len() < 2 {
+                return Err(Error::backend(NAME, "a single byte missing from the ranks"));
+            } else if piece.len() < LONG_PIECE {
+                for part in tiktoken_rs::byte_pair_split(piece, &chunker.ranks) {
+                    let id = chunker.ranks.get(part).ok_or_else(|| {
+                        Error::backend(NAME, "byte-pair merge left an unknown piece")
+                    })?;
+                    st.ids.push(*id);
+                }
+            } else {
+                st.piece_ids.clear();
+                self.encode_segment(m.as_str(), &mut st.piece_ids)?;
+                st.ids.extend_from_slice(&st.piece_ids);
+            }
+            if st.touches(ps, pe) {
+                st.bounds.extend([ps, pe]);
+                let mut p = ps;
+                for k in first..st.ids.len() {
+                    let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
+                    st.known.push(k);
+                    st.spans.push((p, p + l));
+                    p += l;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn bytes_of(&self, id: u32) -> Option<&[u8]> {
@@ -247,6 +457,20 @@ impl Encoder for TiktokenBackend {
         })?;
         Encoding::with_offsets(ids, offsets)
             .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+    }
+
+    fn split_spec(&self) -> Option<&SplitSpec> {
+        Some(&self.split)
+    }
+
+    fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        if !self.split.family.is_parallel() {
+            return Err(Error::backend(
+                NAME,
+                "this tokenizer is encoded sequentially",
+            ));
+        }
+        self.encode_chunk_impl(text, request)
     }
 }
 

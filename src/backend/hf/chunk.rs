@@ -1,0 +1,946 @@
+//! The parallel encoder's chunk encode for `tokenizer.json` tokenizers.
+//!
+//! It runs exactly the stages of `PipelineTokenizer::encode_into` (added
+//! tokens on raw text, normalize, added tokens on normalized text,
+//! pre-tokenize, one `tokenize_spans` call per text piece), so the ids are the
+//! fast path's ids at the fast path's speed.
+//!
+//! Spans are computed only for tokens near the two ends of the chunk, and only
+//! exactly: token lengths are summed inside each pre-token (forward from a
+//! segment's start for the head window, backward from its end for the tail
+//! window), and a normalized position goes back to the input through a map
+//! built by normalizing the segment piece by piece (a piece is a char no
+//! normalizer joins to its predecessor, plus the marks after it) and checking
+//! every piece against the real normalized text. Where that check fails the
+//! window reports nothing, so the merge finds no cut there: a window is never
+//! approximate. (The offsets path's whole-text alignment is a heuristic; it is
+//! used only for [`ChunkEncoding::offsets`].)
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokenizers::pipeline::{
+    Model, Normalizer, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher,
+    PipelineToken, PreTokenizer, PreTokenizerScratch, Span, normalize_all,
+};
+
+use super::HfBackend;
+use super::align::align;
+use crate::encode::split::stable_char;
+use crate::encode::{ChunkEncoding, ChunkRequest};
+use crate::error::{Error, Result};
+
+const NAME: &str = "hf";
+
+/// A fresh id per backend, so a thread's cached scratch is never used with
+/// another tokenizer's model.
+pub(super) fn next_backend_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Scratch {
+    owner: u64,
+    model: PipelineModelScratch,
+    pre: PreTokenizerScratch,
+    spans: Vec<Span>,
+    one: Vec<PipelineToken>,
+}
+
+thread_local! {
+    /// One warm scratch per thread (the BPE word cache lives in it); no lock.
+    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+}
+
+fn err(e: impl std::fmt::Display) -> Error {
+    Error::backend(NAME, e.to_string())
+}
+
+/// How the normalizer chain acts piece by piece, worked out at load.
+pub(super) struct PieceNorm {
+    /// What the `Prepend` steps put before a segment.
+    prepend: String,
+    /// Each ASCII char normalized alone (without `Prepend`); `None` when the
+    /// chain cannot be applied piece by piece at all.
+    ascii: Option<Vec<Box<str>>>,
+}
+
+impl PieceNorm {
+    pub(super) fn new(normalizers: &[PipelineNormalizer]) -> Self {
+        let disabled = Self {
+            prepend: String::new(),
+            ascii: None,
+        };
+        let probe = |s: &str| -> Option<String> {
+            let full = normalize_all(normalizers, s, 1).ok()?.into_owned();
+            let bare = normalize_piece(normalizers, s, 1)?.into_owned();
+            let prepend = full.strip_suffix(bare.as_str())?.to_owned();
+            Some(prepend)
+        };
+        let Some(prepend) = probe("a") else {
+            return disabled;
+        };
+        let mut ascii = Vec::with_capacity(128);
+        for b in 0u8..128 {
+            let s = char::from(b).to_string();
+            match normalize_piece(normalizers, &s, 1) {
+                Some(n) => ascii.push(n.into_owned().into_boxed_str()),
+                None => return disabled,
+            }
+        }
+        Self {
+            prepend,
+            ascii: Some(ascii),
+        }
+    }
+}
+
+/// The chain without its `Prepend` steps, on one piece.
+fn normalize_piece<'a>(
+    normalizers: &[PipelineNormalizer],
+    piece: &'a str,
+    offset: usize,
+) -> Option<Cow<'a, str>> {
+    let mut cow: Cow<'a, str> = Cow::Borrowed(piece);
+    for n in normalizers {
+        if matches!(n, PipelineNormalizer::Prepend(_)) {
+            continue;
+        }
+        cow = match cow {
+            Cow::Borrowed(s) => n.normalize(s, offset).ok()?,
+            Cow::Owned(s) => Cow::Owned(n.normalize(&s, offset).ok()?.into_owned()),
+        };
+    }
+    Some(cow)
+}
+
+/// Exact map of one end of a segment: piece starts in input and normalized
+/// coordinates (ascending for the head, descending for the tail).
+#[derive(Default)]
+struct Region {
+    inp: Vec<usize>,
+    nrm: Vec<usize>,
+    /// `same[k]`: piece `k` (between entries `k` and `k + 1`) is unchanged.
+    same: Vec<bool>,
+    /// A piece failed its check: the region cannot grow.
+    stuck: bool,
+}
+
+/// Normalized → input positions for one segment, exact or unknown.
+struct SegMap<'a> {
+    normalizers: &'a [PipelineNormalizer],
+    pieces: &'a PieceNorm,
+    segment: &'a str,
+    /// Segment start in the chunk (also the normalizer's `offset`).
+    pos: usize,
+    norm: &'a str,
+    identity: bool,
+    head: Region,
+    tail: Region,
+}
+
+/// The end of the piece starting at `i`: the next stable char.
+fn piece_end(s: &str, i: usize) -> usize {
+    let mut chars = s[i..].char_indices();
+    let first = chars.next().map_or(0, |(_, c)| c.len_utf8());
+    chars
+        .find(|&(_, c)| stable_char(c))
+        .map_or(s.len(), |(d, _)| i + d)
+        .max(i + first)
+}
+
+/// The start of the piece ending at `i`: the last stable char before it.
+fn piece_start(s: &str, i: usize) -> usize {
+    s[..i]
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| stable_char(c))
+        .map_or(0, |(d, _)| d)
+}
+
+impl<'a> SegMap<'a> {
+    fn new(
+        normalizers: &'a [PipelineNormalizer],
+        pieces: &'a PieceNorm,
+        segment: &'a str,
+        pos: usize,
+        norm: &'a str,
+    ) -> Self {
+        let identity = norm == segment;
+        let usable = pieces.ascii.is_some();
+        let mut head = Region {
+            inp: vec![0],
+            nrm: vec![0],
+            same: Vec::new(),
+            stuck: !usable,
+        };
+        let prepend = pieces.prepend.as_str();
+        if !identity && !prepend.is_empty() {
+            if norm.starts_with(prepend) {
+                head.inp.push(0);
+                head.nrm.push(prepend.len());
+                head.same.push(false);
+            } else {
+                head.stuck = true;
+            }
+        }
+        let tail = Region {
+            inp: vec![segment.len()],
+            nrm: vec![norm.len()],
+            same: Vec::new(),
+            stuck: !usable,
+        };
+        Self {
+            normalizers,
+            pieces,
+            segment,
+            pos,
+            norm,
+            identity,
+            head,
+            tail,
+        }
+    }
+
+    fn piece_norm(&self, piece: &'a str, offset: usize) -> Option<Cow<'a, str>> {
+        let ascii = self.pieces.ascii.as_ref()?;
+        if let [b] = piece.as_bytes()
+            && let Some(n) = ascii.get(usize::from(*b))
+        {
+            return Some(Cow::Owned(n.to_string()));
+        }
+        normalize_piece(self.normalizers, piece, offset)
+    }
+
+    /// Adds one piece to the head region.
+    fn grow_head(&mut self) -> bool {
+        let (Some(&i), Some(&nm)) = (self.head.inp.last(), self.head.nrm.last()) else {
+            return false;
+        };
+        if self.head.stuck || i >= self.segment.len() {
+            return false;
+        }
+        let j = piece_end(self.segment, i);
+        let piece = &self.segment[i..j];
+        let ok = self.piece_norm(piece, self.pos + i).and_then(|pn| {
+            let fits = self
+                .norm
+                .get(nm..)
+                .is_some_and(|rest| rest.starts_with(pn.as_ref()));
+            fits.then(|| (pn.len(), pn == piece))
+        });
+        match ok {
+            Some((len, same)) => {
+                self.head.inp.push(j);
+                self.head.nrm.push(nm + len);
+                self.head.same.push(same);
+                true
+            }
+            None => {
+                self.head.stuck = true;
+                false
+            }
+        }
+    }
+
+    /// Adds one piece to the tail region (going backwards).
+    fn grow_tail(&mut self) -> bool {
+        let (Some(&i), Some(&nm)) = (self.tail.inp.last(), self.tail.nrm.last()) else {
+            return false;
+        };
+        if self.tail.stuck || i == 0 {
+            return false;
+        }
+        let j = piece_start(self.segment, i);
+        let piece = &self.segment[j..i];
+        let prepend = if j == 0 {
+            self.pieces.prepend.as_str()
+        } else {
+            ""
+        };
+        let ok = self.piece_norm(piece, self.pos + j).and_then(|pn| {
+            let before = self.norm.get(..nm)?;
+            let rest = before.strip_suffix(pn.as_ref())?;
+            // The first piece must leave exactly the prepend before it.
+            if j == 0 && rest != prepend {
+                return None;
+            }
+            Some((pn.len(), pn == piece))
+        });
+        match ok {
+            Some((len, same)) => {
+                self.tail.inp.push(j);
+                self.tail.nrm.push(nm - len);
+                self.tail.same.push(same);
+                if j == 0 && !prepend.is_empty() {
+                    self.tail.inp.push(0);
+                    self.tail.nrm.push(0);
+                    self.tail.same.push(false);
+                }
+                true
+            }
+            None => {
+                self.tail.stuck = true;
+                false
+            }
+        }
+    }
+
+    /// Chunk position of normalized position `n`, growing the region on the
+    /// side the caller walks from; `None` when it cannot be known exactly.
+    fn to_input(&mut self, n: usize, from_head: bool) -> Option<usize> {
+        if !self.identity && n <= self.norm.len() {
+            if from_head {
+                while self.head.nrm.last().is_some_and(|&last| last < n) {
+                    if !self.grow_head() {
+                        return None;
+                    }
+                }
+            } else {
+                while self.tail.nrm.last().is_some_and(|&last| last > n) {
+                    if !self.grow_tail() {
+                        return None;
+                    }
+                }
+            }
+        }
+        self.peek(n, from_head)
+    }
+
+    /// [`Self::to_input`] without growing a region.
+    fn peek(&self, n: usize, from_head: bool) -> Option<usize> {
+        if self.identity {
+            return Some(self.pos + n);
+        }
+        if n > self.norm.len() {
+            return None;
+        }
+        if from_head {
+            let r = &self.head;
+            if r.nrm.last().is_none_or(|&last| last < n) {
+                return None;
+            }
+            let k = r.nrm.partition_point(|&x| x <= n).checked_sub(1)?;
+            let rel = if r.nrm[k] == n || !r.same.get(k).copied().unwrap_or(false) {
+                r.inp[k]
+            } else {
+                r.inp[k] + (n - r.nrm[k])
+            };
+            Some(self.pos + rel)
+        } else {
+            let r = &self.tail;
+            let k = r.nrm.partition_point(|&x| x > n);
+            let start = *r.nrm.get(k)?;
+            let rel = if start == n {
+                r.inp[k]
+            } else {
+                match k.checked_sub(1).and_then(|p| r.same.get(p)) {
+                    Some(true) => r.inp[k] + (n - start),
+                    _ => r.inp[k],
+                }
+            };
+            Some(self.pos + rel)
+        }
+    }
+}
+
+/// Where the windows are, in chunk coordinates.
+#[derive(Clone, Copy)]
+struct Windows {
+    head: usize,
+    tail_from: usize,
+    /// Also compute every span the offsets path's way.
+    all: bool,
+    /// Record pre-token boundaries (the family cuts at them).
+    bounds: bool,
+}
+
+/// What one window learned.
+#[derive(Default)]
+struct Side {
+    /// `(token index, span)`, in any order.
+    known: Vec<(usize, (usize, usize))>,
+    bounds: Vec<usize>,
+    /// A position could not be mapped exactly: the window reports nothing.
+    failed: bool,
+}
+
+struct Out {
+    tokens: Vec<PipelineToken>,
+    head: Side,
+    tail: Side,
+    /// Every span, the offsets path's way (when `all`).
+    offsets: Vec<(usize, (usize, usize))>,
+}
+
+/// How a walk through one pre-token ended.
+enum Flow {
+    /// Every token of the pre-token was placed; it has this many.
+    Done(usize),
+    /// The walk left the window (or lost the map) inside the pre-token.
+    Stop,
+}
+
+/// One pre-tokenized piece of normalized text.
+struct Piece<'p> {
+    text: &'p str,
+    /// Normalized offset of the piece in its segment.
+    base: usize,
+}
+
+impl HfBackend {
+    /// The byte length a token stands for in normalized text, when certain
+    /// (never for the unknown token, whose text is not its spelling).
+    fn known_len(&self, id: u32) -> Option<usize> {
+        if Some(id) == self.special_tokens.unk.as_ref().map(|t| t.id) {
+            return None;
+        }
+        self.vocab
+            .normalized_len
+            .get(id as usize)
+            .copied()
+            .flatten()
+            .map(|l| l as usize)
+            .filter(|&l| l > 0)
+    }
+
+    pub(super) fn encode_chunk_impl(
+        &self,
+        text: &str,
+        request: &ChunkRequest,
+        bounds: bool,
+    ) -> Result<ChunkEncoding> {
+        let mut scratch = SCRATCH
+            .with(|cell| cell.borrow_mut().take())
+            .filter(|s| s.owner == self.id)
+            .unwrap_or_else(|| Scratch {
+                owner: self.id,
+                model: self.pipe.get_model().init_scratch(),
+                pre: PreTokenizerScratch::default(),
+                spans: Vec::new(),
+                one: Vec::new(),
+            });
+        let result = self.encode_chunk_with(text, request, bounds, &mut scratch);
+        SCRATCH.with(|cell| *cell.borrow_mut() = Some(scratch));
+        result
+    }
+
+    fn encode_chunk_with(
+        &self,
+        text: &str,
+        request: &ChunkRequest,
+        bounds: bool,
+        scratch: &mut Scratch,
+    ) -> Result<ChunkEncoding> {
+        let len = text.len();
+        let windows = Windows {
+            head: request.head.min(len),
+            tail_from: len.saturating_sub(request.tail),
+            all: request.all_offsets,
+            bounds,
+        };
+        let mut out = Out {
+            tokens: Vec::with_capacity(len / 4 + 8),
+            head: Side::default(),
+            tail: Side::default(),
+            offsets: Vec::new(),
+        };
+        out.head.bounds.push(0);
+        out.tail.bounds.push(len);
+        let added = self.pipe.get_added_vocabulary();
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        loop {
+            let next = added.extract_next(bytes, pos, false, self.specials_as_text);
+            let text_end = next.map_or(len, |((s, _), _)| s);
+            if text_end > pos {
+                let segment = text
+                    .get(pos..text_end)
+                    .ok_or_else(|| err("added-token match off a char boundary"))?;
+                self.segment(segment, pos, windows, scratch, &mut out)?;
+            }
+            let Some(((s, e), id)) = next else { break };
+            let i = out.tokens.len();
+            if s < windows.head {
+                out.head.known.push((i, (s, e)));
+                out.head.bounds.extend([s, e]);
+            }
+            if e > windows.tail_from {
+                out.tail.known.push((i, (s, e)));
+                out.tail.bounds.extend([s, e]);
+            }
+            if windows.all {
+                out.offsets.push((i, (s, e)));
+            }
+            out.tokens.push(PipelineToken::from(id));
+            pos = e;
+        }
+        let ids: Vec<u32> = std::mem::take(&mut out.tokens)
+            .into_iter()
+            .map(u32::from)
+            .collect();
+        let n = ids.len();
+        let offsets = if windows.all {
+            if out.offsets.len() != n || out.offsets.iter().enumerate().any(|(k, &(i, _))| k != i) {
+                return Err(err("chunk offsets incomplete"));
+            }
+            Some(out.offsets.iter().map(|&(_, s)| s).collect())
+        } else {
+            None
+        };
+        // A walk may cover the other window too (short chunks): share.
+        if !out.head.failed {
+            let (h, t) = (&out.head, &mut out.tail);
+            t.known
+                .extend(h.known.iter().filter(|&&(_, (_, e))| e > windows.tail_from));
+            t.bounds
+                .extend(h.bounds.iter().filter(|&&b| b >= windows.tail_from));
+        }
+        if !out.tail.failed {
+            let (t, h) = (&out.tail, &mut out.head);
+            h.known
+                .extend(t.known.iter().filter(|&&(_, (s, _))| s < windows.head));
+            h.bounds
+                .extend(t.bounds.iter().filter(|&&b| b <= windows.head));
+        }
+        let mut boundaries = Vec::new();
+        let head = finish_side(&mut out.head, n, true, &mut boundaries);
+        let tail = finish_side(&mut out.tail, n, false, &mut boundaries);
+        boundaries.sort_unstable();
+        boundaries.dedup();
+        Ok(ChunkEncoding {
+            ids,
+            head,
+            tail_first: n - tail.len(),
+            tail,
+            boundaries,
+            offsets,
+        })
+    }
+
+    /// One run of text between raw added-token matches, at chunk position `pos`.
+    fn segment(
+        &self,
+        segment: &str,
+        pos: usize,
+        windows: Windows,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<()> {
+        let normalized = normalize_all(self.pipe.get_normalizers(), segment, pos).map_err(err)?;
+        let norm: &str = normalized.as_ref();
+        let end = pos + segment.len();
+        let in_window = pos < windows.head || end > windows.tail_from;
+        let normalizers = self.pipe.get_normalizers();
+        let mut map = in_window.then(|| SegMap::new(normalizers, &self.pieces, segment, pos, norm));
+        // The offsets path's map, for `all`.
+        let full = (windows.all && norm != segment)
+            .then(|| full_map(normalizers, &self.pieces, segment, norm));
+        let to_full = |n: usize| {
+            pos + full
+                .as_ref()
+                .map_or(n, |m| m.get(n).map_or(segment.len(), |&v| v as usize))
+        };
+        let added = self.pipe.get_added_vocabulary();
+        let nbytes = norm.as_bytes();
+        let mut npos = 0;
+        // Added tokens matched on normalized text, placed once the walks have
+        // mapped the segment's ends.
+        let mut norm_added: Vec<(usize, usize, usize)> = Vec::new();
+        loop {
+            let nnext = added.extract_next(nbytes, npos, true, self.specials_as_text);
+            let nend = nnext.map_or(norm.len(), |((s, _), _)| s);
+            if nend > npos {
+                let text = norm
+                    .get(npos..nend)
+                    .ok_or_else(|| err("normalized match off a char boundary"))?;
+                if u32::try_from(text.len()).is_err() {
+                    return Err(err("text piece too long to pre-tokenize"));
+                }
+                scratch.spans.clear();
+                self.pipe
+                    .get_pre_tokenizer()
+                    .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
+                    .map_err(err)?;
+                let piece = Piece { text, base: npos };
+                let first = out.tokens.len();
+                if windows.all {
+                    self.place_all(&piece, &to_full, scratch, out)?;
+                } else {
+                    self.pipe
+                        .get_model()
+                        .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
+                        .map_err(err)?;
+                }
+                if let Some(map) = map.as_mut() {
+                    let spans = std::mem::take(&mut scratch.spans);
+                    let result = self.walk(&piece, &spans, first, windows, map, scratch, out);
+                    scratch.spans = spans;
+                    result?;
+                }
+            }
+            let Some(((s, e), id)) = nnext else { break };
+            let i = out.tokens.len();
+            if map.is_some() {
+                norm_added.push((i, s, e));
+            }
+            if windows.all {
+                out.offsets.push((i, (to_full(s), to_full(e))));
+            }
+            out.tokens.push(PipelineToken::from(id));
+            npos = e;
+        }
+        if let Some(map) = map.as_mut() {
+            for (i, s, e) in norm_added {
+                if let (Some(a), Some(b)) = (map.peek(s, true), map.peek(e, true))
+                    && a < windows.head
+                {
+                    out.head.known.push((i, (a, b)));
+                    out.head.bounds.extend([a, b]);
+                }
+                if let (Some(a), Some(b)) = (map.peek(s, false), map.peek(e, false))
+                    && b > windows.tail_from
+                {
+                    out.tail.known.push((i, (a, b)));
+                    out.tail.bounds.extend([a, b]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every pre-token tokenized and placed on its own, exactly as the
+    /// offsets path does (its spans go to `out.offsets`).
+    fn place_all(
+        &self,
+        piece: &Piece<'_>,
+        to_full: &impl Fn(usize) -> usize,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<()> {
+        let spans = std::mem::take(&mut scratch.spans);
+        for span in &spans {
+            scratch.one.clear();
+            self.pipe
+                .get_model()
+                .tokenize_spans(
+                    piece.text,
+                    std::slice::from_ref(span),
+                    &mut scratch.model,
+                    &mut scratch.one,
+                )
+                .map_err(err)?;
+            let (s, e) = (
+                piece.base + span.start as usize,
+                piece.base + span.end as usize,
+            );
+            // Exact lengths when they add up to the pre-token, else the whole
+            // pre-token's span for each token.
+            let lens: Option<Vec<usize>> = scratch
+                .one
+                .iter()
+                .map(|t| {
+                    self.vocab
+                        .normalized_len
+                        .get(t.id() as usize)
+                        .copied()
+                        .flatten()
+                        .map(|l| l as usize)
+                })
+                .collect();
+            let exact = lens.filter(|l| l.iter().sum::<usize>() == e - s);
+            let mut p = s;
+            for (k, t) in scratch.one.iter().enumerate() {
+                let span = match &exact {
+                    Some(lens) => {
+                        let q = p + lens[k];
+                        let span = (to_full(p), to_full(q));
+                        p = q;
+                        span
+                    }
+                    None => (to_full(s), to_full(e)),
+                };
+                out.offsets.push((out.tokens.len(), span));
+                out.tokens.push(*t);
+            }
+        }
+        scratch.spans = spans;
+        Ok(())
+    }
+
+    /// Places the window tokens of one pre-tokenized piece whose tokens are
+    /// `out.tokens[first..]`: forward through the head window, backward
+    /// through the tail window.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        piece: &Piece<'_>,
+        spans: &[Span],
+        first: usize,
+        windows: Windows,
+        map: &mut SegMap<'_>,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<()> {
+        let last = out.tokens.len();
+        let mut t = first;
+        let mut k = 0;
+        while k < spans.len() && !out.head.failed {
+            let (ps, pe) = (
+                piece.base + spans[k].start as usize,
+                piece.base + spans[k].end as usize,
+            );
+            let Some(a) = map.to_input(ps, true) else {
+                out.head.failed = true;
+                break;
+            };
+            if a >= windows.head {
+                break;
+            }
+            if windows.bounds {
+                out.head.bounds.push(a);
+            }
+            match self.forward(
+                piece,
+                spans[k],
+                (ps, pe),
+                t,
+                last,
+                windows,
+                map,
+                scratch,
+                out,
+            )? {
+                Flow::Done(count) => {
+                    if windows.bounds {
+                        match map.to_input(pe, true) {
+                            Some(b) => out.head.bounds.push(b),
+                            None => out.head.failed = true,
+                        }
+                    }
+                    t += count;
+                    k += 1;
+                }
+                Flow::Stop => break,
+            }
+        }
+        let floor_k = k;
+        let mut t = last;
+        let mut k = spans.len();
+        while k > floor_k && !out.tail.failed {
+            let span = spans[k - 1];
+            let (ps, pe) = (
+                piece.base + span.start as usize,
+                piece.base + span.end as usize,
+            );
+            let Some(b) = map.to_input(pe, false) else {
+                out.tail.failed = true;
+                break;
+            };
+            if b <= windows.tail_from {
+                break;
+            }
+            if windows.bounds {
+                out.tail.bounds.push(b);
+            }
+            let flow =
+                self.backward(piece, span, (ps, pe), first, t, windows, map, scratch, out)?;
+            if windows.bounds {
+                match map.to_input(ps, false) {
+                    Some(a) => out.tail.bounds.push(a),
+                    None => out.tail.failed = true,
+                }
+            }
+            match flow {
+                Flow::Done(count) => {
+                    t -= count;
+                    k -= 1;
+                }
+                Flow::Stop => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-tokenizes one pre-token alone and checks its tokens sit at `from`
+    /// (`at(count)` gives it) in the chunk: how many tokens it has, when the
+    /// lengths cannot tell. Their spans are then unknown (no cut next to them).
+    fn count_alone(
+        &self,
+        piece: &Piece<'_>,
+        span: Span,
+        at: impl FnOnce(usize) -> Option<usize>,
+        scratch: &mut Scratch,
+        tokens: &[PipelineToken],
+    ) -> Result<usize> {
+        scratch.one.clear();
+        self.pipe
+            .get_model()
+            .tokenize_spans(
+                piece.text,
+                std::slice::from_ref(&span),
+                &mut scratch.model,
+                &mut scratch.one,
+            )
+            .map_err(err)?;
+        let count = scratch.one.len();
+        let from = at(count).ok_or_else(|| err("pre-token tokens out of range"))?;
+        if tokens.get(from..from + count) != Some(&scratch.one[..]) {
+            return Err(err("pre-token tokens do not match the chunk's tokens"));
+        }
+        Ok(count)
+    }
+
+    /// Places the tokens of pre-token `[ps, pe)` starting at token `from`,
+    /// while they start inside the head window.
+    #[allow(clippy::too_many_arguments)]
+    fn forward(
+        &self,
+        piece: &Piece<'_>,
+        span: Span,
+        (ps, pe): (usize, usize),
+        from: usize,
+        limit: usize,
+        windows: Windows,
+        map: &mut SegMap<'_>,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<Flow> {
+        let (mut p, mut i) = (ps, from);
+        while p < pe {
+            let len = out.tokens[..limit]
+                .get(i)
+                .and_then(|t| self.known_len(t.id()));
+            let Some(l) = len.filter(|&l| p + l <= pe) else {
+                // Lengths do not tell: count the tokens; their spans stay unknown.
+                let n = self.count_alone(piece, span, |_| Some(from), scratch, &out.tokens)?;
+                return Ok(Flow::Done(n));
+            };
+            let (Some(a), Some(b)) = (map.to_input(p, true), map.to_input(p + l, true)) else {
+                out.head.failed = true;
+                return Ok(Flow::Stop);
+            };
+            if a >= windows.head {
+                return Ok(Flow::Stop);
+            }
+            out.head.known.push((i, (a, b)));
+            p += l;
+            i += 1;
+        }
+        Ok(Flow::Done(i - from))
+    }
+
+    /// Places the tokens of pre-token `[ps, pe)` ending before token `end`,
+    /// backwards, while they end inside the tail window.
+    #[allow(clippy::too_many_arguments)]
+    fn backward(
+        &self,
+        piece: &Piece<'_>,
+        span: Span,
+        (ps, pe): (usize, usize),
+        floor: usize,
+        end: usize,
+        windows: Windows,
+        map: &mut SegMap<'_>,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<Flow> {
+        let (mut p, mut i) = (pe, end);
+        while p > ps {
+            let len = (i > floor)
+                .then(|| out.tokens.get(i - 1))
+                .flatten()
+                .and_then(|t| self.known_len(t.id()));
+            let Some(l) = len.filter(|&l| l <= p - ps) else {
+                let n =
+                    self.count_alone(piece, span, |c| end.checked_sub(c), scratch, &out.tokens)?;
+                return Ok(Flow::Done(n));
+            };
+            let (Some(a), Some(b)) = (map.to_input(p - l, false), map.to_input(p, false)) else {
+                out.tail.failed = true;
+                return Ok(Flow::Stop);
+            };
+            if b <= windows.tail_from {
+                return Ok(Flow::Stop);
+            }
+            out.tail.known.push((i - 1, (a, b)));
+            p -= l;
+            i -= 1;
+        }
+        Ok(Flow::Done(end - i))
+    }
+}
+
+/// Turns one window's findings into its span list (a prefix of the ids for
+/// the head, a suffix for the tail) and adds its boundaries.
+fn finish_side(
+    side: &mut Side,
+    n: usize,
+    head: bool,
+    boundaries: &mut Vec<usize>,
+) -> Vec<(usize, usize)> {
+    if side.failed {
+        return Vec::new();
+    }
+    let known = &mut side.known;
+    known.sort_by_key(|&(i, _)| i);
+    known.dedup_by_key(|&mut (i, _)| i);
+    boundaries.extend_from_slice(&side.bounds);
+    if head {
+        let count = known
+            .iter()
+            .enumerate()
+            .take_while(|&(k, &(i, _))| k == i)
+            .count();
+        known[..count].iter().map(|&(_, s)| s).collect()
+    } else {
+        let count = known
+            .iter()
+            .rev()
+            .enumerate()
+            .take_while(|&(k, &(i, _))| i + k + 1 == n)
+            .count();
+        known[known.len() - count..]
+            .iter()
+            .map(|&(_, s)| s)
+            .collect()
+    }
+}
+
+/// The whole map from normalized to input positions of one segment
+/// (`map[n]` for `n` in `0..=norm.len()`), for the offsets path: exact piece
+/// by piece, and aligned heuristically only from the first piece whose
+/// normalization depends on its context (if any).
+pub(super) fn full_map(
+    normalizers: &[PipelineNormalizer],
+    pieces: &PieceNorm,
+    segment: &str,
+    norm: &str,
+) -> Vec<u32> {
+    let to_u32 = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    let mut map = SegMap::new(normalizers, pieces, segment, 0, norm);
+    if map.identity {
+        return (0..=norm.len()).map(to_u32).collect();
+    }
+    while map.grow_head() {}
+    let r = &map.head;
+    let mut out = vec![0u32; norm.len() + 1];
+    let (Some(&done_in), Some(&done_nm)) = (r.inp.last(), r.nrm.last()) else {
+        return align(segment, norm);
+    };
+    for k in 0..r.same.len() {
+        let (i0, n0, n1) = (r.inp[k], r.nrm[k], r.nrm[k + 1]);
+        for n in n0..n1 {
+            out[n] = to_u32(if r.same[k] { i0 + (n - n0) } else { i0 });
+        }
+        out[n1] = to_u32(r.inp[k + 1]);
+    }
+    if done_nm < norm.len() || done_in < segment.len() {
+        // The rest, from the last exact piece boundary, the heuristic way.
+        let rest = align(&segment[done_in..], &norm[done_nm..]);
+        for (k, v) in rest.into_iter().enumerate() {
+            out[done_nm + k] = to_u32(done_in).saturating_add(v);
+        }
+    }
+    out
+}
