@@ -241,6 +241,13 @@ fn split_spec(
     if file_padding {
         return SplitSpec::sequential("padding or truncation kept from the file");
     }
+    if !vocab.fold_fixups.is_empty() {
+        // The chunk encoder does not apply the fold work-around (vocab.rs);
+        // cutting on its raw ids could pair a folded token with a merged one.
+        return SplitSpec::sequential(
+            "vocabulary entries outside the byte-level alphabet (tokenizers rc.3 fold work-around)",
+        );
+    }
     let mut edges = EdgeRule::default();
     let mut normalized_added = false;
     let added = json
