@@ -97,7 +97,10 @@ mod tests {
     fn stable_hash_is_fixed() {
         // FNV-1a of the empty input is the offset basis.
         assert_eq!(stable_hash(&[]), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(Encoding::from_ids(vec![1, 2, 3]).stable_hash(), 0xfd1f_0f43_81eb_0395);
+        assert_eq!(
+            Encoding::from_ids(vec![1, 2, 3]).stable_hash(),
+            0xfd1f_0f43_81eb_0395
+        );
     }
 
     #[test]

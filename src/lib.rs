@@ -50,9 +50,11 @@
 //! `rtok_*` names with a `backend` label; install a recorder before loading.
 
 #![deny(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod backend;
+mod decode;
 mod encode;
 mod encoding;
 mod error;
@@ -62,6 +64,7 @@ mod special;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
+pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
 pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};

@@ -75,7 +75,10 @@ mod tests {
 
     #[test]
     fn eos_ids_merge_in_order_without_duplicates() {
-        assert_eq!(merge_eos_ids(&[200002, 199999], &[200002], Some(200002)), vec![200002, 199999]);
+        assert_eq!(
+            merge_eos_ids(&[200002, 199999], &[200002], Some(200002)),
+            vec![200002, 199999]
+        );
         assert_eq!(merge_eos_ids(&[], &[], Some(2)), vec![2]);
         assert!(merge_eos_ids(&[], &[], None).is_empty());
     }

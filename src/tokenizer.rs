@@ -98,10 +98,10 @@ impl Tokenizer {
     /// Which merge rule lets this tokenizer's encodes be cut into chunks, or
     /// why they are always sequential.
     pub fn split_family(&self) -> SplitFamily {
-        self.inner
-            .backend
-            .split_spec()
-            .map_or(SplitFamily::Sequential("backend declares no split family"), |s| s.family)
+        self.inner.backend.split_spec().map_or(
+            SplitFamily::Sequential("backend declares no split family"),
+            |s| s.family,
+        )
     }
 
     /// Wraps a custom backend.
@@ -126,6 +126,12 @@ impl Tokenizer {
         )
     }
 
+    /// Whether two handles share one loaded tokenizer (as concurrent loads of
+    /// one source do).
+    pub fn same_handle(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Encodes `text`; `add_special_tokens` adds BOS/EOS as the model expects.
     ///
     /// Long inputs (see [`ParallelOptions`]) are encoded in parallel chunks
@@ -133,9 +139,11 @@ impl Tokenizer {
     /// ids are always exactly [`encode_sequential`](Self::encode_sequential)'s.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let inner = &*self.inner;
-        inner
-            .metrics
-            .encode(|| inner.parallel.encode(&*inner.backend, text, add_special_tokens, false))
+        inner.metrics.encode(|| {
+            inner
+                .parallel
+                .encode(&*inner.backend, text, add_special_tokens, false)
+        })
     }
 
     /// Encodes `text` on the calling thread, whatever its length.
@@ -150,13 +158,19 @@ impl Tokenizer {
     /// parallel for long inputs like [`encode`](Self::encode).
     pub fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let inner = &*self.inner;
-        inner
-            .metrics
-            .encode(|| inner.parallel.encode(&*inner.backend, text, add_special_tokens, true))
+        inner.metrics.encode(|| {
+            inner
+                .parallel
+                .encode(&*inner.backend, text, add_special_tokens, true)
+        })
     }
 
     /// [`encode_with_offsets`](Self::encode_with_offsets) on the calling thread.
-    pub fn encode_with_offsets_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+    pub fn encode_with_offsets_sequential(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+    ) -> Result<Encoding> {
         let backend = &self.inner.backend;
         self.inner
             .metrics
@@ -176,9 +190,13 @@ impl Tokenizer {
         starts: Option<&[usize]>,
     ) -> Result<(Encoding, ParallelReport)> {
         let inner = &*self.inner;
-        inner
-            .parallel
-            .encode_report(&*inner.backend, text, add_special_tokens, with_offsets, starts)
+        inner.parallel.encode_report(
+            &*inner.backend,
+            text,
+            add_special_tokens,
+            with_offsets,
+            starts,
+        )
     }
 
     /// Encodes many texts on the rayon pool.
@@ -264,6 +282,49 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn metrics_count_requests_tokens_and_errors() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let tok = metrics::with_local_recorder(&recorder, || {
+            Tokenizer::from_backend(
+                Arc::new(crate::backend::mock::MockTokenizer::default()),
+                Format::HfJson,
+            )
+        });
+        tok.encode("hello", false).unwrap();
+        tok.encode("<s>hi", true).unwrap();
+        tok.decode(&[104, 105], false).unwrap();
+        assert!(tok.decode(&[9999], false).is_err());
+        let mut seen = std::collections::HashMap::new();
+        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+            assert_eq!(
+                key.key()
+                    .labels()
+                    .next()
+                    .map(|l| l.value().to_owned())
+                    .as_deref(),
+                Some("mock")
+            );
+            seen.insert(key.key().name().to_owned(), value);
+        }
+        assert_eq!(seen["rtok_encode_requests_total"], DebugValue::Counter(2));
+        assert_eq!(seen["rtok_decode_requests_total"], DebugValue::Counter(2));
+        assert_eq!(seen["rtok_decode_errors_total"], DebugValue::Counter(1));
+        match &seen["rtok_encode_tokens"] {
+            DebugValue::Histogram(v) => assert_eq!(
+                v.iter().map(|x| x.into_inner()).collect::<Vec<_>>(),
+                vec![5.0, 4.0]
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Durations are sampled; the first call on a thread is always timed.
+        assert!(
+            matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if !v.is_empty())
+        );
+    }
 
     #[test]
     fn handle_is_send_sync() {

@@ -76,7 +76,14 @@ const ALL: &[&str] = &[
 ];
 
 /// Byte-level BPE tokenizers (regex family).
-const BYTE_LEVEL: &[&str] = &[LLAMA3, QWEN3, DEEPSEEK, "openai/gpt-oss-20b", "o200k_base", "cl100k_base"];
+const BYTE_LEVEL: &[&str] = &[
+    LLAMA3,
+    QWEN3,
+    DEEPSEEK,
+    "openai/gpt-oss-20b",
+    "o200k_base",
+    "cl100k_base",
+];
 
 fn corpus_files() -> Vec<PathBuf> {
     let root = shared_dir().join("corpus");
@@ -90,7 +97,11 @@ fn corpus_files() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 30, "corpus incomplete under {}", root.display());
+    assert!(
+        out.len() >= 30,
+        "corpus incomplete under {}",
+        root.display()
+    );
     out
 }
 
@@ -105,7 +116,10 @@ static ADVERSARIAL: LazyLock<Vec<PathBuf>> = LazyLock::new(|| {
             .arg(&out)
             .status()
             .unwrap_or_else(|e| {
-                panic!("python3 is needed to run {} (adversarial inputs): {e}", script.display())
+                panic!(
+                    "python3 is needed to run {} (adversarial inputs): {e}",
+                    script.display()
+                )
             });
         assert!(status.success(), "{} failed", script.display());
     }
@@ -255,14 +269,25 @@ fn differential(source: &str, files: &[PathBuf], slice_len: usize, seed: u64) ->
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
     // (chunk gap range, overlap chars, with offsets)
-    let configs = [((64, 400), 1024, false), ((300, 4096), 128, false), ((400, 1600), 512, true)];
+    let configs = [
+        ((64, 400), 1024, false),
+        ((300, 4096), 128, false),
+        ((400, 1600), 512, true),
+    ];
     for path in files {
         let full = std::fs::read_to_string(path).unwrap();
-        let text = slice(&full, rng.below(full.len().saturating_sub(slice_len).max(1)), slice_len);
+        let text = slice(
+            &full,
+            rng.below(full.len().saturating_sub(slice_len).max(1)),
+            slice_len,
+        );
         for &((min, max), overlap, offsets) in &configs {
             let t = with_overlap(&base, overlap);
             let starts = random_starts(&mut rng, text.len(), min, max);
-            let name = format!("{source} {} chunks {min}-{max} overlap {overlap}", path.display());
+            let name = format!(
+                "{source} {} chunks {min}-{max} overlap {overlap}",
+                path.display()
+            );
             let r = check(&t, &name, text, &starts, !offsets, offsets);
             tally.add(&r);
         }
@@ -318,7 +343,14 @@ fn whole_files_default_options() {
             let text = std::fs::read_to_string(&path).unwrap();
             let (got, report) = t.encode_parallel_report(&text, true, false, None).unwrap();
             let want = t.encode_sequential(&text, true).unwrap();
-            assert_same(&format!("{source} {}", path.display()), &text, &got, &want, &report, &[]);
+            assert_same(
+                &format!("{source} {}", path.display()),
+                &text,
+                &got,
+                &want,
+                &report,
+                &[],
+            );
             tally.add(&report);
         }
     }
@@ -334,7 +366,14 @@ fn every_split(source: &str, text: &str, overlaps: &[usize]) -> Tally {
     for &overlap in overlaps {
         let t = with_overlap(&base, overlap);
         for (i, _) in text.char_indices().skip(1) {
-            let r = check(&t, &format!("{source} split {i} overlap {overlap}"), text, &[i], false, false);
+            let r = check(
+                &t,
+                &format!("{source} split {i} overlap {overlap}"),
+                text,
+                &[i],
+                false,
+                false,
+            );
             tally.add(&r);
         }
     }
@@ -348,7 +387,14 @@ fn every_pair(source: &str, text: &str, overlap: usize) -> Tally {
     let mut tally = Tally::default();
     for (k, &a) in bounds.iter().enumerate() {
         for &b in &bounds[k + 1..] {
-            let r = check(&t, &format!("{source} pair {a},{b}"), text, &[a, b], false, true);
+            let r = check(
+                &t,
+                &format!("{source} pair {a},{b}"),
+                text,
+                &[a, b],
+                false,
+                true,
+            );
             tally.add(&r);
         }
     }
@@ -372,7 +418,10 @@ fn counterexample_combining_mark_at_chunk_start() {
     // differently although the tokens look identical.
     let texts = [
         "e\u{301}<bos".to_owned(),
-        format!("word e\u{301}<bos and e\u{301}\u{301}x {}", "cafe\u{301} ".repeat(20)),
+        format!(
+            "word e\u{301}<bos and e\u{301}\u{301}x {}",
+            "cafe\u{301} ".repeat(20)
+        ),
     ];
     for text in &texts {
         every_split(QWEN3, text, &[2, 8, 64]).print("combining marks qwen3");
@@ -384,7 +433,10 @@ fn counterexample_combining_mark_at_chunk_start() {
 fn byte_tokens_inside_one_char() {
     // U+1D34 and U+3000 become several byte-level or byte-fallback tokens
     // sharing one char's span; no cut may fall between them.
-    let text = format!("a\u{1d34}\u{1d34}b \u{3000}\u{3000}c{}x", "\u{1d34}\u{3000}".repeat(30));
+    let text = format!(
+        "a\u{1d34}\u{1d34}b \u{3000}\u{3000}c{}x",
+        "\u{1d34}\u{3000}".repeat(30)
+    );
     for source in [LLAMA3, QWEN3, "o200k_base", MISTRAL, GEMMA] {
         every_split(source, &text, &[3, 16, 1024]).print(&format!("byte tokens {source}"));
         every_pair(source, &text.chars().take(14).collect::<String>(), 6);
@@ -406,13 +458,17 @@ fn digit_runs_mixed_scripts() {
     let mut rng = Rng(7);
     let digits = ['1', '2', '3', '１', '２', '٣', '٤', '७'];
     let mut text = String::new();
-    for len in [1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 31, 32, 33, 64, 100, 127, 128, 129, 200, 255, 256, 301] {
+    for len in [
+        1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 31, 32, 33, 64, 100, 127, 128, 129, 200, 255, 256, 301,
+    ] {
         for _ in 0..len {
             text.push(digits[rng.below(digits.len())]);
         }
         text.push_str(if len % 2 == 0 { " x " } else { "a" });
     }
-    let pure: String = (0..100_000).map(|i| char::from(b'0' + (i * 7 % 10) as u8)).collect();
+    let pure: String = (0..100_000)
+        .map(|i| char::from(b'0' + (i * 7 % 10) as u8))
+        .collect();
     for source in BYTE_LEVEL.iter().copied().chain([MISTRAL, GEMMA, MINILM]) {
         let base = tok(source);
         let mut tally = Tally::default();
@@ -420,12 +476,26 @@ fn digit_runs_mixed_scripts() {
             let t = with_overlap(&base, overlap);
             for _ in 0..6 {
                 let starts = random_starts(&mut rng, text.len(), 20, 400);
-                tally.add(&check(&t, &format!("{source} digits"), &text, &starts, false, false));
+                tally.add(&check(
+                    &t,
+                    &format!("{source} digits"),
+                    &text,
+                    &starts,
+                    false,
+                    false,
+                ));
             }
         }
         let t = with_overlap(&base, 1024);
         let starts = random_starts(&mut rng, pure.len(), 4000, 12000);
-        tally.add(&check(&t, &format!("{source} 100 KB digits"), &pure, &starts, false, false));
+        tally.add(&check(
+            &t,
+            &format!("{source} 100 KB digits"),
+            &pure,
+            &starts,
+            false,
+            false,
+        ));
         tally.print(&format!("digit runs {source}"));
     }
 }
@@ -448,7 +518,14 @@ fn whitespace_runs() {
             let t = with_overlap(&base, overlap);
             for _ in 0..4 {
                 let starts = random_starts(&mut rng, text.len(), 16, 300);
-                tally.add(&check(&t, &format!("{source} whitespace"), &text, &starts, false, overlap == 64));
+                tally.add(&check(
+                    &t,
+                    &format!("{source} whitespace"),
+                    &text,
+                    &starts,
+                    false,
+                    overlap == 64,
+                ));
             }
         }
         tally.print(&format!("whitespace runs {source}"));
@@ -459,9 +536,18 @@ fn whitespace_runs() {
 fn long_strings_without_whitespace() {
     const N: usize = 100_000;
     let mut rng = Rng(13);
-    let letters: String = (0..N).map(|_| char::from(b'a' + rng.below(26) as u8)).collect();
-    let printable: String = (0..N).map(|_| char::from(b'!' + rng.below(94) as u8)).collect();
-    let cases = [("a".repeat(N), "a*N"), ("ab".repeat(N / 2), "ab*N"), (letters, "letters"), (printable, "printable")];
+    let letters: String = (0..N)
+        .map(|_| char::from(b'a' + rng.below(26) as u8))
+        .collect();
+    let printable: String = (0..N)
+        .map(|_| char::from(b'!' + rng.below(94) as u8))
+        .collect();
+    let cases = [
+        ("a".repeat(N), "a*N"),
+        ("ab".repeat(N / 2), "ab*N"),
+        (letters, "letters"),
+        (printable, "printable"),
+    ];
     for source in [LLAMA3, QWEN3, "o200k_base", MISTRAL, GEMMA, MINILM] {
         let mut tally = Tally::default();
         for (text, what) in &cases {
@@ -469,7 +555,10 @@ fn long_strings_without_whitespace() {
             let starts = random_starts(&mut rng, text.len(), 8000, 30000);
             let r = check(&t, &format!("{source} {what}"), text, &starts, false, false);
             if source == LLAMA3 && *what == "letters" {
-                assert!(r.intra_word_cuts > 0, "the intra-word rule should cut random letters: {r:?}");
+                assert!(
+                    r.intra_word_cuts > 0,
+                    "the intra-word rule should cut random letters: {r:?}"
+                );
             }
             tally.add(&r);
         }
@@ -492,10 +581,26 @@ fn punctuation_runs() {
         let mut tally = Tally::default();
         for _ in 0..4 {
             let starts = random_starts(&mut rng, text.len(), 32, 600);
-            tally.add(&check(&t, &format!("{source} punctuation"), &text, &starts, false, false));
+            tally.add(&check(
+                &t,
+                &format!("{source} punctuation"),
+                &text,
+                &starts,
+                false,
+                false,
+            ));
         }
         tally.print(&format!("punctuation runs {source}"));
     }
+}
+
+#[test]
+fn command_r_fold_fixups_at_chunk_edges() {
+    // Command-R+'s plain-character vocabulary entries (☪ …) are replaced by
+    // their merge results after the model runs; chunks must do the same.
+    let text = "a ☪ b☪c ☪☪ ✡ ☯x ".repeat(8);
+    every_split("CohereForAI/c4ai-command-r-plus", &text, &[3, 32, 1024])
+        .print("fold fix-ups command-r");
 }
 
 #[test]
@@ -508,7 +613,12 @@ fn emoji_sequences() {
         "1\u{fe0f}\u{20e3}",
         "\u{200d}",
     ];
-    let text = pieces.iter().cycle().take(60).map(|p| format!("{p} x")).collect::<String>();
+    let text = pieces
+        .iter()
+        .cycle()
+        .take(60)
+        .map(|p| format!("{p} x"))
+        .collect::<String>();
     for source in [LLAMA3, QWEN3, "o200k_base", MISTRAL, GEMMA, MINILM] {
         every_split(source, &text, &[4, 64]).print(&format!("emoji {source}"));
     }
@@ -517,12 +627,21 @@ fn emoji_sequences() {
 #[test]
 fn special_tokens_straddling_chunk_edges() {
     let cases: [(&str, &str); 6] = [
-        (QWEN3, "hi<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant<|im_"),
+        (
+            QWEN3,
+            "hi<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant<|im_",
+        ),
         (MISTRAL, "<s>Hello</s> world<s> again <s"),
         (MINILM, "[CLS] one two [SEP] three [CLS][SEP] four"),
         (DEEPSEEK, "<｜User｜>hi<｜Assistant｜>there<｜User｜"),
-        (LLAMA3, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"),
-        ("o200k_base", "a<|endoftext|>b<|endoftext|><|endofprompt|>c<|endof"),
+        (
+            LLAMA3,
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>",
+        ),
+        (
+            "o200k_base",
+            "a<|endoftext|>b<|endoftext|><|endofprompt|>c<|endof",
+        ),
     ];
     for (source, unit) in cases {
         let text = unit.repeat(3);
@@ -530,21 +649,44 @@ fn special_tokens_straddling_chunk_edges() {
         every_pair(source, unit, 6).print(&format!("special tokens pairs {source}"));
     }
     // Gemma's added tokens include newline and tab runs.
-    let text = format!("a{}b{}c{}d", "\n".repeat(40), "\t".repeat(33), "\n\t".repeat(20));
+    let text = format!(
+        "a{}b{}c{}d",
+        "\n".repeat(40),
+        "\t".repeat(33),
+        "\n\t".repeat(20)
+    );
     every_split(GEMMA, &text, &[4, 64]).print("gemma newline/tab runs");
 }
 
 #[test]
 fn cjk_without_spaces() {
     let full = std::fs::read_to_string(shared_dir().join("corpus/zh/hongloumeng.txt")).unwrap();
-    let text: String = slice(&full, 100_000, 60_000).chars().filter(|c| !c.is_whitespace()).collect();
+    let text: String = slice(&full, 100_000, 60_000)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
     let mut rng = Rng(19);
-    for source in [LLAMA3, QWEN3, DEEPSEEK, "o200k_base", MISTRAL, GEMMA, MINILM] {
+    for source in [
+        LLAMA3,
+        QWEN3,
+        DEEPSEEK,
+        "o200k_base",
+        MISTRAL,
+        GEMMA,
+        MINILM,
+    ] {
         let t = with_overlap(&tok(source), 1024);
         let mut tally = Tally::default();
         for _ in 0..3 {
             let starts = random_starts(&mut rng, text.len(), 1000, 6000);
-            tally.add(&check(&t, &format!("{source} cjk"), &text, &starts, false, false));
+            tally.add(&check(
+                &t,
+                &format!("{source} cjk"),
+                &text,
+                &starts,
+                false,
+                false,
+            ));
         }
         tally.print(&format!("cjk {source}"));
         assert!(tally.cuts > 0, "{source}: no cut in CJK text");
@@ -571,7 +713,10 @@ fn whole_text_bpe_on_english() {
             }
             .unwrap();
             assert_same(source, text, &got, &want, &report, &[]);
-            assert_eq!(report.cuts, 7, "{source}: every chunk should be stitched: {report:?}");
+            assert_eq!(
+                report.cuts, 7,
+                "{source}: every chunk should be stitched: {report:?}"
+            );
         }
     }
 }
@@ -579,13 +724,17 @@ fn whole_text_bpe_on_english() {
 #[test]
 fn bert_words_longer_than_100_chars() {
     let long = "x".repeat(150);
-    let text = format!("short {long} words {}supercalifragilistic {long}y end", "ab".repeat(60));
+    let text = format!(
+        "short {long} words {}supercalifragilistic {long}y end",
+        "ab".repeat(60)
+    );
     every_split(MINILM, &text, &[4, 64, 1024]).print("bert long words");
 }
 
 #[test]
 fn bos_eos_added_once_with_global_offsets() {
-    let full = std::fs::read_to_string(shared_dir().join("corpus/en-prose/tinyshakespeare.txt")).unwrap();
+    let full =
+        std::fs::read_to_string(shared_dir().join("corpus/en-prose/tinyshakespeare.txt")).unwrap();
     let text = slice(&full, 0, 50_000);
     for source in [LLAMA3, MINILM, MISTRAL] {
         let t = with_overlap(&tok(source), 1024);
@@ -594,7 +743,10 @@ fn bos_eos_added_once_with_global_offsets() {
         assert!(report.cuts >= 8, "{source}: {report:?}");
         let enc = t.encode_with_offsets(text, true).unwrap();
         let offsets = enc.offsets().unwrap();
-        assert!(offsets.windows(2).all(|w| w[0].0 <= w[1].0), "{source}: offsets go backwards");
+        assert!(
+            offsets.windows(2).all(|w| w[0].0 <= w[1].0),
+            "{source}: offsets go backwards"
+        );
     }
 }
 
@@ -639,7 +791,9 @@ proptest! {
 /// so a chunk starting one digit off never shares a boundary with its left
 /// neighbour inside the run.
 fn digits(n: usize) -> String {
-    (0..n).map(|i| char::from(b'0' + (i * 3 % 10) as u8)).collect()
+    (0..n)
+        .map(|i| char::from(b'0' + (i * 3 % 10) as u8))
+        .collect()
 }
 
 #[test]
@@ -701,7 +855,10 @@ fn sequential_families_and_never_mode() {
     assert_eq!(got, t.encode_sequential(&text, false).unwrap());
     // The default handle splits long inputs and stays exact.
     let t = tok(LLAMA3);
-    assert_eq!(t.encode(&text, true).unwrap(), t.encode_sequential(&text, true).unwrap());
+    assert_eq!(
+        t.encode(&text, true).unwrap(),
+        t.encode_sequential(&text, true).unwrap()
+    );
     assert_eq!(
         t.encode_with_offsets(&text, true).unwrap(),
         t.encode_with_offsets_sequential(&text, true).unwrap()
@@ -715,7 +872,10 @@ fn families_of_the_shared_tokenizers() {
         (QWEN3, SplitFamily::RegexBpe),
         (DEEPSEEK, SplitFamily::RegexBpe),
         ("openai/gpt-oss-20b", SplitFamily::RegexBpe),
-        ("mistralai/Mistral-Nemo-Instruct-2407", SplitFamily::RegexBpe),
+        (
+            "mistralai/Mistral-Nemo-Instruct-2407",
+            SplitFamily::RegexBpe,
+        ),
         ("CohereForAI/c4ai-command-r-plus", SplitFamily::RegexBpe),
         ("Xenova/gpt-3.5-turbo", SplitFamily::RegexBpe),
         ("o200k_base", SplitFamily::RegexBpe),
@@ -751,17 +911,27 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
         ..ParallelOptions::default()
     });
     let text = "word ".repeat(2000);
-    t.encode_parallel_report(&text, false, false, Some(&[5000])).unwrap();
+    t.encode_parallel_report(&text, false, false, Some(&[5000]))
+        .unwrap();
     let digits = digits(6000);
-    t.encode_parallel_report(&digits, false, false, Some(&[2000, 4001])).unwrap();
+    t.encode_parallel_report(&digits, false, false, Some(&[2000, 4001]))
+        .unwrap();
     let mut counts: HashMap<String, u64> = HashMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         if let DebugValue::Counter(n) = value {
-            let labels: Vec<String> = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
             counts.insert(format!("{}{{{}}}", key.key().name(), labels.join(",")), n);
         }
     }
-    assert_eq!(counts.get("rtok_parallel_encodes_total{backend=tiktoken}"), Some(&2), "{counts:?}");
+    assert_eq!(
+        counts.get("rtok_parallel_encodes_total{backend=tiktoken}"),
+        Some(&2),
+        "{counts:?}"
+    );
     assert_eq!(
         counts.get("rtok_parallel_retries_total{backend=tiktoken,reason=no_cut}"),
         Some(&1),

@@ -18,8 +18,14 @@ impl Default for MockTokenizer {
         bytes.push(b"</s>".to_vec());
         Self {
             specials: SpecialTokens {
-                bos: Some(SpecialToken { content: "<s>".into(), id: 256 }),
-                eos: Some(SpecialToken { content: "</s>".into(), id: 257 }),
+                bos: Some(SpecialToken {
+                    content: "<s>".into(),
+                    id: 256,
+                }),
+                eos: Some(SpecialToken {
+                    content: "</s>".into(),
+                    id: 257,
+                }),
                 ..SpecialTokens::default()
             },
             bytes,
@@ -29,7 +35,9 @@ impl Default for MockTokenizer {
 
 impl Encoder for MockTokenizer {
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let ids = self.encode_with_offsets(text, add_special_tokens)?.into_ids();
+        let ids = self
+            .encode_with_offsets(text, add_special_tokens)?
+            .into_ids();
         Ok(Encoding::from_ids(ids))
     }
 
@@ -57,7 +65,8 @@ impl Encoder for MockTokenizer {
                 i += 1;
             }
         }
-        Encoding::with_offsets(ids, offsets).ok_or_else(|| Error::backend("mock", "length mismatch"))
+        Encoding::with_offsets(ids, offsets)
+            .ok_or_else(|| Error::backend("mock", "length mismatch"))
     }
 }
 
@@ -65,7 +74,9 @@ impl Decoder for MockTokenizer {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
         let mut out = Vec::new();
         for &id in ids {
-            let bytes = self.token_bytes(id).ok_or_else(|| Error::unknown_id(id, self.bytes.len()))?;
+            let bytes = self
+                .token_bytes(id)
+                .ok_or_else(|| Error::unknown_id(id, self.bytes.len()))?;
             if !(skip_special_tokens && self.is_special_id(id)) {
                 out.extend_from_slice(bytes);
             }
@@ -92,11 +103,15 @@ impl Tokenizer for MockTokenizer {
     }
 
     fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.bytes.iter().position(|b| b == token.as_bytes()).and_then(|p| u32::try_from(p).ok())
+        self.bytes
+            .iter()
+            .position(|b| b == token.as_bytes())
+            .and_then(|p| u32::try_from(p).ok())
     }
 
     fn id_to_token(&self, id: u32) -> Option<String> {
-        self.token_bytes(id).map(|b| String::from_utf8_lossy(b).into_owned())
+        self.token_bytes(id)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
     }
 
     fn is_special_id(&self, id: u32) -> bool {

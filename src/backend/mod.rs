@@ -58,8 +58,15 @@ pub trait Encoder: Send + Sync {
     /// backends; families that cut at boundaries must override it.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         let (ids, offsets) = self.encode_with_offsets(text, false)?.into_parts();
-        let offsets = offsets.ok_or_else(|| Error::backend("chunk", "encode_with_offsets returned no offsets"))?;
-        Ok(ChunkEncoding::from_spans(ids, offsets, text.len(), request, Vec::new()))
+        let offsets = offsets
+            .ok_or_else(|| Error::backend("chunk", "encode_with_offsets returned no offsets"))?;
+        Ok(ChunkEncoding::from_spans(
+            ids,
+            offsets,
+            text.len(),
+            request,
+            Vec::new(),
+        ))
     }
 }
 

@@ -5,7 +5,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use router_tokenizer::{LoadOptions, ParallelMode, ParallelOptions, SpecialTokenPolicy, Tokenizer};
+use router_tokenizer::{
+    LoadOptions, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy, StopConfig,
+    StopSequenceDecoder, Tokenizer,
+};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -136,6 +139,39 @@ enum Command {
         #[command(flatten)]
         input: Input,
     },
+    /// Feed ids one at a time through the stop-sequence decoder, printing
+    /// one JSON object per step and one for the flush.
+    Stream {
+        #[command(flatten)]
+        source: Source,
+        /// Prompt ids (whitespace-separated), the context for the first token.
+        #[arg(long)]
+        prompt_ids: Option<PathBuf>,
+        /// Generated ids (whitespace-separated).
+        #[arg(long, short = 'i')]
+        input: PathBuf,
+        /// A hidden stop string (repeatable).
+        #[arg(long = "stop")]
+        stop: Vec<String>,
+        /// A visible stop string (repeatable).
+        #[arg(long = "visible-stop")]
+        visible_stop: Vec<String>,
+        /// A hidden stop token id (repeatable).
+        #[arg(long = "stop-token")]
+        stop_token: Vec<u32>,
+        /// A visible stop token id (repeatable).
+        #[arg(long = "visible-stop-token")]
+        visible_stop_token: Vec<u32>,
+        /// Ignore stops until more than this many tokens.
+        #[arg(long, default_value_t = 0)]
+        min_tokens: usize,
+        /// Leave special tokens out of the text.
+        #[arg(long)]
+        skip_special_tokens: bool,
+        /// Print JSON lines (the only output format).
+        #[arg(long)]
+        json: bool,
+    },
     /// Format, vocabulary size, special tokens, eos ids.
     Inspect {
         #[command(flatten)]
@@ -183,7 +219,10 @@ fn read_input(input: &Input) -> Result<String> {
 
 fn parse_ids(text: &str) -> Result<Vec<u32>> {
     text.split_whitespace()
-        .map(|t| t.parse::<u32>().with_context(|| format!("not a token id: {t:?}")))
+        .map(|t| {
+            t.parse::<u32>()
+                .with_context(|| format!("not a token id: {t:?}"))
+        })
         .collect()
 }
 
@@ -256,12 +295,68 @@ fn run(cli: Cli) -> Result<()> {
                 )?;
             }
         }
+        Command::Stream {
+            source,
+            prompt_ids,
+            input,
+            stop,
+            visible_stop,
+            stop_token,
+            visible_stop_token,
+            min_tokens,
+            skip_special_tokens,
+            json: _,
+        } => {
+            let tok = load(&source)?;
+            let prompt = match prompt_ids {
+                Some(p) => parse_ids(
+                    &std::fs::read_to_string(&p)
+                        .with_context(|| format!("reading {}", p.display()))?,
+                )?,
+                None => Vec::new(),
+            };
+            let ids = parse_ids(
+                &std::fs::read_to_string(&input)
+                    .with_context(|| format!("reading {}", input.display()))?,
+            )?;
+            let mut decoder = StopSequenceDecoder::new(
+                &tok,
+                &prompt,
+                StopConfig {
+                    stop_token_ids: stop_token,
+                    visible_stop_token_ids: visible_stop_token,
+                    stop_strings: stop,
+                    visible_stop_strings: visible_stop,
+                    min_tokens,
+                    skip_special_tokens,
+                },
+            )?;
+            let line = |id: Option<u32>, output: Output| {
+                let (kind, text) = match output {
+                    Output::Text(t) => ("text", t),
+                    Output::Held => ("held", String::new()),
+                    Output::Stopped => ("stopped", String::new()),
+                    Output::StoppedWithText(t) => ("stopped_with_text", t),
+                };
+                serde_json::json!({"id": id, "kind": kind, "text": text})
+            };
+            for id in ids {
+                let output = decoder.process_token(id)?;
+                writeln!(out, "{}", line(Some(id), output))?;
+            }
+            writeln!(out, "{}", line(None, decoder.flush()?))?;
+        }
         Command::Inspect { source, json } => {
             let tok = load(&source)?;
             let specials = tok.special_tokens();
             let named: serde_json::Map<String, serde_json::Value> = specials
                 .named()
-                .map(|(name, t)| (name.to_owned(), serde_json::json!({"content": t.content, "id": t.id})))
+                .map(|(name, t)| {
+                    (
+                        name.to_owned(),
+                        serde_json::json!({"content": t.content, "id": t.id}),
+                    )
+                })
                 .collect();
             let has_template = tok.dir().is_some_and(|d| {
                 d.join("chat_template.jinja").exists()

@@ -126,7 +126,9 @@ impl EdgeRule {
         if bytes.len() < 2 {
             return;
         }
-        let pairs = self.inner_pairs.get_or_insert_with(|| Box::new([0u64; 1024]));
+        let pairs = self
+            .inner_pairs
+            .get_or_insert_with(|| Box::new([0u64; 1024]));
         for w in bytes.windows(2) {
             let bit = usize::from(w[0]) * 256 + usize::from(w[1]);
             pairs[bit / 64] |= 1 << (bit % 64);
@@ -174,7 +176,8 @@ impl EdgeRule {
         if self.straddled(text, pos) {
             return false;
         }
-        let (Some(before), Some(after)) = (text[..pos].chars().next_back(), text[pos..].chars().next())
+        let (Some(before), Some(after)) =
+            (text[..pos].chars().next_back(), text[pos..].chars().next())
         else {
             return false;
         };

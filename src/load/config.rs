@@ -40,7 +40,10 @@ impl TokenizerConfig {
                     let (Ok(id), Some(content)) = (id.parse::<u32>(), token_content(token)) else {
                         continue;
                     };
-                    let special = token.get("special").and_then(Value::as_bool).unwrap_or(false);
+                    let special = token
+                        .get("special")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
                     config.added_tokens.push((id, content, special));
                 }
                 config.added_tokens.sort_by_key(|t| t.0);
@@ -78,7 +81,10 @@ impl TokenizerConfig {
 pub(crate) fn token_content(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
-        Value::Object(map) => map.get("content").and_then(Value::as_str).map(str::to_owned),
+        Value::Object(map) => map
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         _ => None,
     }
 }
@@ -91,9 +97,12 @@ pub(crate) fn read_json(path: &Path) -> Result<Option<Value>> {
         Err(e) => return Err(Error::io(path, e)),
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    serde_json::from_str(text)
-        .map(Some)
-        .map_err(|e| Error::parse(path, format!("line {}, column {}: {e}", e.line(), e.column())))
+    serde_json::from_str(text).map(Some).map_err(|e| {
+        Error::parse(
+            path,
+            format!("line {}, column {}: {e}", e.line(), e.column()),
+        )
+    })
 }
 
 /// `eos_token_id` of `config.json` / `generation_config.json` in `dir`: an int or a list.
@@ -106,7 +115,10 @@ pub(crate) fn eos_ids(dir: &Path, file: &str) -> Result<Vec<u32>> {
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_u64).collect(),
         _ => Vec::new(),
     };
-    Ok(ids.into_iter().filter_map(|id| u32::try_from(id).ok()).collect())
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| u32::try_from(id).ok())
+        .collect())
 }
 
 #[cfg(test)]
@@ -115,9 +127,15 @@ mod tests {
 
     #[test]
     fn tokens_may_be_strings_or_dicts() {
-        assert_eq!(token_content(&serde_json::json!("<s>")).as_deref(), Some("<s>"));
         assert_eq!(
-            token_content(&serde_json::json!({"__type": "AddedToken", "content": "<｜end▁of▁sentence｜>"})).as_deref(),
+            token_content(&serde_json::json!("<s>")).as_deref(),
+            Some("<s>")
+        );
+        assert_eq!(
+            token_content(
+                &serde_json::json!({"__type": "AddedToken", "content": "<｜end▁of▁sentence｜>"})
+            )
+            .as_deref(),
             Some("<｜end▁of▁sentence｜>")
         );
         assert_eq!(token_content(&serde_json::json!(null)), None);

@@ -83,10 +83,16 @@ mod tests {
 
     #[test]
     fn detects_by_content() {
-        assert_eq!(detect(b"\xEF\xBB\xBF  \n{\"version\""), Some(Format::HfJson));
+        assert_eq!(
+            detect(b"\xEF\xBB\xBF  \n{\"version\""),
+            Some(Format::HfJson)
+        );
         assert_eq!(detect(b"GGUF\x03\0\0\0"), Some(Format::Gguf));
         assert_eq!(detect(b"IQ== 0\nIg== 1\n"), Some(Format::Tiktoken));
-        assert_eq!(detect(b"\x0a\x0e\x0a\x05<unk>\x15\0\0\0\0"), Some(Format::SentencePiece));
+        assert_eq!(
+            detect(b"\x0a\x0e\x0a\x05<unk>\x15\0\0\0\0"),
+            Some(Format::SentencePiece)
+        );
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"hello world"), None);
         assert_eq!(detect(b"\x0a"), None);

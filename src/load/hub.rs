@@ -21,7 +21,11 @@ const COMPANIONS: &[&str] = &[
 
 /// The hub cache from the environment: `HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`.
 pub(crate) fn cache_dir_from_env() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("HF_HUB_CACHE")
         .or_else(|| var("HF_HOME").map(|h| h.join("hub")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("huggingface").join("hub")))
@@ -30,7 +34,12 @@ pub(crate) fn cache_dir_from_env() -> Option<PathBuf> {
 fn offline(options: &LoadOptions) -> bool {
     options.offline.unwrap_or_else(|| {
         std::env::var("HF_HUB_OFFLINE")
-            .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+            .map(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "1" | "true" | "yes" | "on"
+                )
+            })
             .unwrap_or(false)
     })
 }
@@ -60,13 +69,24 @@ fn cached_snapshot(cache: &Path, repo: &str, revision: &str) -> Option<PathBuf> 
 }
 
 /// Resolves a hub id to a local snapshot folder, downloading if allowed.
-pub(crate) fn resolve(repo: &str, revision: Option<&str>, options: &LoadOptions) -> Result<PathBuf> {
+pub(crate) fn resolve(
+    repo: &str,
+    revision: Option<&str>,
+    options: &LoadOptions,
+) -> Result<PathBuf> {
     let offline = offline(options);
     let cache = options
         .cache_dir
         .clone()
         .or_else(cache_dir_from_env)
-        .ok_or_else(|| hub_error(repo, None, offline, "no hub cache: set HF_HOME or HF_HUB_CACHE"))?;
+        .ok_or_else(|| {
+            hub_error(
+                repo,
+                None,
+                offline,
+                "no hub cache: set HF_HOME or HF_HUB_CACHE",
+            )
+        })?;
     let revision = revision.unwrap_or("main");
     if let Some(snapshot) = cached_snapshot(&cache, repo, revision) {
         return Ok(snapshot);
@@ -115,7 +135,12 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
     ));
     let mut tokenizer_file = None;
     let mut last_error = String::new();
-    for file in ["tokenizer.json", "tokenizer.model", "original/tokenizer.model", "tiktoken.model"] {
+    for file in [
+        "tokenizer.json",
+        "tokenizer.model",
+        "original/tokenizer.model",
+        "tiktoken.model",
+    ] {
         match handle.get(file) {
             Ok(path) => {
                 tokenizer_file = Some((file, path));
@@ -125,7 +150,12 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
         }
     }
     let (name, path) = tokenizer_file.ok_or_else(|| {
-        hub_error(repo, Some("tokenizer.json"), false, format!("no tokenizer file could be fetched: {last_error}"))
+        hub_error(
+            repo,
+            Some("tokenizer.json"),
+            false,
+            format!("no tokenizer file could be fetched: {last_error}"),
+        )
     })?;
     for file in COMPANIONS {
         // Optional: a repo without them is fine.
@@ -141,5 +171,10 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
 #[cfg(not(feature = "hub"))]
 fn download(_cache: &Path, repo: &str, _revision: &str, options: &LoadOptions) -> Result<PathBuf> {
     let _ = (COMPANIONS, token(options));
-    Err(hub_error(repo, None, false, "not in the cache, and this build has no `hub` feature to download it"))
+    Err(hub_error(
+        repo,
+        None,
+        false,
+        "not in the cache, and this build has no `hub` feature to download it",
+    ))
 }

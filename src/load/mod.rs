@@ -59,6 +59,8 @@ pub struct LoadOptions {
     pub keep_padding_and_truncation: bool,
     /// Show a progress bar while downloading.
     pub progress: bool,
+    /// Load a fresh copy instead of sharing the process-wide one.
+    pub bypass_registry: bool,
     /// How long inputs are encoded in parallel (every tokenizer is wrapped;
     /// the default splits above a measured size on the global rayon pool).
     pub parallel: ParallelOptions,
@@ -70,7 +72,11 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
-        let tokenizer = registry::load_shared(source, self, || self.load_uncached(source))?;
+        let tokenizer = if self.bypass_registry {
+            self.load_uncached(source)?
+        } else {
+            registry::load_shared(source, self, || self.load_uncached(source))?
+        };
         Ok(tokenizer.with_parallel(self.parallel.clone()))
     }
 
@@ -100,7 +106,14 @@ impl LoadOptions {
 
     fn load_builtin(&self, encoding: BuiltinEncoding, source: &str) -> Result<Tokenizer> {
         let backend = TiktokenBackend::new(encoding.spec()?, self.special_tokens)?;
-        let eos = merge_eos_ids(&[], &[], crate::backend::Tokenizer::special_tokens(&backend).eos.as_ref().map(|t| t.id));
+        let eos = merge_eos_ids(
+            &[],
+            &[],
+            crate::backend::Tokenizer::special_tokens(&backend)
+                .eos
+                .as_ref()
+                .map(|t| t.id),
+        );
         Ok(Tokenizer::build(
             Arc::new(backend),
             TokenizerInfo {
@@ -141,7 +154,8 @@ impl LoadOptions {
         let format = detect::detect(&bytes[..bytes.len().min(512)]).ok_or_else(|| {
             Error::new(ErrorKind::UnsupportedFormat {
                 path: file.to_path_buf(),
-                detected: "unknown content (not JSON, GGUF, tiktoken ranks or SentencePiece)".into(),
+                detected: "unknown content (not JSON, GGUF, tiktoken ranks or SentencePiece)"
+                    .into(),
             })
         })?;
         // Configs sit beside the file, or one level up for `original/tokenizer.model`.
@@ -254,7 +268,11 @@ pub(crate) fn pick_file(dir: &Path) -> Option<PathBuf> {
     if json.is_file() {
         return Some(json);
     }
-    for name in ["tokenizer.model", "original/tokenizer.model", "tiktoken.model"] {
+    for name in [
+        "tokenizer.model",
+        "original/tokenizer.model",
+        "tiktoken.model",
+    ] {
         let p = dir.join(name);
         if p.is_file() {
             return Some(p);

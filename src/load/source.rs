@@ -59,7 +59,8 @@ impl Source {
                 && p.len() <= 96
                 && !p.contains("..")
                 && !p.starts_with(['-', '.'])
-                && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         };
         match parts.as_slice() {
             [org, name] if valid_part(org) && valid_part(name) => Ok(Self::Hub {
@@ -89,17 +90,37 @@ mod tests {
     #[test]
     fn sources_parse_in_order() {
         let o = LoadOptions::default();
-        assert_eq!(Source::parse("cl100k_base", &o).unwrap(), Source::Builtin(BuiltinEncoding::Cl100kBase));
-        assert_eq!(Source::parse("gpt-4o", &o).unwrap(), Source::Builtin(BuiltinEncoding::O200kBase));
+        assert_eq!(
+            Source::parse("cl100k_base", &o).unwrap(),
+            Source::Builtin(BuiltinEncoding::Cl100kBase)
+        );
+        assert_eq!(
+            Source::parse("gpt-4o", &o).unwrap(),
+            Source::Builtin(BuiltinEncoding::O200kBase)
+        );
         assert_eq!(
             Source::parse("Qwen/Qwen3-8B@abc", &o).unwrap(),
-            Source::Hub { repo: "Qwen/Qwen3-8B".into(), revision: Some("abc".into()) }
+            Source::Hub {
+                repo: "Qwen/Qwen3-8B".into(),
+                revision: Some("abc".into())
+            }
         );
         assert_eq!(
             Source::parse("openai/gpt-oss-20b", &o).unwrap(),
-            Source::Hub { repo: "openai/gpt-oss-20b".into(), revision: None }
+            Source::Hub {
+                repo: "openai/gpt-oss-20b".into(),
+                revision: None
+            }
         );
-        for bad in ["", "a/b/c", "../x/y", "org/na me", "nonsense", "a/b@", "a/b@../x"] {
+        for bad in [
+            "",
+            "a/b/c",
+            "../x/y",
+            "org/na me",
+            "nonsense",
+            "a/b@",
+            "a/b@../x",
+        ] {
             assert!(Source::parse(bad, &o).is_err(), "{bad:?}");
         }
         assert!(matches!(

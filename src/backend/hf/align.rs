@@ -70,10 +70,15 @@ fn resync(o: &[(usize, char)], n: &[(usize, char)], i: usize, j: usize) -> Optio
     for total in 1..=2 * WINDOW {
         let mut candidates: Vec<(usize, usize)> = (0..=total)
             .map(|di| (di, total - di))
-            .filter(|&(di, dj)| di <= WINDOW && dj <= WINDOW && i + di <= o.len() && j + dj <= n.len())
+            .filter(|&(di, dj)| {
+                di <= WINDOW && dj <= WINDOW && i + di <= o.len() && j + dj <= n.len()
+            })
             .collect();
         candidates.sort_by_key(|&(di, dj)| di.abs_diff(dj));
-        if let Some(hit) = candidates.into_iter().find(|&(di, dj)| agrees(i + di, j + dj)) {
+        if let Some(hit) = candidates
+            .into_iter()
+            .find(|&(di, dj)| agrees(i + di, j + dj))
+        {
             return Some(hit);
         }
     }

@@ -27,10 +27,10 @@ use tokenizers::pipeline::{
 use super::HfBackend;
 use super::align::align;
 use crate::encode::split::stable_char;
-use unicode_normalization::char::canonical_combining_class;
-use unicode_normalization::{IsNormalized, is_nfc_quick};
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::{IsNormalized, is_nfc_quick};
 
 const NAME: &str = "hf";
 
@@ -76,7 +76,9 @@ impl PieceNorm {
         let compat = normalizers.iter().any(|n| {
             matches!(
                 n,
-                PipelineNormalizer::NFKC(_) | PipelineNormalizer::NFKD(_) | PipelineNormalizer::Precompiled(_)
+                PipelineNormalizer::NFKC(_)
+                    | PipelineNormalizer::NFKD(_)
+                    | PipelineNormalizer::Precompiled(_)
             )
         });
         let disabled = Self {
@@ -161,7 +163,9 @@ const BLOCK: u32 = u32::MAX;
 /// unchanged, after padding (BERT's spaces around CJK chars), or nowhere.
 fn piece_kind(piece: &str, pn: &str) -> u32 {
     match pn.find(piece) {
-        Some(off) if pn[off + piece.len()..].find(piece).is_none() => u32::try_from(off).unwrap_or(BLOCK),
+        Some(off) if pn[off + piece.len()..].find(piece).is_none() => {
+            u32::try_from(off).unwrap_or(BLOCK)
+        }
         _ => BLOCK,
     }
 }
@@ -174,11 +178,7 @@ fn inside(kind: u32, rel: usize, len: usize) -> usize {
         return 0;
     }
     let off = kind as usize;
-    if rel < off {
-        0
-    } else {
-        (rel - off).min(len)
-    }
+    if rel < off { 0 } else { (rel - off).min(len) }
 }
 
 /// Normalized → input positions for one segment, exact or unknown.
@@ -388,9 +388,13 @@ impl<'a> SegMap<'a> {
             let k = r.nrm.partition_point(|&x| x > n);
             let start = *r.nrm.get(k)?;
             // The piece holding `n` runs from entry `k` (its start) to entry `k - 1`.
-            let piece = k.checked_sub(1).and_then(|p| Some((*r.kind.get(p)?, *r.inp.get(p)?)));
+            let piece = k
+                .checked_sub(1)
+                .and_then(|p| Some((*r.kind.get(p)?, *r.inp.get(p)?)));
             let rel = match piece {
-                Some((kind, end)) if start < n => r.inp[k] + inside(kind, n - start, end - r.inp[k]),
+                Some((kind, end)) if start < n => {
+                    r.inp[k] + inside(kind, n - start, end - r.inp[k])
+                }
                 _ => r.inp[k],
             };
             Some(self.pos + rel)
@@ -456,6 +460,22 @@ impl HfBackend {
             .flatten()
             .map(|l| l as usize)
             .filter(|&l| l > 0)
+    }
+
+    /// Applies the vocabulary's fold fix-ups (see `Vocab::fold_fixups`) to
+    /// `tokens[first..]`, as the sequential paths do.
+    fn fix_folds_from(&self, tokens: &mut Vec<PipelineToken>, first: usize) {
+        let fixups = &self.vocab.fold_fixups;
+        if fixups.is_empty() || !tokens[first..].iter().any(|t| fixups.contains_key(&t.id())) {
+            return;
+        }
+        let tail: Vec<PipelineToken> = tokens.drain(first..).collect();
+        for t in tail {
+            match fixups.get(&t.id()) {
+                Some(ids) => tokens.extend(ids.iter().map(|&id| PipelineToken::from(id))),
+                None => tokens.push(t),
+            }
+        }
     }
 
     pub(super) fn encode_chunk_impl(
@@ -625,6 +645,7 @@ impl HfBackend {
                         .get_model()
                         .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
                         .map_err(err)?;
+                    self.fix_folds_from(&mut out.tokens, first);
                 }
                 if let Some(map) = map.as_mut() {
                     let spans = std::mem::take(&mut scratch.spans);
@@ -684,6 +705,7 @@ impl HfBackend {
                     &mut scratch.one,
                 )
                 .map_err(err)?;
+            self.fix_folds_from(&mut scratch.one, 0);
             let (s, e) = (
                 piece.base + span.start as usize,
                 piece.base + span.end as usize,
@@ -837,6 +859,7 @@ impl HfBackend {
                 &mut scratch.one,
             )
             .map_err(err)?;
+        self.fix_folds_from(&mut scratch.one, 0);
         let count = scratch.one.len();
         let from = at(count).ok_or_else(|| err("pre-token tokens out of range"))?;
         if tokens.get(from..from + count) != Some(&scratch.one[..]) {
@@ -871,7 +894,9 @@ impl HfBackend {
                 let n = self.count_alone(piece, span, |_| Some(from), scratch, &out.tokens)?;
                 if n == 1 && p == ps {
                     match (map.locate(ps, true), map.locate(pe, true)) {
-                        (Some(a), Some(b)) if a < windows.head => out.head.known.push((from, (a, b))),
+                        (Some(a), Some(b)) if a < windows.head => {
+                            out.head.known.push((from, (a, b)))
+                        }
                         (Some(_), Some(_)) => return Ok(Flow::Stop),
                         _ => out.head.failed = true,
                     }

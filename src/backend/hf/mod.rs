@@ -65,7 +65,10 @@ impl HfBackend {
         keep_padding_truncation: bool,
     ) -> Result<Self> {
         let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-            Error::parse(path, format!("line {}, column {}: {e}", e.line(), e.column()))
+            Error::parse(
+                path,
+                format!("line {}, column {}: {e}", e.line(), e.column()),
+            )
         })?;
         let vocab = Vocab::read(path, &value)?;
         // tokenizers 1.0 reads only its canonical (version 2.0) form; older
@@ -98,9 +101,10 @@ impl HfBackend {
             },
         };
         let role = |name: &str| -> Option<SpecialToken> {
-            let content = config
-                .special_token(name)
-                .or_else(|| pipe.get_token_for_role(&format!("{name}_token")).map(str::to_owned))?;
+            let content = config.special_token(name).or_else(|| {
+                pipe.get_token_for_role(&format!("{name}_token"))
+                    .map(str::to_owned)
+            })?;
             let id = vocab.by_token.get(content.as_str()).copied()?;
             Some(SpecialToken { content, id })
         };
@@ -134,8 +138,20 @@ impl HfBackend {
             let bos = config.add_bos_token.unwrap_or(true);
             let eos = config.add_eos_token.unwrap_or(false);
             (
-                special_tokens.bos.as_ref().filter(|_| bos).map(|t| t.id).into_iter().collect(),
-                special_tokens.eos.as_ref().filter(|_| eos).map(|t| t.id).into_iter().collect(),
+                special_tokens
+                    .bos
+                    .as_ref()
+                    .filter(|_| bos)
+                    .map(|t| t.id)
+                    .into_iter()
+                    .collect(),
+                special_tokens
+                    .eos
+                    .as_ref()
+                    .filter(|_| eos)
+                    .map(|t| t.id)
+                    .into_iter()
+                    .collect(),
             )
         } else {
             let single = &pipe.get_post_processor().single;
@@ -175,7 +191,24 @@ impl HfBackend {
             .encode_into(text, &self.options, &mut out)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
         // Same size and alignment: this collect reuses the allocation.
-        Ok(out.into_iter().map(u32::from).collect())
+        let ids: Vec<u32> = out.into_iter().map(u32::from).collect();
+        Ok(self.fix_folds(ids))
+    }
+
+    /// Applies [`Vocab::fold_fixups`] (empty, and free, for most tokenizers).
+    fn fix_folds(&self, ids: Vec<u32>) -> Vec<u32> {
+        let fixups = &self.vocab.fold_fixups;
+        if fixups.is_empty() || !ids.iter().any(|id| fixups.contains_key(id)) {
+            return ids;
+        }
+        let mut fixed = Vec::with_capacity(ids.len() + 8);
+        for id in ids {
+            match fixups.get(&id) {
+                Some(replacement) => fixed.extend_from_slice(replacement),
+                None => fixed.push(id),
+            }
+        }
+        fixed
     }
 
     fn encode_full_pipeline(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
@@ -210,7 +243,9 @@ fn split_spec(
     }
     let mut edges = EdgeRule::default();
     let mut normalized_added = false;
-    let added = json.get("added_tokens").and_then(serde_json::Value::as_array);
+    let added = json
+        .get("added_tokens")
+        .and_then(serde_json::Value::as_array);
     for t in added.into_iter().flatten() {
         let flag = |k: &str| t.get(k).and_then(serde_json::Value::as_bool);
         let special = flag("special").unwrap_or(false);
@@ -218,7 +253,8 @@ fn split_spec(
             edges.add_token(content);
         }
         normalized_added |= flag("normalized").unwrap_or(!special);
-        edges.no_whitespace_edges |= flag("lstrip").unwrap_or(false) || flag("rstrip").unwrap_or(false);
+        edges.no_whitespace_edges |=
+            flag("lstrip").unwrap_or(false) || flag("rstrip").unwrap_or(false);
         edges.no_word_edges |= flag("single_word").unwrap_or(false);
     }
     let facts = classify_hf(json, normalized_added);
@@ -230,7 +266,13 @@ fn split_spec(
         .map(|&l| l as usize)
         .max()
         .unwrap_or(0);
-    SplitSpec::new(facts.family, prefix.to_vec(), suffix.to_vec(), max_token_bytes, edges)
+    SplitSpec::new(
+        facts.family,
+        prefix.to_vec(),
+        suffix.to_vec(),
+        max_token_bytes,
+        edges,
+    )
 }
 
 impl Encoder for HfBackend {
@@ -239,7 +281,9 @@ impl Encoder for HfBackend {
             return self.encode_full_pipeline(text, add_special_tokens);
         }
         if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
-            return Ok(Encoding::from_ids(self.sequence_ids(text, text.len() / 4 + 4)?));
+            return Ok(Encoding::from_ids(
+                self.sequence_ids(text, text.len() / 4 + 4)?,
+            ));
         }
         let mut ids = self.prefix.clone();
         ids.reserve(text.len() / 4 + 4 + self.suffix.len());
@@ -278,7 +322,10 @@ impl Encoder for HfBackend {
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         if !self.split.family.is_parallel() {
-            return Err(Error::backend(NAME, "this tokenizer is encoded sequentially"));
+            return Err(Error::backend(
+                NAME,
+                "this tokenizer is encoded sequentially",
+            ));
         }
         self.encode_chunk_impl(text, request, self.split.family.needs_boundaries())
     }
@@ -286,6 +333,26 @@ impl Encoder for HfBackend {
 
 impl Decoder for HfBackend {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        // Byte-level: concatenating the table is the whole decoder, and checks
+        // every id in the same pass.
+        if let Some(table) = &self.vocab.decode_bytes {
+            let mut out = Vec::with_capacity(ids.len() * 4);
+            for &id in ids {
+                let bytes = self
+                    .vocab
+                    .contains(id)
+                    .then(|| table.get(id as usize))
+                    .flatten()
+                    .ok_or_else(|| Error::unknown_id(id, self.vocab.len()))?;
+                if !(skip_special_tokens && self.is_special_id(id)) {
+                    out.extend_from_slice(bytes);
+                }
+            }
+            return Ok(match String::from_utf8(out) {
+                Ok(s) => s,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            });
+        }
         if let Some(&bad) = ids.iter().find(|&&id| !self.vocab.contains(id)) {
             return Err(Error::unknown_id(bad, self.vocab.len()));
         }
@@ -325,11 +392,19 @@ impl Tokenizer for HfBackend {
     }
 
     fn id_to_token(&self, id: u32) -> Option<String> {
-        self.vocab.tokens.get(id as usize)?.as_deref().map(str::to_owned)
+        self.vocab
+            .tokens
+            .get(id as usize)?
+            .as_deref()
+            .map(str::to_owned)
     }
 
     fn is_special_id(&self, id: u32) -> bool {
-        self.vocab.special.get(id as usize).copied().unwrap_or(false)
+        self.vocab
+            .special
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn special_tokens(&self) -> &SpecialTokens {

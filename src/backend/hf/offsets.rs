@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 use tokenizers::pipeline::{
-    Model, PipelinePatternMatcher, PipelineTokenizer, PipelineToken, PreTokenizer,
+    Model, PipelinePatternMatcher, PipelineToken, PipelineTokenizer, PreTokenizer,
     PreTokenizerScratch, Span, normalize_all,
 };
 
@@ -55,7 +55,9 @@ pub(crate) fn encode_with_offsets(
                 Cow::Owned(s) => Some(full_map(pipe.get_normalizers(), pieces, segment, s)),
             };
             let to_input = |p: usize| -> usize {
-                pos + map.as_ref().map_or(p, |m| m.get(p).map_or(segment.len(), |&v| v as usize))
+                pos + map
+                    .as_ref()
+                    .map_or(p, |m| m.get(p).map_or(segment.len(), |&v| v as usize))
             };
             let norm = normalized.as_ref();
             let nbytes = norm.as_bytes();
@@ -64,9 +66,9 @@ pub(crate) fn encode_with_offsets(
                 let nnext = added.extract_next(nbytes, npos, true, specials_as_text);
                 let nend = nnext.map_or(norm.len(), |((s, _), _)| s);
                 if nend > npos {
-                    let chunk = norm
-                        .get(npos..nend)
-                        .ok_or_else(|| Error::backend(NAME, "normalized match off a char boundary"))?;
+                    let chunk = norm.get(npos..nend).ok_or_else(|| {
+                        Error::backend(NAME, "normalized match off a char boundary")
+                    })?;
                     spans.clear();
                     pipe.get_pre_tokenizer()
                         .pre_tokenize(chunk, &mut pre_scratch, &mut spans)
@@ -74,8 +76,25 @@ pub(crate) fn encode_with_offsets(
                     for span in &spans {
                         out.clear();
                         pipe.get_model()
-                            .tokenize_spans(chunk, std::slice::from_ref(span), &mut model_scratch, &mut out)
+                            .tokenize_spans(
+                                chunk,
+                                std::slice::from_ref(span),
+                                &mut model_scratch,
+                                &mut out,
+                            )
                             .map_err(|e| Error::backend(NAME, e.to_string()))?;
+                        if !vocab.fold_fixups.is_empty() {
+                            let fixed: Vec<PipelineToken> = out
+                                .iter()
+                                .flat_map(|t| match vocab.fold_fixups.get(&t.id()) {
+                                    Some(ids) => {
+                                        ids.iter().map(|&i| PipelineToken::from(i)).collect()
+                                    }
+                                    None => vec![*t],
+                                })
+                                .collect();
+                            out = fixed;
+                        }
                         let (s, e) = (npos + span.start as usize, npos + span.end as usize);
                         place(vocab, &out, s, e, &to_input, ids, offsets);
                     }

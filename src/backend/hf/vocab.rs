@@ -40,6 +40,26 @@ struct ModelView {
     end_of_word_suffix: Option<String>,
     #[serde(default)]
     byte_fallback: bool,
+    #[serde(default)]
+    ignore_merges: bool,
+    #[serde(default)]
+    merges: Vec<MergeView>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum MergeView {
+    Joined(String),
+    Pair((String, String)),
+}
+
+impl MergeView {
+    fn pair(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::Joined(s) => s.split_once(' '),
+            Self::Pair((a, b)) => Some((a, b)),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -70,6 +90,8 @@ pub(crate) struct Vocab {
     pub normalized_len: Vec<Option<u32>>,
     /// Raw output bytes per id, when decoding is pure concatenation.
     pub decode_bytes: Option<Vec<Box<[u8]>>>,
+    /// Ids `tokenizers` 1.0 emits wrongly, with the ids the merges give instead.
+    pub fold_fixups: FxHashMap<u32, Vec<u32>>,
 }
 
 impl Vocab {
@@ -89,7 +111,12 @@ impl Vocab {
             Some(VocabView::List(list)) => list
                 .into_iter()
                 .enumerate()
-                .map(|(i, (piece, _))| Ok((piece, u32::try_from(i).map_err(|_| Error::parse(path, "vocab too large"))?)))
+                .map(|(i, (piece, _))| {
+                    Ok((
+                        piece,
+                        u32::try_from(i).map_err(|_| Error::parse(path, "vocab too large"))?,
+                    ))
+                })
                 .collect::<Result<_>>()?,
             None => Vec::new(),
         };
@@ -136,7 +163,9 @@ impl Vocab {
                 }
                 let len = match kind {
                     ModelKind::WordLevel => return None,
-                    ModelKind::Bpe if byte_level => byte_level::unspell(token)?.len(),
+                    ModelKind::Bpe if byte_level => {
+                        byte_level::unspell(token).map_or(token.len(), |b| b.len())
+                    }
                     _ if view.model.byte_fallback && is_byte_piece(token) => 1,
                     _ => {
                         let t = token.strip_prefix(prefix.as_str()).unwrap_or(token);
@@ -153,11 +182,20 @@ impl Vocab {
                 .map(|(id, token)| match token.as_deref() {
                     None => Box::default(),
                     Some(t) if added[id] => t.as_bytes().into(),
-                    Some(t) => byte_level::unspell(t).unwrap_or_default().into(),
+                    // Entries outside the byte-level alphabet decode as their UTF-8 bytes.
+                    Some(t) => byte_level::unspell(t)
+                        .unwrap_or_else(|| t.as_bytes().to_vec())
+                        .into(),
                 })
                 .collect()
         });
+        let fold_fixups = if byte_level && !view.model.ignore_merges {
+            fold_fixups(&tokens, &by_token, &view.model.merges)
+        } else {
+            FxHashMap::default()
+        };
         Ok(Self {
+            fold_fixups,
             kind,
             tokens,
             by_token,
@@ -174,6 +212,57 @@ impl Vocab {
     pub(crate) fn contains(&self, id: u32) -> bool {
         self.tokens.get(id as usize).is_some_and(Option::is_some)
     }
+}
+
+/// Works around a `tokenizers` 1.0.0-rc.3 bug. Some byte-level vocabularies
+/// (Command-R+) hold entries written as plain characters outside the byte-level
+/// alphabet, e.g. `☪` (id 320). `tokenizers` 0.x can never produce them, since
+/// merges build byte-level spellings; 1.0 stores them as their UTF-8 bytes and
+/// its load-time fold proof marks every one-character entry reachable, so a
+/// pre-token `☪` comes out as 320 instead of the merged bytes `âĺ`,`ª`. Such an
+/// id can only come from that fold, so replacing it with the merge result is
+/// exact. Returns those ids with their merge results.
+fn fold_fixups(
+    tokens: &[Option<Box<str>>],
+    by_token: &FxHashMap<Box<str>, u32>,
+    merges: &[MergeView],
+) -> FxHashMap<u32, Vec<u32>> {
+    let ranks: FxHashMap<(&str, &str), usize> = merges
+        .iter()
+        .enumerate()
+        .filter_map(|(rank, m)| Some((m.pair()?, rank)))
+        .collect();
+    let alphabet = byte_level::byte_to_char_table();
+    let mut out = FxHashMap::default();
+    for (id, token) in tokens.iter().enumerate() {
+        let Some(token) = token.as_deref() else {
+            continue;
+        };
+        if token.len() < 2 || token.chars().count() != 1 || byte_level::unspell(token).is_some() {
+            continue;
+        }
+        // Plain BPE over the byte-level spelling of the character (2–4 symbols).
+        let spelled = byte_level::spell(token.as_bytes(), &alphabet);
+        let mut symbols: Vec<String> = spelled.chars().map(String::from).collect();
+        loop {
+            let best = symbols
+                .windows(2)
+                .enumerate()
+                .filter_map(|(i, w)| ranks.get(&(w[0].as_str(), w[1].as_str())).map(|&r| (r, i)))
+                .min();
+            let Some((_, i)) = best else { break };
+            let right = symbols.remove(i + 1);
+            symbols[i].push_str(&right);
+        }
+        let ids: Option<Vec<u32>> = symbols
+            .iter()
+            .map(|s| by_token.get(s.as_str()).copied())
+            .collect();
+        if let (Some(ids), Ok(id)) = (ids, u32::try_from(id)) {
+            out.insert(id, ids);
+        }
+    }
+    out
 }
 
 /// `<0xAB>`: a SentencePiece byte-fallback piece.

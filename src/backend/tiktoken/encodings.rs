@@ -8,7 +8,8 @@ use super::{SpecialRoles, TiktokenSpec};
 use crate::error::{Error, Result};
 
 /// r50k/p50k pre-tokenizer.
-pub(crate) const GPT2_PATTERN: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+pub(crate) const GPT2_PATTERN: &str =
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
 /// cl100k pre-tokenizer.
 pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 /// o200k pre-tokenizer.
@@ -105,7 +106,9 @@ impl BuiltinEncoding {
         // o1/o3/o4 must be whole words ("o1", "o1-mini"), not "o100".
         let rest = &model[prefix.len()..];
         let boundary = rest.is_empty() || rest.starts_with(['-', '.', ':', '_']);
-        let exact_words = ["ada", "babbage", "curie", "davinci", "gpt2", "o1", "o3", "o4"];
+        let exact_words = [
+            "ada", "babbage", "curie", "davinci", "gpt2", "o1", "o3", "o4",
+        ];
         if exact_words.contains(prefix) && !boundary {
             return None;
         }
@@ -138,10 +141,11 @@ impl BuiltinEncoding {
         })
     }
 
-    fn ordinary_count(self) -> u32 {
+    /// One past the largest ordinary rank (p50k's ranks skip 50256, its `<|endoftext|>`).
+    fn rank_bound(self) -> u32 {
         match self {
             Self::R50kBase => 50256,
-            Self::P50kBase | Self::P50kEdit => 50280,
+            Self::P50kBase | Self::P50kEdit => 50281,
             Self::Cl100kBase => 100256,
             Self::O200kBase | Self::O200kHarmony => 199998,
         }
@@ -150,14 +154,6 @@ impl BuiltinEncoding {
     /// Builds the spec from the encoding embedded in `tiktoken-rs`.
     pub(crate) fn spec(self) -> Result<TiktokenSpec> {
         let core = self.core()?;
-        let mut ranks =
-            FxHashMap::with_capacity_and_hasher(self.ordinary_count() as usize, Default::default());
-        for id in 0..self.ordinary_count() {
-            let bytes = core
-                .decode_bytes(&[id])
-                .map_err(|_| Error::backend("tiktoken", format!("embedded rank {id} missing")))?;
-            ranks.insert(bytes, id);
-        }
         let mut specials: Vec<(String, u32)> = Vec::new();
         for text in core.special_tokens() {
             let ids = core.encode_with_special_tokens(text);
@@ -165,7 +161,24 @@ impl BuiltinEncoding {
                 specials.push((text.to_owned(), id));
             }
         }
-        specials.sort_by_key(|(_, id)| *id);
+        if self == Self::O200kHarmony {
+            // Python tiktoken's harmony keeps o200k_base's specials, so
+            // `<|endofprompt|>` shares 200018 with `<|reserved_200018|>`;
+            // gpt-oss's tokenizer.json names it `<|endofprompt|>`.
+            specials.push(("<|endofprompt|>".to_owned(), 200018));
+        }
+        specials.sort_by_key(|(text, id)| (*id, text.starts_with("<|reserved_")));
+        let mut ranks =
+            FxHashMap::with_capacity_and_hasher(self.rank_bound() as usize, Default::default());
+        for id in 0..self.rank_bound() {
+            if specials.iter().any(|(_, s)| *s == id) {
+                continue;
+            }
+            let bytes = core
+                .decode_bytes(&[id])
+                .map_err(|_| Error::backend("tiktoken", format!("embedded rank {id} missing")))?;
+            ranks.insert(bytes, id);
+        }
         let roles = match self {
             Self::O200kHarmony => SpecialRoles {
                 bos: Some("<|startoftext|>".into()),
@@ -287,6 +300,9 @@ mod tests {
             assert_eq!(BuiltinEncoding::for_openai_model(model), want, "{model}");
         }
         assert_eq!(BuiltinEncoding::from_name("gpt2"), Some(R50kBase));
-        assert_eq!(BuiltinEncoding::from_name("o200k_harmony"), Some(O200kHarmony));
+        assert_eq!(
+            BuiltinEncoding::from_name("o200k_harmony"),
+            Some(O200kHarmony)
+        );
     }
 }

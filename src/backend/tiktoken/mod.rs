@@ -133,8 +133,8 @@ impl TiktokenBackend {
             }
             let start = u32::try_from(bytes.len())
                 .map_err(|_| Error::backend(NAME, "vocabulary too large"))?;
-            let len = u32::try_from(token.len())
-                .map_err(|_| Error::backend(NAME, "token too long"))?;
+            let len =
+                u32::try_from(token.len()).map_err(|_| Error::backend(NAME, "token too long"))?;
             *slot = (start, len);
             bytes.extend_from_slice(token);
             Ok(())
@@ -144,8 +144,12 @@ impl TiktokenBackend {
             by_spelling.insert(byte_level::spell(token, &alphabet), id);
         }
         for (text, id) in &specials {
-            push(*id, text.as_bytes(), &mut bytes)?;
-            by_spelling.insert(text.clone(), *id);
+            // Two special names may share an id (o200k_harmony's `<|endofprompt|>`
+            // and `<|reserved_200018|>`): both encode to it; the first decodes it.
+            if !special_flags[*id as usize] {
+                push(*id, text.as_bytes(), &mut bytes)?;
+            }
+            by_spelling.entry(text.clone()).or_insert(*id);
             special_flags[*id as usize] = true;
         }
         let (special_matcher, special_pattern_ids) = if specials.is_empty() {
@@ -192,7 +196,13 @@ impl TiktokenBackend {
             SplitFamily::Sequential("pre-tokenizer regex without a lossless cut argument")
         };
         let max_token_bytes = ranks.keys().map(Vec::len).max().unwrap_or(0);
-        let split = SplitSpec::new(family, add_bos.into_iter().collect(), Vec::new(), max_token_bytes, edges);
+        let split = SplitSpec::new(
+            family,
+            add_bos.into_iter().collect(),
+            Vec::new(),
+            max_token_bytes,
+            edges,
+        );
         let core = CoreBPE::new(ranks, specials.into_iter().collect(), pattern)
             .map_err(|e| Error::backend(NAME, format!("building the BPE: {e}")))?;
         Ok(Self {
@@ -216,7 +226,8 @@ impl TiktokenBackend {
     fn chunker(&self) -> Result<&Chunker> {
         let built = self.chunker.get_or_init(|| {
             let regex = fancy_regex::Regex::new(self.pattern).map_err(|e| e.to_string())?;
-            let mut ranks = FxHashMap::with_capacity_and_hasher(self.spans.len(), Default::default());
+            let mut ranks =
+                FxHashMap::with_capacity_and_hasher(self.spans.len(), Default::default());
             for id in 0..self.spans.len() {
                 let Ok(id) = u32::try_from(id) else { break };
                 if self.is_special_id(id) {
@@ -251,7 +262,11 @@ impl TiktokenBackend {
         let (head, tail_from, all) = if request.all_offsets {
             (len, 0, true)
         } else {
-            (request.head.min(len), len.saturating_sub(request.tail), false)
+            (
+                request.head.min(len),
+                len.saturating_sub(request.tail),
+                false,
+            )
         };
         let mut st = ChunkState {
             ids: Vec::with_capacity(len / 3 + 1),
@@ -293,7 +308,11 @@ impl TiktokenBackend {
             return Ok(ChunkEncoding::from_spans(ids, spans, len, request, bounds));
         }
         let n = ids.len();
-        let head_n = known.iter().enumerate().take_while(|&(k, &i)| k == i).count();
+        let head_n = known
+            .iter()
+            .enumerate()
+            .take_while(|&(k, &i)| k == i)
+            .count();
         let tail_n = known
             .iter()
             .rev()
@@ -320,7 +339,8 @@ impl TiktokenBackend {
         st: &mut ChunkState,
     ) -> Result<()> {
         for m in regex.find_iter(segment) {
-            let m = m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
+            let m =
+                m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
             let piece = m.as_str().as_bytes();
             let (ps, pe) = (base + m.start(), base + m.end());
             let first = st.ids.len();
@@ -330,10 +350,9 @@ impl TiktokenBackend {
                 return Err(Error::backend(NAME, "a single byte missing from the ranks"));
             } else if piece.len() < LONG_PIECE {
                 for part in tiktoken_rs::byte_pair_split(piece, &chunker.ranks) {
-                    let id = chunker
-                        .ranks
-                        .get(part)
-                        .ok_or_else(|| Error::backend(NAME, "byte-pair merge left an unknown piece"))?;
+                    let id = chunker.ranks.get(part).ok_or_else(|| {
+                        Error::backend(NAME, "byte-pair merge left an unknown piece")
+                    })?;
                     st.ids.push(*id);
                 }
             } else {
@@ -446,7 +465,10 @@ impl Encoder for TiktokenBackend {
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         if !self.split.family.is_parallel() {
-            return Err(Error::backend(NAME, "this tokenizer is encoded sequentially"));
+            return Err(Error::backend(
+                NAME,
+                "this tokenizer is encoded sequentially",
+            ));
         }
         self.encode_chunk_impl(text, request)
     }
@@ -501,7 +523,10 @@ impl Tokenizer for TiktokenBackend {
     }
 
     fn is_special_id(&self, id: u32) -> bool {
-        self.special_flags.get(id as usize).copied().unwrap_or(false)
+        self.special_flags
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn special_tokens(&self) -> &SpecialTokens {

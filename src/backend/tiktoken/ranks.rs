@@ -34,10 +34,16 @@ pub(crate) fn parse(path: &Path, text: &[u8]) -> Result<FxHashMap<Vec<u8>, u32>>
             .filter(|&r: &u32| r < (1 << 31))
             .ok_or_else(|| Error::parse(path, format!("line {lineno}: invalid rank")))?;
         if !seen_ranks.insert(rank) {
-            return Err(Error::parse(path, format!("line {lineno}: duplicate rank {rank}")));
+            return Err(Error::parse(
+                path,
+                format!("line {lineno}: duplicate rank {rank}"),
+            ));
         }
         if ranks.insert(token, rank).is_some() {
-            return Err(Error::parse(path, format!("line {lineno}: duplicate token")));
+            return Err(Error::parse(
+                path,
+                format!("line {lineno}: duplicate token"),
+            ));
         }
     }
     if ranks.is_empty() {
@@ -73,9 +79,19 @@ mod tests {
         let p = Path::new("x.tiktoken");
         let ok = parse(p, b"IQ== 0\nIg== 1\n").unwrap();
         assert_eq!(ok.get(&b"!"[..]), Some(&0));
-        for bad in [&b"IQ==\n"[..], b"!!! 0\n", b"IQ== x\n", b"IQ== 0\nIQ== 1\n", b"IQ== 0\nIg== 0\n", b""] {
+        for bad in [
+            &b"IQ==\n"[..],
+            b"!!! 0\n",
+            b"IQ== x\n",
+            b"IQ== 0\nIQ== 1\n",
+            b"IQ== 0\nIg== 0\n",
+            b"",
+        ] {
             let err = parse(p, bad).unwrap_err();
-            assert!(matches!(err.kind(), crate::ErrorKind::Parse { .. }), "{err}");
+            assert!(
+                matches!(err.kind(), crate::ErrorKind::Parse { .. }),
+                "{err}"
+            );
         }
         assert!(looks_like_rank_file(b"IQ== 0\n"));
         assert!(!looks_like_rank_file(b"\n\x0a\x05<unk>"));

@@ -1,0 +1,39 @@
+//! Shared bench helpers: the shared data folder and offline loading.
+#![allow(dead_code)]
+
+use router_tokenizer::{LoadOptions, Tokenizer};
+use std::path::{Path, PathBuf};
+
+/// `RTOK_SHARED_DIR`, else `../shared` beside the repository.
+pub fn shared() -> PathBuf {
+    std::env::var_os("RTOK_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
+
+/// A hub model's snapshot folder in the shared cache.
+pub fn snapshot(model: &str) -> PathBuf {
+    let folder = shared()
+        .join("hf-cache/hub")
+        .join(format!("models--{}", model.replace('/', "--")));
+    let commit =
+        std::fs::read_to_string(folder.join("refs/main")).expect("shared hf-cache missing");
+    folder.join("snapshots").join(commit.trim())
+}
+
+/// Loads a tokenizer offline from the shared cache.
+pub fn load(source: &str) -> Tokenizer {
+    LoadOptions {
+        cache_dir: Some(shared().join("hf-cache/hub")),
+        offline: Some(true),
+        ..LoadOptions::default()
+    }
+    .load(source)
+    .expect("load")
+}
+
+/// The raw `tokenizers` pipeline for a shared hub model.
+pub fn raw_hf(model: &str) -> tokenizers::pipeline::PipelineTokenizer {
+    let json = std::fs::read_to_string(snapshot(model).join("tokenizer.json")).unwrap();
+    tokenizers::from_json(&tokenizers::canonicalize_str(&json).unwrap()).unwrap()
+}

@@ -1,0 +1,154 @@
+//! Facade against the raw libraries, in the same run: encode and decode at
+//! 1 KB, 32 KB and 512 KB, load time, and the cost of metrics.
+
+mod common;
+
+use common::{load, raw_hf, shared, snapshot};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use router_tokenizer::LoadOptions;
+use std::hint::black_box;
+use std::time::Duration;
+use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken};
+
+/// English prose, cut to `n` bytes on a char boundary.
+fn text(n: usize) -> String {
+    let all =
+        std::fs::read_to_string(shared().join("corpus/en-prose/pride-and-prejudice.txt")).unwrap();
+    let all = all.repeat(n / all.len() + 1);
+    let mut end = n;
+    while !all.is_char_boundary(end) {
+        end -= 1;
+    }
+    all[..end].to_owned()
+}
+
+const SIZES: [usize; 3] = [1 << 10, 32 << 10, 512 << 10];
+
+fn encode_hf(c: &mut Criterion) {
+    for model in ["meta-llama/Meta-Llama-3-8B-Instruct", "Qwen/Qwen3-8B"] {
+        let tok = load(model);
+        let raw = raw_hf(model);
+        let opts = EncodeOptions {
+            add_special_tokens: false,
+            padding: Override::Off,
+            truncation: Override::Off,
+            ..EncodeOptions::default()
+        };
+        let mut g = c.benchmark_group(format!("encode/hf/{model}"));
+        for size in SIZES {
+            let input = text(size);
+            g.throughput(Throughput::Bytes(size as u64));
+            g.bench_with_input(
+                BenchmarkId::new("router-tokenizer", size),
+                &input,
+                |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
+            );
+            g.bench_with_input(BenchmarkId::new("tokenizers", size), &input, |b, t| {
+                b.iter(|| {
+                    let mut out: Vec<PipelineToken> = Vec::with_capacity(t.len() / 4);
+                    raw.encode_into(black_box(t), &opts, &mut out).unwrap();
+                    out
+                })
+            });
+        }
+        g.finish();
+        let mut g = c.benchmark_group(format!("decode/hf/{model}"));
+        let input = text(32 << 10);
+        let ids = tok.encode(&input, false).unwrap().into_ids();
+        g.throughput(Throughput::Bytes(input.len() as u64));
+        g.bench_function("router-tokenizer", |b| {
+            b.iter(|| tok.decode(black_box(&ids), false).unwrap())
+        });
+        g.bench_function("tokenizers", |b| {
+            b.iter(|| raw.decode(black_box(&ids), false).unwrap())
+        });
+        g.finish();
+    }
+}
+
+fn encode_tiktoken(c: &mut Criterion) {
+    let tok = load("o200k_base");
+    let raw = tiktoken_rs::o200k_base().unwrap();
+    let mut g = c.benchmark_group("encode/tiktoken/o200k_base");
+    for size in SIZES {
+        let input = text(size);
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_with_input(
+            BenchmarkId::new("router-tokenizer", size),
+            &input,
+            |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
+        );
+        g.bench_with_input(BenchmarkId::new("tiktoken-rs", size), &input, |b, t| {
+            b.iter(|| raw.encode_ordinary(black_box(t)))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("decode/tiktoken/o200k_base");
+    let input = text(32 << 10);
+    let ids = tok.encode(&input, false).unwrap().into_ids();
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.bench_function("router-tokenizer", |b| {
+        b.iter(|| tok.decode(black_box(&ids), false).unwrap())
+    });
+    g.bench_function("tiktoken-rs", |b| {
+        b.iter(|| raw.decode(black_box(&ids)).unwrap())
+    });
+    g.finish();
+}
+
+fn load_time(c: &mut Criterion) {
+    let mut g = c.benchmark_group("load");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    for model in [
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "google/gemma-3-4b-it",
+    ] {
+        let dir = snapshot(model);
+        g.bench_function(model, |b| {
+            b.iter(|| {
+                LoadOptions {
+                    bypass_registry: true,
+                    ..LoadOptions::default()
+                }
+                .load(dir.to_str().unwrap())
+                .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn metrics_overhead(c: &mut Criterion) {
+    let input = "The quick brown fox jumps over.";
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let with_metrics =
+        metrics::with_local_recorder(&recorder, || load("meta-llama/Meta-Llama-3-8B-Instruct"));
+    let raw = raw_hf("meta-llama/Meta-Llama-3-8B-Instruct");
+    let opts = EncodeOptions {
+        add_special_tokens: false,
+        padding: Override::Off,
+        truncation: Override::Off,
+        ..EncodeOptions::default()
+    };
+    let mut g = c.benchmark_group("metrics/encode-30-chars");
+    g.bench_function("router-tokenizer+recorder", |b| {
+        b.iter(|| with_metrics.encode(black_box(input), false).unwrap())
+    });
+    g.bench_function("tokenizers", |b| {
+        b.iter(|| {
+            let mut out: Vec<PipelineToken> = Vec::with_capacity(16);
+            raw.encode_into(black_box(input), &opts, &mut out).unwrap();
+            out
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    encode_hf,
+    encode_tiktoken,
+    load_time,
+    metrics_overhead
+);
+criterion_main!(benches);

@@ -1,0 +1,108 @@
+//! The `rtok` binary, end to end.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn rtok(args: &[&str], stdin: &str) -> (i32, String, String) {
+    let shared = common::shared_dir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtok"))
+        .args(args)
+        .env("HF_HOME", shared.join("hf-cache"))
+        .env("HF_HUB_OFFLINE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn encode_decode_count_on_the_embedded_default() {
+    let (code, out, _) = rtok(&["encode"], "Hello, world!");
+    assert_eq!((code, out.as_str()), (0, "13225 11 2375 0\n"));
+    let (_, out, _) = rtok(&["encode", "--json"], "Hello, world!");
+    assert_eq!(
+        out,
+        "{\"ids\":[13225,11,2375,0],\"offsets\":[[0,5],[5,6],[6,12],[12,13]]}\n"
+    );
+    let (code, out, _) = rtok(&["decode"], "13225 11\n2375 0");
+    assert_eq!((code, out.as_str()), (0, "Hello, world!"));
+    let (_, out, _) = rtok(&["count"], "Hello, world!");
+    assert_eq!(out, "4\n");
+}
+
+#[test]
+fn hub_ids_match_the_reference() {
+    // Qwen3 ids from Python tokenizers for the same text.
+    let (code, out, err) = rtok(&["encode", "-t", "Qwen/Qwen3-8B"], "Hello, world!");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "9707 11 1879 0\n");
+    let (_, out, _) = rtok(&["inspect", "-t", "Qwen/Qwen3-8B", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format"], "HF tokenizer.json");
+    assert_eq!(v["vocab_size"], 151669);
+    assert_eq!(v["eos_token_ids"], serde_json::json!([151645]));
+    assert_eq!(v["chat_template"], true);
+}
+
+#[test]
+fn stream_prints_one_json_line_per_step() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let ids = dir.join("stream-ids.txt");
+    // "Hello, world! STOP more" in o200k_base.
+    let (_, encoded, _) = rtok(&["encode"], "Hello, world! STOP more");
+    std::fs::write(&ids, &encoded).unwrap();
+    let (code, out, err) = rtok(
+        &[
+            "stream",
+            "--input",
+            ids.to_str().unwrap(),
+            "--stop",
+            " STOP",
+            "--json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let text: String = lines.iter().map(|l| l["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "Hello, world!");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "stopped" || l["kind"] == "stopped_with_text")
+    );
+    assert_eq!(lines.last().unwrap()["id"], serde_json::Value::Null);
+}
+
+#[test]
+fn errors_are_one_line_and_nonzero() {
+    let (code, out, err) = rtok(&["encode", "-t", "no-such-org/no-such-model"], "x");
+    assert_ne!(code, 0);
+    assert!(out.is_empty());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("rtok: error:"), "{err}");
+    let (code, _, err) = rtok(&["decode"], "12 notanid");
+    assert_ne!(code, 0);
+    assert!(err.contains("notanid"), "{err}");
+    let (code, _, err) = rtok(&["decode"], "999999999");
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown token id"), "{err}");
+}

@@ -1,0 +1,146 @@
+//! Shared test helpers: finding `../shared`, loading each tokenizer once, corpus files.
+#![allow(dead_code)]
+
+use router_tokenizer::{LoadOptions, Tokenizer};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+
+/// The shared data folder: `RTOK_SHARED_DIR`, else `../shared` beside the repo.
+/// Panics with instructions when it is missing: tests never pass without data.
+pub fn shared_dir() -> PathBuf {
+    let dir = std::env::var_os("RTOK_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    assert!(
+        dir.join("hf-cache/hub").is_dir()
+            && dir.join("corpus").is_dir()
+            && dir.join("fixtures").is_dir(),
+        "test data not found at {}: check out the project's shared/ folder beside the repository \
+         (it holds hf-cache/, fixtures/ and corpus/), or point RTOK_SHARED_DIR at it",
+        dir.display()
+    );
+    dir
+}
+
+/// Options that resolve hub ids in the shared cache, offline.
+pub fn offline_options() -> LoadOptions {
+    LoadOptions {
+        cache_dir: Some(shared_dir().join("hf-cache/hub")),
+        offline: Some(true),
+        ..LoadOptions::default()
+    }
+}
+
+static LOADED: LazyLock<Mutex<HashMap<String, Tokenizer>>> = LazyLock::new(Default::default);
+
+/// Loads (once per test binary) a tokenizer by source, offline from the shared cache.
+pub fn tokenizer(source: &str) -> Tokenizer {
+    if let Some(t) = LOADED.lock().unwrap().get(source) {
+        return t.clone();
+    }
+    let tok = offline_options()
+        .load(source)
+        .unwrap_or_else(|e| panic!("loading {source}: {e}"));
+    LOADED
+        .lock()
+        .unwrap()
+        .insert(source.to_owned(), tok.clone());
+    tok
+}
+
+/// The 11 hub tokenizers in the shared cache.
+pub const HUB_MODELS: &[&str] = &[
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "mistralai/Mistral-7B-v0.1",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "google/gemma-3-4b-it",
+    "openai/gpt-oss-20b",
+    "CohereForAI/c4ai-command-r-plus",
+    "Xenova/gpt-3.5-turbo",
+    "sentence-transformers/all-MiniLM-L6-v2",
+];
+
+/// Every corpus file, keyed as `dir/name` relative to `corpus/`.
+pub fn corpus_files() -> Vec<(String, PathBuf)> {
+    let root = shared_dir().join("corpus");
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            let key = format!(
+                "{}/{}",
+                dir.file_name().unwrap().to_string_lossy(),
+                f.file_name().unwrap().to_string_lossy()
+            );
+            out.push((key, f));
+        }
+    }
+    out.sort();
+    out
+}
+
+static ADVERSARIAL: LazyLock<PathBuf> = LazyLock::new(|| {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("adversarial");
+    if !out.join("index.tsv").exists() {
+        let script = shared_dir().join("corpus/make_adversarial.py");
+        let status = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(&out)
+            .status()
+            .expect("python3 is needed to generate adversarial inputs");
+        assert!(status.success(), "{} failed", script.display());
+    }
+    out
+});
+
+/// The adversarial generator's files (default settings), keyed `adversarial/name`.
+pub fn adversarial_files() -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&*ADVERSARIAL)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .map(|p| {
+            (
+                format!("adversarial/{}", p.file_name().unwrap().to_string_lossy()),
+                p,
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Corpus plus adversarial files.
+pub fn all_inputs() -> Vec<(String, PathBuf)> {
+    let mut v = corpus_files();
+    v.extend(adversarial_files());
+    v
+}
+
+/// sha256 hex of ids as little-endian u32.
+pub fn ids_sha256(ids: &[u32]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for id in ids {
+        h.update(id.to_le_bytes());
+    }
+    hex(&h.finalize())
+}
+
+/// sha256 hex of bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
