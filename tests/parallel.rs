@@ -883,9 +883,52 @@ fn families_of_the_shared_tokenizers() {
         (MISTRAL, SplitFamily::WholeTextBpe),
         (GEMMA, SplitFamily::WholeTextBpe),
         (MINILM, SplitFamily::WordPiece),
+        ("r50k_base", SplitFamily::RegexBpe),
+        ("p50k_base", SplitFamily::RegexBpe),
+        ("o200k_harmony", SplitFamily::RegexBpe),
     ];
     for (source, family) in expect {
         assert_eq!(tok(source).split_family(), family, "{source}");
+    }
+}
+
+/// The tiktoken encodings not in the corpus runs, and the Llama-3 rank file,
+/// on a few files each.
+#[test]
+fn other_tiktoken_encodings() {
+    let llama3_ranks = std::fs::read_dir(
+        shared_dir().join("hf-cache/hub/models--meta-llama--Meta-Llama-3-8B-Instruct/snapshots"),
+    )
+    .unwrap()
+    .map(|e| e.unwrap().path().join("original/tokenizer.model"))
+    .find(|p| p.is_file())
+    .expect("the Meta-Llama-3 snapshot holds original/tokenizer.model");
+    let llama3_ranks = llama3_ranks.to_string_lossy().into_owned();
+    let files: Vec<PathBuf> = corpus_files()
+        .into_iter()
+        .filter(|p| {
+            [
+                "python.txt",
+                "ntrex-rus.txt",
+                "cmath_testcases.txt",
+                "twitter.json",
+            ]
+            .iter()
+            .any(|n| p.ends_with(n))
+        })
+        .collect();
+    for source in [
+        "r50k_base",
+        "p50k_base",
+        "o200k_harmony",
+        llama3_ranks.as_str(),
+    ] {
+        assert_eq!(
+            tok(source).split_family(),
+            SplitFamily::RegexBpe,
+            "{source}"
+        );
+        differential(source, &files, 32 * 1024, 23).print(&format!("tiktoken {source}"));
     }
 }
 

@@ -49,6 +49,10 @@ pub struct SplitSpec {
     pub max_token_bytes: usize,
     /// Where chunk edges may fall.
     pub edges: EdgeRule,
+    /// Inputs shorter than this are encoded sequentially by default (bytes):
+    /// below it, on two cores, the fork and join cost more than the second
+    /// core saves. Measured per backend with `rtok bench`.
+    pub min_bytes: usize,
 }
 
 impl SplitSpec {
@@ -66,7 +70,17 @@ impl SplitSpec {
             suffix,
             max_token_bytes,
             edges,
+            min_bytes: Self::DEFAULT_MIN_BYTES,
         }
+    }
+
+    /// [`min_bytes`](Self::min_bytes) when a backend declares none.
+    pub const DEFAULT_MIN_BYTES: usize = 64 * 1024;
+
+    /// The same spec with another default threshold.
+    pub fn with_min_bytes(mut self, min_bytes: usize) -> Self {
+        self.min_bytes = min_bytes;
+        self
     }
 
     /// A spec that keeps the backend sequential, with the reason.
