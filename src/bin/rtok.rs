@@ -4,13 +4,16 @@
 //! offline on a fresh machine.
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use router_tokenizer::chat::{ChatCliInput, ChatRequest};
 use router_tokenizer::{
-    LoadOptions, Output, SpecialTokenPolicy, StopConfig, StopSequenceDecoder, Tokenizer,
+    LoadOptions, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy, StopConfig,
+    StopSequenceDecoder, Tokenizer,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
 #[derive(Parser)]
 #[command(name = "rtok", version, about = "The router-tokenizer command line")]
@@ -36,6 +39,52 @@ struct Input {
     input: Option<PathBuf>,
 }
 
+/// When long inputs are encoded in parallel chunks.
+#[derive(Clone, Copy, ValueEnum)]
+enum ParallelArg {
+    /// Above the measured size threshold, with two or more threads.
+    Auto,
+    /// Whenever the tokenizer's family allows it.
+    Always,
+    /// Never.
+    Never,
+}
+
+#[derive(Args)]
+struct Parallel {
+    /// Parallel encoding of long inputs.
+    #[arg(long, value_enum, default_value = "auto")]
+    parallel: ParallelArg,
+    /// Threads for parallel encoding (a pool of this size, made once); default all cores.
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl Parallel {
+    fn options(&self) -> Result<ParallelOptions> {
+        let mode = match self.parallel {
+            ParallelArg::Auto => ParallelMode::Auto,
+            ParallelArg::Always => ParallelMode::Always,
+            ParallelArg::Never => ParallelMode::Never,
+        };
+        let pool = match self.threads {
+            Some(0) => anyhow::bail!("--threads must be at least 1"),
+            Some(n) => Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .context("building the thread pool")?,
+            )),
+            None => None,
+        };
+        Ok(ParallelOptions {
+            mode,
+            pool,
+            ..ParallelOptions::default()
+        })
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Text in, ids out (space-separated, or JSON with byte offsets).
@@ -48,6 +97,29 @@ enum Command {
         #[arg(long)]
         add_special_tokens: bool,
         /// Print `{"ids":[…],"offsets":[[start,end],…]}`.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        parallel: Parallel,
+    },
+    /// Sequential against parallel encoding of one input: medians over
+    /// interleaved repeats, and whether the ids are identical.
+    Bench {
+        #[command(flatten)]
+        source: Source,
+        /// Input file.
+        #[arg(long, short = 'i')]
+        input: PathBuf,
+        /// Threads for the parallel encodes; default all cores.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed repeats of each (after one warm-up).
+        #[arg(long, default_value_t = 7)]
+        repeat: usize,
+        /// Parallel mode for the parallel side (`auto` shows the threshold at work).
+        #[arg(long, value_enum, default_value = "always")]
+        parallel: ParallelArg,
+        /// Print `{"tokens":N,"sequential_ms":…,"parallel_ms":…,"speedup":…,"identical":…}`.
         #[arg(long)]
         json: bool,
     },
@@ -139,7 +211,12 @@ enum Command {
 }
 
 fn load(source: &Source) -> Result<Tokenizer> {
+    load_with(source, ParallelOptions::default())
+}
+
+fn load_with(source: &Source, parallel: ParallelOptions) -> Result<Tokenizer> {
     let options = LoadOptions {
+        parallel,
         special_tokens: if source.specials_as_text {
             SpecialTokenPolicy::PlainText
         } else {
@@ -185,8 +262,9 @@ fn run(cli: Cli) -> Result<()> {
             input,
             add_special_tokens,
             json,
+            parallel,
         } => {
-            let tok = load(&source)?;
+            let tok = load_with(&source, parallel.options()?)?;
             let text = read_input(&input)?;
             if json {
                 let enc = tok.encode_with_offsets(&text, add_special_tokens)?;
@@ -215,6 +293,35 @@ fn run(cli: Cli) -> Result<()> {
             let tok = load(&source)?;
             let text = read_input(&input)?;
             writeln!(out, "{}", tok.encode(&text, false)?.len())?;
+        }
+        Command::Bench {
+            source,
+            input,
+            threads,
+            repeat,
+            parallel,
+            json,
+        } => {
+            let options = Parallel { parallel, threads }.options()?;
+            let tok = load_with(&source, options)?;
+            let text = read_input(&Input { input: Some(input) })?;
+            let report = bench(&tok, &text, repeat.max(1))?;
+            if json {
+                writeln!(out, "{}", report.json())?;
+            } else {
+                writeln!(
+                    out,
+                    "{}: {} tokens, {} bytes, family {}\nsequential {:.3} ms, parallel {:.3} ms, speedup {:.2}x, identical: {}",
+                    tok.source(),
+                    report.tokens,
+                    text.len(),
+                    tok.split_family(),
+                    report.sequential_ms,
+                    report.parallel_ms,
+                    report.speedup(),
+                    report.identical
+                )?;
+            }
         }
         Command::Stream {
             source,
@@ -329,6 +436,78 @@ fn run(cli: Cli) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+struct BenchReport {
+    tokens: usize,
+    sequential_ms: f64,
+    parallel_ms: f64,
+    identical: bool,
+}
+
+impl BenchReport {
+    fn speedup(&self) -> f64 {
+        if self.parallel_ms > 0.0 {
+            self.sequential_ms / self.parallel_ms
+        } else {
+            0.0
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tokens": self.tokens,
+            "sequential_ms": self.sequential_ms,
+            "parallel_ms": self.parallel_ms,
+            "speedup": self.speedup(),
+            "identical": self.identical,
+        })
+    }
+}
+
+/// Interleaves sequential and parallel encodes of `text` and takes medians.
+///
+/// Each repeat starts the input one char later, so caches keyed on whole
+/// segments (BPE without a pre-tokenizer caches the whole text as one word)
+/// never answer a timed encode; word caches stay warm, as in a server.
+fn bench(tok: &Tokenizer, text: &str, repeat: usize) -> Result<BenchReport> {
+    let mut seq = Vec::with_capacity(repeat);
+    let mut par = Vec::with_capacity(repeat);
+    let mut identical = true;
+    let mut tokens = 0;
+    let mut starts = text.char_indices().map(|(i, _)| i);
+    for round in 0..=repeat {
+        let start = starts.next().unwrap_or(0);
+        let slice = &text[start..];
+        let t = Instant::now();
+        let a = tok.encode_sequential(slice, false)?;
+        let s_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let b = tok.encode(slice, false)?;
+        let p_ms = t.elapsed().as_secs_f64() * 1e3;
+        identical &= a.ids() == b.ids();
+        if round == 0 {
+            tokens = a.len();
+            continue;
+        }
+        seq.push(s_ms);
+        par.push(p_ms);
+    }
+    Ok(BenchReport {
+        tokens,
+        sequential_ms: median(&mut seq),
+        parallel_ms: median(&mut par),
+        identical,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn main() {

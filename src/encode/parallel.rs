@@ -16,7 +16,8 @@ use crate::metrics::{Fallback, ParallelMetrics};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ParallelMode {
-    /// Above [`ParallelOptions::min_bytes`], with at least two threads.
+    /// From [`ParallelOptions::min_bytes`] up (the tokenizer's measured
+    /// threshold by default), with at least two threads.
     #[default]
     Auto,
     /// Whenever the tokenizer's family allows it, at least two chunks (for
@@ -28,13 +29,16 @@ pub enum ParallelMode {
 
 /// How long inputs are encoded in parallel. Part of [`LoadOptions`](crate::LoadOptions).
 ///
-/// The defaults come from `rtok bench` on the corpus: below
-/// [`DEFAULT_MIN_BYTES`](Self::DEFAULT_MIN_BYTES) two threads do not beat one.
+/// By default each tokenizer splits from its own threshold, measured with
+/// `rtok bench` on two cores so that no prompt gets slower: a tokenizer that
+/// encodes at hundreds of MB/s (the Hugging Face regex BPEs) needs a longer
+/// input to repay the fork and join than tiktoken or a whole-text BPE does
+/// (see [`SplitSpec::min_bytes`](crate::traits::SplitSpec::min_bytes)).
 ///
 /// ```
 /// use router_tokenizer::{LoadOptions, ParallelOptions};
 /// let options = LoadOptions {
-///     parallel: ParallelOptions { min_bytes: 1 << 20, ..ParallelOptions::default() },
+///     parallel: ParallelOptions { min_bytes: Some(1 << 20), ..ParallelOptions::default() },
 ///     ..LoadOptions::default()
 /// };
 /// # let _ = options;
@@ -43,11 +47,9 @@ pub enum ParallelMode {
 pub struct ParallelOptions {
     /// When to split.
     pub mode: ParallelMode,
-    /// Inputs shorter than this (bytes) are encoded sequentially in `Auto` mode.
-    pub min_bytes: usize,
-    /// Smallest chunk worth a thread (bytes); caps the chunk count for
-    /// inputs just above the threshold.
-    pub min_chunk_bytes: usize,
+    /// Inputs shorter than this (bytes) are encoded sequentially in `Auto`
+    /// mode; `None` takes the tokenizer's measured threshold.
+    pub min_bytes: Option<usize>,
     /// Number of chunks; default one per thread of the pool.
     pub chunks: Option<usize>,
     /// Fixed chunk length in bytes, instead of a chunk count (tests, tuning).
@@ -63,10 +65,6 @@ pub struct ParallelOptions {
 }
 
 impl ParallelOptions {
-    /// Default for [`min_bytes`](Self::min_bytes), measured with `rtok bench`.
-    pub const DEFAULT_MIN_BYTES: usize = 48 * 1024;
-    /// Default for [`min_chunk_bytes`](Self::min_chunk_bytes).
-    pub const DEFAULT_MIN_CHUNK_BYTES: usize = 24 * 1024;
     /// Default for [`overlap_chars`](Self::overlap_chars).
     pub const DEFAULT_OVERLAP_CHARS: usize = 1024;
     /// Default for [`max_retries`](Self::max_retries).
@@ -103,8 +101,7 @@ impl Default for ParallelOptions {
     fn default() -> Self {
         Self {
             mode: ParallelMode::Auto,
-            min_bytes: Self::DEFAULT_MIN_BYTES,
-            min_chunk_bytes: Self::DEFAULT_MIN_CHUNK_BYTES,
+            min_bytes: None,
             chunks: None,
             chunk_bytes: None,
             overlap_chars: Self::DEFAULT_OVERLAP_CHARS,
@@ -124,7 +121,6 @@ impl PartialEq for ParallelOptions {
         same_pool
             && self.mode == other.mode
             && self.min_bytes == other.min_bytes
-            && self.min_chunk_bytes == other.min_chunk_bytes
             && self.chunks == other.chunks
             && self.chunk_bytes == other.chunk_bytes
             && self.overlap_chars == other.overlap_chars
@@ -209,13 +205,19 @@ impl ParallelEncoder {
         }
     }
 
+    /// The size from which `Auto` splits.
+    fn min_bytes(&self, spec: &SplitSpec) -> usize {
+        self.options.min_bytes.unwrap_or(spec.min_bytes)
+    }
+
     /// Chunk starts to aim at, for a text of `n` bytes (empty: do not split).
-    fn targets(&self, n: usize) -> Vec<usize> {
+    /// In `Auto` mode no chunk is shorter than half the threshold.
+    fn targets(&self, n: usize, spec: &SplitSpec) -> Vec<usize> {
         let o = &self.options;
         if let Some(size) = o.chunk_bytes {
             return (1..).map(|i| i * size).take_while(|&t| t < n).collect();
         }
-        let by_size = n / o.min_chunk_bytes.max(1);
+        let by_size = n / (self.min_bytes(spec) / 2).max(1);
         let k = match (o.chunks, o.mode) {
             (Some(k), _) => k,
             (None, ParallelMode::Always) => self.threads().max(2),
@@ -232,7 +234,7 @@ impl ParallelEncoder {
         }
         match self.options.mode {
             ParallelMode::Never => None,
-            ParallelMode::Auto if n < self.options.min_bytes || self.threads() < 2 => None,
+            ParallelMode::Auto if n < self.min_bytes(spec) || self.threads() < 2 => None,
             _ => Some(spec),
         }
     }
@@ -246,7 +248,7 @@ impl ParallelEncoder {
         with_offsets: bool,
     ) -> Result<Encoding> {
         if let Some(spec) = self.wanted(backend, text.len()) {
-            let targets = self.targets(text.len());
+            let targets = self.targets(text.len(), spec);
             if !targets.is_empty() {
                 let (encoding, _) = self.run(
                     backend,
@@ -300,7 +302,7 @@ impl ParallelEncoder {
                 t
             }
             None => {
-                let t = self.targets(text.len());
+                let t = self.targets(text.len(), spec);
                 if t.is_empty() && text.len() >= 2 {
                     vec![text.len() / 2]
                 } else {
@@ -507,12 +509,30 @@ impl ParallelEncoder {
                 .iter()
                 .map(|&(_, a, b)| b.saturating_sub(a))
                 .sum::<usize>();
-        let mut ids = Vec::with_capacity(total);
-        ids.extend_from_slice(prefix);
-        for &(s, from, to) in &pieces {
-            let chunk_ids = slots[s].enc.ids.get(from..to).ok_or_else(|| {
-                Error::backend(backend.backend_name(), "parallel merge out of range")
-            })?;
+        let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
+        // The first piece starts the first chunk: reuse its buffer rather
+        // than copy it (offsets still read the slots, so not then).
+        let reuse = prefix.is_empty()
+            && !with_offsets
+            && pieces.first().is_some_and(|&(_, from, _)| from == 0);
+        let mut ids = match pieces.first() {
+            Some(&(s, _, to)) if reuse => {
+                let mut first = std::mem::take(&mut slots[s].enc.ids);
+                if to > first.len() {
+                    return Err(out_of_range());
+                }
+                first.truncate(to);
+                first.reserve(total - to);
+                first
+            }
+            _ => {
+                let mut ids = Vec::with_capacity(total);
+                ids.extend_from_slice(prefix);
+                ids
+            }
+        };
+        for &(s, from, to) in &pieces[usize::from(reuse)..] {
+            let chunk_ids = slots[s].enc.ids.get(from..to).ok_or_else(out_of_range)?;
             ids.extend_from_slice(chunk_ids);
         }
         ids.extend_from_slice(suffix);

@@ -22,7 +22,7 @@ Set RTOK_SHARED_DIR to the directory that holds `fixtures/sentencepiece/` and
 tests/golden/sentencepiece/README.md for how the data and goldens are made.";
 
 /// The shared data directory: `$RTOK_SHARED_DIR`, else `<crate>/../shared`,
-/// else `/work/shared` (dev checkout). Panics with a how-to when missing.
+/// Panics with a how-to when missing.
 pub fn shared_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -38,12 +38,11 @@ pub fn shared_dir() -> PathBuf {
             );
         }
         let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        for p in [crate_dir.join("../shared")] {
-            if p.join("fixtures/sentencepiece").is_dir() && p.join("corpus").is_dir() {
-                return p;
-            }
-            tried.push(p);
+        let p = crate_dir.join("../shared");
+        if p.join("fixtures/sentencepiece").is_dir() && p.join("corpus").is_dir() {
+            return p;
         }
+        tried.push(p);
         panic!("shared test data not found (tried {tried:?}).\n{HOWTO}");
     })
     .clone()

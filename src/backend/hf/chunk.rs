@@ -29,6 +29,8 @@ use super::align::align;
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::{IsNormalized, is_nfc_quick};
 
 const NAME: &str = "hf";
 
@@ -60,6 +62,10 @@ fn err(e: impl std::fmt::Display) -> Error {
 pub(super) struct PieceNorm {
     /// What the `Prepend` steps put before a segment.
     prepend: String,
+    /// The chain applies compatibility decompositions (NFKC, NFKD, a
+    /// SentencePiece charsmap), so pieces must break only before chars that
+    /// are stable under them too.
+    compat: bool,
     /// Each ASCII char normalized alone (without `Prepend`); `None` when the
     /// chain cannot be applied piece by piece at all.
     ascii: Option<Vec<Box<str>>>,
@@ -67,8 +73,17 @@ pub(super) struct PieceNorm {
 
 impl PieceNorm {
     pub(super) fn new(normalizers: &[PipelineNormalizer]) -> Self {
+        let compat = normalizers.iter().any(|n| {
+            matches!(
+                n,
+                PipelineNormalizer::NFKC(_)
+                    | PipelineNormalizer::NFKD(_)
+                    | PipelineNormalizer::Precompiled(_)
+            )
+        });
         let disabled = Self {
             prepend: String::new(),
+            compat,
             ascii: None,
         };
         let probe = |s: &str| -> Option<String> {
@@ -90,8 +105,21 @@ impl PieceNorm {
         }
         Self {
             prepend,
+            compat,
             ascii: Some(ascii),
         }
+    }
+
+    /// Whether a piece may start at `c`: nothing in the chain joins `c` to
+    /// the char before it (a starter that canonical, and with `compat`
+    /// compatibility, composition never merges backwards).
+    fn starts_piece(&self, c: char) -> bool {
+        if self.compat {
+            return stable_char(c);
+        }
+        c.is_ascii()
+            || (canonical_combining_class(c) == 0
+                && is_nfc_quick(std::iter::once(c)) != IsNormalized::Maybe)
     }
 }
 
@@ -120,10 +148,37 @@ fn normalize_piece<'a>(
 struct Region {
     inp: Vec<usize>,
     nrm: Vec<usize>,
-    /// `same[k]`: piece `k` (between entries `k` and `k + 1`) is unchanged.
-    same: Vec<bool>,
+    /// `kind[k]` for piece `k` (between entries `k` and `k + 1`): where the
+    /// piece's input text sits, unchanged, inside its normalization
+    /// ([`BLOCK`] when it does not).
+    kind: Vec<u32>,
     /// A piece failed its check: the region cannot grow.
     stuck: bool,
+}
+
+/// A piece whose normalization does not contain its input text verbatim.
+const BLOCK: u32 = u32::MAX;
+
+/// Where `piece` sits inside its normalization `pn`: at offset 0 when
+/// unchanged, after padding (BERT's spaces around CJK chars), or nowhere.
+fn piece_kind(piece: &str, pn: &str) -> u32 {
+    match pn.find(piece) {
+        Some(off) if pn[off + piece.len()..].find(piece).is_none() => {
+            u32::try_from(off).unwrap_or(BLOCK)
+        }
+        _ => BLOCK,
+    }
+}
+
+/// Input position (relative to the piece) of position `rel` inside a piece
+/// of input length `len` and the given kind: bytewise over the embedded
+/// input text, the piece start before it, the piece end after it.
+fn inside(kind: u32, rel: usize, len: usize) -> usize {
+    if kind == BLOCK {
+        return 0;
+    }
+    let off = kind as usize;
+    if rel < off { 0 } else { (rel - off).min(len) }
 }
 
 /// Normalized → input positions for one segment, exact or unknown.
@@ -139,22 +194,22 @@ struct SegMap<'a> {
     tail: Region,
 }
 
-/// The end of the piece starting at `i`: the next stable char.
-fn piece_end(s: &str, i: usize) -> usize {
+/// The end of the piece starting at `i`: the next char a piece may start at.
+fn piece_end(s: &str, i: usize, pieces: &PieceNorm) -> usize {
     let mut chars = s[i..].char_indices();
     let first = chars.next().map_or(0, |(_, c)| c.len_utf8());
     chars
-        .find(|&(_, c)| stable_char(c))
+        .find(|&(_, c)| pieces.starts_piece(c))
         .map_or(s.len(), |(d, _)| i + d)
         .max(i + first)
 }
 
-/// The start of the piece ending at `i`: the last stable char before it.
-fn piece_start(s: &str, i: usize) -> usize {
+/// The start of the piece ending at `i`: the last char before it a piece may start at.
+fn piece_start(s: &str, i: usize, pieces: &PieceNorm) -> usize {
     s[..i]
         .char_indices()
         .rev()
-        .find(|&(_, c)| stable_char(c))
+        .find(|&(_, c)| pieces.starts_piece(c))
         .map_or(0, |(d, _)| d)
 }
 
@@ -171,7 +226,7 @@ impl<'a> SegMap<'a> {
         let mut head = Region {
             inp: vec![0],
             nrm: vec![0],
-            same: Vec::new(),
+            kind: Vec::new(),
             stuck: !usable,
         };
         let prepend = pieces.prepend.as_str();
@@ -179,7 +234,7 @@ impl<'a> SegMap<'a> {
             if norm.starts_with(prepend) {
                 head.inp.push(0);
                 head.nrm.push(prepend.len());
-                head.same.push(false);
+                head.kind.push(BLOCK);
             } else {
                 head.stuck = true;
             }
@@ -187,7 +242,7 @@ impl<'a> SegMap<'a> {
         let tail = Region {
             inp: vec![segment.len()],
             nrm: vec![norm.len()],
-            same: Vec::new(),
+            kind: Vec::new(),
             stuck: !usable,
         };
         Self {
@@ -220,20 +275,20 @@ impl<'a> SegMap<'a> {
         if self.head.stuck || i >= self.segment.len() {
             return false;
         }
-        let j = piece_end(self.segment, i);
+        let j = piece_end(self.segment, i, self.pieces);
         let piece = &self.segment[i..j];
         let ok = self.piece_norm(piece, self.pos + i).and_then(|pn| {
             let fits = self
                 .norm
                 .get(nm..)
                 .is_some_and(|rest| rest.starts_with(pn.as_ref()));
-            fits.then(|| (pn.len(), pn == piece))
+            fits.then(|| (pn.len(), piece_kind(piece, &pn)))
         });
         match ok {
-            Some((len, same)) => {
+            Some((len, kind)) => {
                 self.head.inp.push(j);
                 self.head.nrm.push(nm + len);
-                self.head.same.push(same);
+                self.head.kind.push(kind);
                 true
             }
             None => {
@@ -251,7 +306,7 @@ impl<'a> SegMap<'a> {
         if self.tail.stuck || i == 0 {
             return false;
         }
-        let j = piece_start(self.segment, i);
+        let j = piece_start(self.segment, i, self.pieces);
         let piece = &self.segment[j..i];
         let prepend = if j == 0 {
             self.pieces.prepend.as_str()
@@ -265,17 +320,17 @@ impl<'a> SegMap<'a> {
             if j == 0 && rest != prepend {
                 return None;
             }
-            Some((pn.len(), pn == piece))
+            Some((pn.len(), piece_kind(piece, &pn)))
         });
         match ok {
-            Some((len, same)) => {
+            Some((len, kind)) => {
                 self.tail.inp.push(j);
                 self.tail.nrm.push(nm - len);
-                self.tail.same.push(same);
+                self.tail.kind.push(kind);
                 if j == 0 && !prepend.is_empty() {
                     self.tail.inp.push(0);
                     self.tail.nrm.push(0);
-                    self.tail.same.push(false);
+                    self.tail.kind.push(BLOCK);
                 }
                 true
             }
@@ -288,7 +343,7 @@ impl<'a> SegMap<'a> {
 
     /// Chunk position of normalized position `n`, growing the region on the
     /// side the caller walks from; `None` when it cannot be known exactly.
-    fn to_input(&mut self, n: usize, from_head: bool) -> Option<usize> {
+    fn locate(&mut self, n: usize, from_head: bool) -> Option<usize> {
         if !self.identity && n <= self.norm.len() {
             if from_head {
                 while self.head.nrm.last().is_some_and(|&last| last < n) {
@@ -307,7 +362,7 @@ impl<'a> SegMap<'a> {
         self.peek(n, from_head)
     }
 
-    /// [`Self::to_input`] without growing a region.
+    /// [`Self::locate`] without growing a region.
     fn peek(&self, n: usize, from_head: bool) -> Option<usize> {
         if self.identity {
             return Some(self.pos + n);
@@ -321,23 +376,26 @@ impl<'a> SegMap<'a> {
                 return None;
             }
             let k = r.nrm.partition_point(|&x| x <= n).checked_sub(1)?;
-            let rel = if r.nrm[k] == n || !r.same.get(k).copied().unwrap_or(false) {
-                r.inp[k]
-            } else {
-                r.inp[k] + (n - r.nrm[k])
+            let rel = match (r.kind.get(k), r.inp.get(k + 1)) {
+                (Some(&kind), Some(&next)) if r.nrm[k] < n => {
+                    r.inp[k] + inside(kind, n - r.nrm[k], next - r.inp[k])
+                }
+                _ => r.inp[k],
             };
             Some(self.pos + rel)
         } else {
             let r = &self.tail;
             let k = r.nrm.partition_point(|&x| x > n);
             let start = *r.nrm.get(k)?;
-            let rel = if start == n {
-                r.inp[k]
-            } else {
-                match k.checked_sub(1).and_then(|p| r.same.get(p)) {
-                    Some(true) => r.inp[k] + (n - start),
-                    _ => r.inp[k],
+            // The piece holding `n` runs from entry `k` (its start) to entry `k - 1`.
+            let piece = k
+                .checked_sub(1)
+                .and_then(|p| Some((*r.kind.get(p)?, *r.inp.get(p)?)));
+            let rel = match piece {
+                Some((kind, end)) if start < n => {
+                    r.inp[k] + inside(kind, n - start, end - r.inp[k])
                 }
+                _ => r.inp[k],
             };
             Some(self.pos + rel)
         }
@@ -402,6 +460,22 @@ impl HfBackend {
             .flatten()
             .map(|l| l as usize)
             .filter(|&l| l > 0)
+    }
+
+    /// Applies the vocabulary's fold fix-ups (see `Vocab::fold_fixups`) to
+    /// `tokens[first..]`, as the sequential paths do.
+    fn fix_folds_from(&self, tokens: &mut Vec<PipelineToken>, first: usize) {
+        let fixups = &self.vocab.fold_fixups;
+        if fixups.is_empty() || !tokens[first..].iter().any(|t| fixups.contains_key(&t.id())) {
+            return;
+        }
+        let tail: Vec<PipelineToken> = tokens.drain(first..).collect();
+        for t in tail {
+            match fixups.get(&t.id()) {
+                Some(ids) => tokens.extend(ids.iter().map(|&id| PipelineToken::from(id))),
+                None => tokens.push(t),
+            }
+        }
     }
 
     pub(super) fn encode_chunk_impl(
@@ -571,6 +645,7 @@ impl HfBackend {
                         .get_model()
                         .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
                         .map_err(err)?;
+                    self.fix_folds_from(&mut out.tokens, first);
                 }
                 if let Some(map) = map.as_mut() {
                     let spans = std::mem::take(&mut scratch.spans);
@@ -630,6 +705,7 @@ impl HfBackend {
                     &mut scratch.one,
                 )
                 .map_err(err)?;
+            self.fix_folds_from(&mut scratch.one, 0);
             let (s, e) = (
                 piece.base + span.start as usize,
                 piece.base + span.end as usize,
@@ -690,7 +766,7 @@ impl HfBackend {
                 piece.base + spans[k].start as usize,
                 piece.base + spans[k].end as usize,
             );
-            let Some(a) = map.to_input(ps, true) else {
+            let Some(a) = map.locate(ps, true) else {
                 out.head.failed = true;
                 break;
             };
@@ -713,7 +789,7 @@ impl HfBackend {
             )? {
                 Flow::Done(count) => {
                     if windows.bounds {
-                        match map.to_input(pe, true) {
+                        match map.locate(pe, true) {
                             Some(b) => out.head.bounds.push(b),
                             None => out.head.failed = true,
                         }
@@ -733,7 +809,7 @@ impl HfBackend {
                 piece.base + span.start as usize,
                 piece.base + span.end as usize,
             );
-            let Some(b) = map.to_input(pe, false) else {
+            let Some(b) = map.locate(pe, false) else {
                 out.tail.failed = true;
                 break;
             };
@@ -746,7 +822,7 @@ impl HfBackend {
             let flow =
                 self.backward(piece, span, (ps, pe), first, t, windows, map, scratch, out)?;
             if windows.bounds {
-                match map.to_input(ps, false) {
+                match map.locate(ps, false) {
                     Some(a) => out.tail.bounds.push(a),
                     None => out.tail.failed = true,
                 }
@@ -783,6 +859,7 @@ impl HfBackend {
                 &mut scratch.one,
             )
             .map_err(err)?;
+        self.fix_folds_from(&mut scratch.one, 0);
         let count = scratch.one.len();
         let from = at(count).ok_or_else(|| err("pre-token tokens out of range"))?;
         if tokens.get(from..from + count) != Some(&scratch.one[..]) {
@@ -812,11 +889,21 @@ impl HfBackend {
                 .get(i)
                 .and_then(|t| self.known_len(t.id()));
             let Some(l) = len.filter(|&l| p + l <= pe) else {
-                // Lengths do not tell: count the tokens; their spans stay unknown.
+                // Lengths do not tell: count the tokens. A lone token covers
+                // the pre-token; several keep unknown spans.
                 let n = self.count_alone(piece, span, |_| Some(from), scratch, &out.tokens)?;
+                if n == 1 && p == ps {
+                    match (map.locate(ps, true), map.locate(pe, true)) {
+                        (Some(a), Some(b)) if a < windows.head => {
+                            out.head.known.push((from, (a, b)))
+                        }
+                        (Some(_), Some(_)) => return Ok(Flow::Stop),
+                        _ => out.head.failed = true,
+                    }
+                }
                 return Ok(Flow::Done(n));
             };
-            let (Some(a), Some(b)) = (map.to_input(p, true), map.to_input(p + l, true)) else {
+            let (Some(a), Some(b)) = (map.locate(p, true), map.locate(p + l, true)) else {
                 out.head.failed = true;
                 return Ok(Flow::Stop);
             };
@@ -852,11 +939,22 @@ impl HfBackend {
                 .flatten()
                 .and_then(|t| self.known_len(t.id()));
             let Some(l) = len.filter(|&l| l <= p - ps) else {
+                // Lengths do not tell: count the tokens. A lone token covers
+                // the pre-token; several keep unknown spans.
                 let n =
                     self.count_alone(piece, span, |c| end.checked_sub(c), scratch, &out.tokens)?;
+                if n == 1 && p == pe {
+                    match (map.locate(ps, false), map.locate(pe, false)) {
+                        (Some(a), Some(b)) if b > windows.tail_from => {
+                            out.tail.known.push((end - 1, (a, b)));
+                        }
+                        (Some(_), Some(_)) => return Ok(Flow::Stop),
+                        _ => out.tail.failed = true,
+                    }
+                }
                 return Ok(Flow::Done(n));
             };
-            let (Some(a), Some(b)) = (map.to_input(p - l, false), map.to_input(p, false)) else {
+            let (Some(a), Some(b)) = (map.locate(p - l, false), map.locate(p, false)) else {
                 out.tail.failed = true;
                 return Ok(Flow::Stop);
             };
@@ -928,10 +1026,10 @@ pub(super) fn full_map(
     let (Some(&done_in), Some(&done_nm)) = (r.inp.last(), r.nrm.last()) else {
         return align(segment, norm);
     };
-    for k in 0..r.same.len() {
-        let (i0, n0, n1) = (r.inp[k], r.nrm[k], r.nrm[k + 1]);
-        for n in n0..n1 {
-            out[n] = to_u32(if r.same[k] { i0 + (n - n0) } else { i0 });
+    for k in 0..r.kind.len() {
+        let (i0, i1, n0, n1) = (r.inp[k], r.inp[k + 1], r.nrm[k], r.nrm[k + 1]);
+        for (d, slot) in out[n0..n1].iter_mut().enumerate() {
+            *slot = to_u32(i0 + inside(r.kind[k], d, i1 - i0));
         }
         out[n1] = to_u32(r.inp[k + 1]);
     }

@@ -17,7 +17,7 @@ use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineToken
 
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::classify_hf;
-use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitSpec};
+use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
@@ -241,13 +241,6 @@ fn split_spec(
     if file_padding {
         return SplitSpec::sequential("padding or truncation kept from the file");
     }
-    if !vocab.fold_fixups.is_empty() {
-        // The chunk encoder does not apply the fold work-around (vocab.rs);
-        // cutting on its raw ids could pair a folded token with a merged one.
-        return SplitSpec::sequential(
-            "vocabulary entries outside the byte-level alphabet (tokenizers rc.3 fold work-around)",
-        );
-    }
     let mut edges = EdgeRule::default();
     let mut normalized_added = false;
     let added = json
@@ -273,6 +266,13 @@ fn split_spec(
         .map(|&l| l as usize)
         .max()
         .unwrap_or(0);
+    // Thresholds from `rtok bench` on two cores: the regex BPEs encode at
+    // hundreds of MB/s, so only long inputs repay the fork and join.
+    let min_bytes = match facts.family {
+        SplitFamily::WordPiece => 32 << 10,
+        SplitFamily::WholeTextBpe => 64 << 10,
+        _ => 128 << 10,
+    };
     SplitSpec::new(
         facts.family,
         prefix.to_vec(),
@@ -280,6 +280,7 @@ fn split_spec(
         max_token_bytes,
         edges,
     )
+    .with_min_bytes(min_bytes)
 }
 
 impl Encoder for HfBackend {

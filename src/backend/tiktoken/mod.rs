@@ -202,7 +202,10 @@ impl TiktokenBackend {
             Vec::new(),
             max_token_bytes,
             edges,
-        );
+        )
+        // tiktoken encodes at 5–20 MB/s: two cores pay from a few pages on
+        // (`rtok bench`).
+        .with_min_bytes(32 << 10);
         let core = CoreBPE::new(ranks, specials.into_iter().collect(), pattern)
             .map_err(|e| Error::backend(NAME, format!("building the BPE: {e}")))?;
         Ok(Self {

@@ -1,0 +1,119 @@
+//! Sequential against parallel encoding (LoPT) at 8K, 32K, 128K and 512K
+//! tokens, for Llama-3, Qwen3, Mistral-7B and o200k, on pools of 1 and 2
+//! threads (the 1-thread run, forced to two chunks, measures the overhead).
+//!
+//! Every iteration encodes a different slice of the same text (one char
+//! further in), so no cache keyed on a whole segment answers it (Mistral's
+//! BPE runs over the whole text as one word); word caches stay warm, as in a
+//! server. `cargo bench --bench parallel`; `rtok bench` gives the same
+//! comparison for any file and any thread count.
+
+mod common;
+
+use common::{load, shared};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use router_tokenizer::{ParallelMode, ParallelOptions, Tokenizer};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MODELS: [&str; 4] = [
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "Qwen/Qwen3-8B",
+    "mistralai/Mistral-7B-v0.1",
+    "o200k_base",
+];
+
+const TOKENS: [usize; 4] = [8 << 10, 32 << 10, 128 << 10, 512 << 10];
+
+/// Prose and code, repeated: enough text for 512K tokens plus the shifts.
+fn corpus() -> String {
+    let read = |p: &str| std::fs::read_to_string(shared().join("corpus").join(p)).unwrap();
+    let base = [
+        read("en-prose/pride-and-prejudice.txt"),
+        read("code/rust.txt"),
+        read("en-prose/tinyshakespeare.txt"),
+    ]
+    .concat();
+    base.repeat(2)
+}
+
+fn floor(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The byte length of a prefix of `text` holding about `tokens` tokens.
+fn bytes_for(tok: &Tokenizer, text: &str, tokens: usize) -> usize {
+    let sample = &text[..floor(text, 1 << 20)];
+    let per_token =
+        sample.len() as f64 / tok.encode_sequential(sample, false).unwrap().len() as f64;
+    floor(text, (tokens as f64 * per_token) as usize)
+}
+
+fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+    )
+}
+
+fn parallel(c: &mut Criterion) {
+    let text = corpus();
+    let pools = [(1, pool(1)), (2, pool(2))];
+    for model in MODELS {
+        let tok = load(model);
+        let mut g = c.benchmark_group(format!("parallel/{model}"));
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(3));
+        for tokens in TOKENS {
+            let len = bytes_for(&tok, &text, tokens);
+            g.throughput(Throughput::Elements(tokens as u64));
+            // A different slice per iteration: start one char further in.
+            let run = |t: &Tokenizer, iters: u64, sequential: bool| {
+                let mut total = Duration::ZERO;
+                let mut start = 0;
+                for _ in 0..iters {
+                    start += text[start..].chars().next().map_or(1, char::len_utf8);
+                    if start + len >= text.len() {
+                        start = 0;
+                    }
+                    let slice = &text[start..floor(&text, start + len)];
+                    let t0 = Instant::now();
+                    let enc = if sequential {
+                        t.encode_sequential(black_box(slice), false)
+                    } else {
+                        t.encode(black_box(slice), false)
+                    };
+                    total += t0.elapsed();
+                    black_box(enc.unwrap());
+                }
+                total
+            };
+            g.bench_function(BenchmarkId::new("sequential", tokens), |b| {
+                b.iter_custom(|iters| run(&tok, iters, true))
+            });
+            for (threads, p) in &pools {
+                let t = tok.with_parallel(ParallelOptions {
+                    mode: ParallelMode::Always,
+                    chunks: Some(2.max(*threads)),
+                    pool: Some(Arc::clone(p)),
+                    ..ParallelOptions::default()
+                });
+                g.bench_function(
+                    BenchmarkId::new(format!("parallel-{threads}t"), tokens),
+                    |b| b.iter_custom(|iters| run(&t, iters, false)),
+                );
+            }
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, parallel);
+criterion_main!(benches);
