@@ -183,6 +183,15 @@ impl std::error::Error for Error {
     }
 }
 
+impl From<crate::chat::ChatTemplateError> for Error {
+    fn from(e: crate::chat::ChatTemplateError) -> Self {
+        Self::new(ErrorKind::Template {
+            detail: e.to_string(),
+        })
+        .with_source(e)
+    }
+}
+
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Self {
         Self::new(kind)

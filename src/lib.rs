@@ -54,6 +54,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod backend;
+pub mod chat;
 mod decode;
 mod encode;
 mod encoding;
@@ -77,6 +78,23 @@ pub use tokenizer::Tokenizer;
 pub mod traits {
     pub use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
     pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+}
+
+/// The native SentencePiece engine, usable on its own: `ModelProto` reader,
+/// normalizer, BPE and Unigram segmenters, decoder (parity with sentencepiece 0.2.3).
+pub mod sentencepiece {
+    pub use crate::backend::sentencepiece::{
+        ModelType, PieceType, SentencePieceModel, SpmError, SpmSettings,
+    };
+}
+
+/// Fuzzing entry points (not a stable API).
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Loads `data` as a SentencePiece model and exercises it; never panics.
+    pub fn sentencepiece_model(data: &[u8]) {
+        crate::backend::sentencepiece::fuzz_model(data);
+    }
 }
 
 /// Test helpers (feature `test-util`).

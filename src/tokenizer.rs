@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::backend::{self, DecodeStyle};
+use crate::chat::{ChatRequest, ChatTemplate, LazyChatTemplate};
 use crate::encode::parallel::ParallelEncoder;
 use crate::encode::{ParallelOptions, ParallelReport, SplitFamily};
 use crate::encoding::Encoding;
@@ -23,9 +24,7 @@ pub(crate) struct TokenizerInfo {
     pub dir: Option<PathBuf>,
     pub eos_token_ids: Vec<u32>,
     /// `tokenizer_config.json`, for the chat template loader.
-    #[allow(dead_code)]
     pub config: Option<Arc<Value>>,
-    #[allow(dead_code)]
     pub chat_template_override: Option<PathBuf>,
 }
 
@@ -34,6 +33,23 @@ struct Inner {
     info: TokenizerInfo,
     metrics: Metrics,
     parallel: ParallelEncoder,
+    chat: Arc<ChatSlot>,
+}
+
+/// The chat template: found and compiled on first use, or set explicitly.
+enum ChatSlot {
+    Lazy(LazyChatTemplate),
+    Ready(ChatTemplate),
+}
+
+impl ChatSlot {
+    fn for_info(info: &TokenizerInfo) -> Self {
+        Self::Lazy(LazyChatTemplate::new(
+            info.dir.clone().unwrap_or_default(),
+            info.chat_template_override.clone(),
+            info.config.as_deref().cloned(),
+        ))
+    }
 }
 
 /// A loaded tokenizer. Cheap to clone (one `Arc`), `Send + Sync`.
@@ -64,12 +80,14 @@ impl Tokenizer {
     pub(crate) fn build(backend: Arc<dyn backend::Tokenizer>, info: TokenizerInfo) -> Self {
         let metrics = Metrics::new(backend.backend_name());
         let parallel = ParallelEncoder::new(ParallelOptions::default(), backend.backend_name());
+        let chat = Arc::new(ChatSlot::for_info(&info));
         Self {
             inner: Arc::new(Inner {
                 backend,
                 info,
                 metrics,
                 parallel,
+                chat,
             }),
         }
     }
@@ -86,8 +104,50 @@ impl Tokenizer {
                 info: self.inner.info.clone(),
                 metrics: self.inner.metrics.clone(),
                 parallel: self.inner.parallel.with_options(options),
+                chat: Arc::clone(&self.inner.chat),
             }),
         }
+    }
+
+    /// The chat template, found with transformers' precedence (the loader's
+    /// override file, `chat_template.jinja`, `chat_template.json`,
+    /// `tokenizer_config.json`) and compiled once, on first use.
+    pub fn chat_template(&self) -> Result<&ChatTemplate> {
+        match &*self.inner.chat {
+            ChatSlot::Lazy(lazy) => Ok(lazy.get()?),
+            ChatSlot::Ready(t) => Ok(t),
+        }
+    }
+
+    /// Renders a chat request into the prompt string, exactly as transformers'
+    /// `apply_chat_template(..., tokenize=False)` does.
+    pub fn apply_chat_template(&self, request: &ChatRequest) -> Result<String> {
+        Ok(self.chat_template()?.render(request)?)
+    }
+
+    /// The same tokenizer with another chat template (Jinja text), compiled now.
+    pub fn with_chat_template(&self, template: &str) -> Result<Self> {
+        let specials = crate::chat::SpecialTokens::from_dir(
+            self.inner
+                .info
+                .dir
+                .as_deref()
+                .unwrap_or(std::path::Path::new("")),
+            self.inner.info.config.as_deref(),
+        )?;
+        let compiled = ChatTemplate::from_text(template, &specials)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                backend: Arc::clone(&self.inner.backend),
+                info: self.inner.info.clone(),
+                metrics: self.inner.metrics.clone(),
+                parallel: self
+                    .inner
+                    .parallel
+                    .with_options(self.inner.parallel.options().clone()),
+                chat: Arc::new(ChatSlot::Ready(compiled)),
+            }),
+        })
     }
 
     /// This handle's parallel-encoding options.

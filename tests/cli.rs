@@ -106,3 +106,41 @@ fn errors_are_one_line_and_nonzero() {
     assert_ne!(code, 0);
     assert!(err.contains("unknown token id"), "{err}");
 }
+
+#[test]
+fn chat_prints_the_rendered_prompt_exactly() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let messages = dir.join("chat-messages.json");
+    std::fs::write(&messages, r#"[{"role": "user", "content": "Hi there"}]"#).unwrap();
+    let (code, out, err) = rtok(
+        &[
+            "chat",
+            "-t",
+            "Qwen/Qwen3-8B",
+            "--messages",
+            messages.to_str().unwrap(),
+            "--add-generation-prompt",
+            "--kwargs",
+            r#"{"enable_thinking": false}"#,
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    );
+    // A tokenizer without a template is a clear error.
+    let (code, _, err) = rtok(
+        &[
+            "chat",
+            "-t",
+            "Xenova/gpt-3.5-turbo",
+            "--messages",
+            messages.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("chat template"), "{err}");
+}

@@ -44,7 +44,7 @@ fn detection_table_over_every_fixture() {
         ),
         (
             snap("mistralai/Mistral-7B-v0.1").join("tokenizer.model"),
-            Unsupported("SentencePiece"),
+            Loads(Format::SentencePiece),
         ),
         (
             shared.join("fixtures/tiktoken/llama3-tokenizer.model"),
@@ -67,7 +67,7 @@ fn detection_table_over_every_fixture() {
         if p.extension().is_some_and(|e| e == "txt") {
             table.push((p, Unsupported("unknown content")));
         } else {
-            table.push((p, Unsupported("SentencePiece")));
+            table.push((p, Loads(Format::SentencePiece)));
         }
     }
     for entry in std::fs::read_dir(shared.join("fixtures/gguf")).unwrap() {

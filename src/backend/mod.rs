@@ -9,6 +9,7 @@ pub(crate) mod byte_level;
 pub(crate) mod hf;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
+pub(crate) mod sentencepiece;
 pub(crate) mod tiktoken;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};

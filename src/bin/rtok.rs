@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use router_tokenizer::chat::{ChatCliInput, ChatRequest};
 use router_tokenizer::{
     LoadOptions, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy, StopConfig,
     StopSequenceDecoder, Tokenizer,
@@ -171,6 +172,33 @@ enum Command {
         /// Print JSON lines (the only output format).
         #[arg(long)]
         json: bool,
+    },
+    /// Render a chat conversation with the tokenizer's template, exactly as
+    /// transformers' `apply_chat_template(..., tokenize=False)`; no newline added.
+    Chat {
+        #[command(flatten)]
+        source: Source,
+        /// A JSON list of OpenAI-style messages.
+        #[arg(long)]
+        messages: PathBuf,
+        /// A JSON list of tool schemas.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// A JSON list of documents.
+        #[arg(long)]
+        documents: Option<PathBuf>,
+        /// End with the assistant header.
+        #[arg(long)]
+        add_generation_prompt: bool,
+        /// Leave the final message open for the model to continue.
+        #[arg(long)]
+        continue_final_message: bool,
+        /// One of the tokenizer's named templates.
+        #[arg(long)]
+        template: Option<String>,
+        /// Extra template variables, a JSON object (e.g. `{"enable_thinking": false}`).
+        #[arg(long)]
+        kwargs: Option<String>,
     },
     /// Format, vocabulary size, special tokens, eos ids.
     Inspect {
@@ -346,6 +374,34 @@ fn run(cli: Cli) -> Result<()> {
             }
             writeln!(out, "{}", line(None, decoder.flush()?))?;
         }
+        Command::Chat {
+            source,
+            messages,
+            tools,
+            documents,
+            add_generation_prompt,
+            continue_final_message,
+            template,
+            kwargs,
+        } => {
+            let tok = load(&source)?;
+            let read = |p: &PathBuf| {
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+            };
+            let messages = read(&messages)?;
+            let tools = tools.as_ref().map(read).transpose()?;
+            let documents = documents.as_ref().map(read).transpose()?;
+            let request = ChatRequest::from_cli(&ChatCliInput {
+                messages: &messages,
+                tools: tools.as_deref(),
+                documents: documents.as_deref(),
+                add_generation_prompt,
+                continue_final_message,
+                template: template.as_deref(),
+                kwargs: kwargs.as_deref(),
+            })?;
+            out.write_all(tok.apply_chat_template(&request)?.as_bytes())?;
+        }
         Command::Inspect { source, json } => {
             let tok = load(&source)?;
             let specials = tok.special_tokens();
@@ -358,12 +414,7 @@ fn run(cli: Cli) -> Result<()> {
                     )
                 })
                 .collect();
-            let has_template = tok.dir().is_some_and(|d| {
-                d.join("chat_template.jinja").exists()
-                    || d.join("chat_template.json").exists()
-                    || std::fs::read_to_string(d.join("tokenizer_config.json"))
-                        .is_ok_and(|c| c.contains("\"chat_template\""))
-            });
+            let has_template = tok.chat_template().is_ok();
             let value = serde_json::json!({
                 "source": tok.source(),
                 "format": tok.format().name(),

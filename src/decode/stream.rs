@@ -21,8 +21,8 @@ const PROMPT_CONTEXT: usize = 5;
 /// ```
 /// use router_tokenizer::{create_tokenizer, DecodeStream};
 /// let tok = create_tokenizer("o200k_base")?;
-/// let ids = tok.encode("naïve café 😀", false)?.into_ids();
-/// // One id at a time, the emoji's bytes are split across tokens:
+/// let ids = tok.encode("Fraktur: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", false)?.into_ids();
+/// // One id at a time: each 4-byte letter is split across tokens.
 /// let naive: String = ids.iter().map(|&id| tok.decode(&[id], false)).collect::<Result<_, _>>()?;
 /// assert!(naive.contains('\u{FFFD}'));
 /// // The stream holds partial bytes back until the character is complete:
@@ -35,7 +35,7 @@ const PROMPT_CONTEXT: usize = 5;
 ///     }
 /// }
 /// text.push_str(&stream.flush()?.unwrap_or_default());
-/// assert_eq!(text, "naïve café 😀");
+/// assert_eq!(text, "Fraktur: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢");
 /// # Ok::<(), router_tokenizer::Error>(())
 /// ```
 pub struct DecodeStream {

@@ -181,7 +181,16 @@ impl LoadOptions {
                 )?)
             }
             Format::Tiktoken => Arc::new(self.tiktoken_from_ranks(file, &bytes, &config)?),
-            Format::SentencePiece | Format::Gguf => {
+            Format::SentencePiece => {
+                let model = crate::backend::sentencepiece::SentencePieceModel::from_bytes(&bytes)
+                    .map_err(|e| Error::parse(file, format!("SentencePiece model: {e}")))?;
+                Arc::new(crate::backend::sentencepiece::SpmBackend::new(
+                    model,
+                    &config,
+                    self.special_tokens,
+                )?)
+            }
+            Format::Gguf => {
                 return Err(Error::new(ErrorKind::UnsupportedFormat {
                     path: file.to_path_buf(),
                     detected: format!("{format} (backend not built yet)"),

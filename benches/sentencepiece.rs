@@ -1,0 +1,167 @@
+//! Encode throughput of the native SentencePiece engine (Mistral-7B
+//! `tokenizer.model`) against the HF `tokenizer.json` of the same model
+//! (tokenizers 1.0.0-rc.3 `PipelineTokenizer`, after `canonicalize_file`),
+//! on 1 KB, 32 KB and 512 KB of English prose, in the same run.
+//!
+//! Two input patterns:
+//! - `repeat`: the same text every iteration (the classic microbenchmark).
+//!   Both engines then answer from a whole-input memo: HF's BPE word cache
+//!   keys on the whole input (this tokenizer.json has no pre-tokenizer), and
+//!   the native engine keeps the last few inputs per thread.
+//! - `distinct`: every iteration encodes a different window of the English
+//!   corpus (far more windows than either memo holds), which is what a router
+//!   sees. The native engine's per-chunk memo stays warm; HF runs BPE over
+//!   the whole input.
+//!
+//! Data: `$RTOK_SHARED_DIR` (default `../shared`, then `/work/shared`).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use router_tokenizer::sentencepiece::SentencePieceModel;
+use tokenizers::pipeline::EncodeOptions;
+
+fn shared_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("RTOK_SHARED_DIR") {
+        return PathBuf::from(d);
+    }
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    if local.join("corpus").is_dir() {
+        return local;
+    }
+    let dev = PathBuf::from("/work/shared");
+    assert!(
+        dev.join("corpus").is_dir(),
+        "shared data not found: set RTOK_SHARED_DIR to the directory with corpus/ and hf-cache/"
+    );
+    dev
+}
+
+fn mistral_snapshot(shared: &Path) -> PathBuf {
+    let snaps = shared.join("hf-cache/hub/models--mistralai--Mistral-7B-v0.1/snapshots");
+    let entry = std::fs::read_dir(&snaps)
+        .unwrap_or_else(|e| panic!("{}: {e}", snaps.display()))
+        .filter_map(Result::ok)
+        .find(|e| e.path().join("tokenizer.model").is_file())
+        .expect("a Mistral-7B snapshot with tokenizer.model");
+    entry.path()
+}
+
+/// `text[start..start + n]`, both ends moved back to character boundaries.
+fn window(text: &str, start: usize, n: usize) -> &str {
+    let mut s = start.min(text.len());
+    while !text.is_char_boundary(s) {
+        s -= 1;
+    }
+    let mut e = (s + n).min(text.len());
+    while !text.is_char_boundary(e) {
+        e -= 1;
+    }
+    &text[s..e]
+}
+
+fn bench_encode(c: &mut Criterion) {
+    let shared = shared_dir();
+    let snap = mistral_snapshot(&shared);
+    let spm = SentencePieceModel::from_bytes(&std::fs::read(snap.join("tokenizer.model")).unwrap())
+        .unwrap();
+    // The hub file is a 1.0-format tokenizer.json; rc.3 reads the canonical 2.0 form.
+    let canonical = tokenizers::canonicalize_file(snap.join("tokenizer.json")).unwrap();
+    let hf = tokenizers::from_json(&canonical).unwrap();
+    let opts = EncodeOptions::no_specials();
+    let prose_dir = shared.join("corpus/en-prose");
+    let prose: String = [
+        "pride-and-prejudice.txt",
+        "botchan.txt",
+        "tinyshakespeare.txt",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(prose_dir.join(f)).unwrap())
+    .collect::<Vec<_>>()
+    .join("\n");
+    let hf_ids = |t: &str| -> Vec<u32> {
+        hf.encode(t, &opts).wait().unwrap()[0]
+            .ids()
+            .iter()
+            .map(|t| t.id())
+            .collect()
+    };
+
+    let sizes = [
+        ("1KB", 1usize << 10, 61usize),
+        ("32KB", 32 << 10, 509),
+        ("512KB", 512 << 10, 4093),
+    ];
+
+    let mut group = c.benchmark_group("mistral7b_encode_repeat");
+    for (label, size, _) in sizes {
+        let text = window(&prose, 0, size);
+        assert_eq!(
+            spm.encode(text),
+            hf_ids(text),
+            "ids differ on the {label} bench input"
+        );
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::new("spm_native", label), text, |b, t| {
+            let mut ids = Vec::new();
+            b.iter(|| {
+                spm.encode_into(black_box(t), &mut ids);
+                black_box(ids.len())
+            })
+        });
+        group.bench_with_input(
+            BenchmarkId::new("hf_tokenizer_json", label),
+            text,
+            |b, t| {
+                b.iter(|| {
+                    black_box(
+                        hf.encode(black_box(t), &opts).wait().unwrap()[0]
+                            .ids()
+                            .len(),
+                    )
+                })
+            },
+        );
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("mistral7b_encode_distinct");
+    group.sample_size(10);
+    for (label, size, stride) in sizes {
+        let windows: Vec<&str> = (0..)
+            .map(|k| k * stride)
+            .take_while(|&s| s + size <= prose.len())
+            .map(|s| window(&prose, s, size))
+            .collect();
+        for w in windows.iter().step_by(windows.len() / 3) {
+            assert_eq!(spm.encode(w), hf_ids(w), "ids differ on a {label} window");
+        }
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function(BenchmarkId::new("spm_native", label), |b| {
+            let mut ids = Vec::new();
+            let mut k = 0usize;
+            b.iter(|| {
+                k = (k + 1) % windows.len();
+                spm.encode_into(black_box(windows[k]), &mut ids);
+                black_box(ids.len())
+            })
+        });
+        group.bench_function(BenchmarkId::new("hf_tokenizer_json", label), |b| {
+            let mut k = 0usize;
+            b.iter(|| {
+                k = (k + 1) % windows.len();
+                black_box(
+                    hf.encode(black_box(windows[k]), &opts).wait().unwrap()[0]
+                        .ids()
+                        .len(),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_encode);
+criterion_main!(benches);

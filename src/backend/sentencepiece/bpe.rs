@@ -1,0 +1,1148 @@
+//! BPE segmentation with the exact merge order of sentencepiece's
+//! `bpe_model.cc` (0.2.3).
+//!
+//! The normalized text is split into initial symbols: user-defined symbols
+//! (longest prefix match, frozen: they never merge) and single characters.
+//! Then, repeatedly, the adjacent pair whose concatenation is a mergeable
+//! piece (NORMAL, USER_DEFINED or UNUSED) with the highest score is merged;
+//! ties go to the leftmost pair. Scores are ordered the way sentencepiece's
+//! `SymbolPairComparator` orders their IEEE bit patterns (so `-0.0 < +0.0`).
+//! Final symbols that are not pieces, or are reserved pieces, become unknown;
+//! UNUSED pieces are split back along the merge that made them
+//! (`rev_merge`, last write wins, recursion depth 100).
+//!
+//! Speed-ups that keep the result identical:
+//! - pair lookups use piece ids: a table maps (left id, right id) to the
+//!   merged piece, built from every split of every mergeable piece;
+//! - the text is cut at "safe" boundaries: between two characters that are
+//!   not adjacent in any mergeable piece, and around frozen symbols. No merge
+//!   can cross such a boundary, and the merge order inside one segment is the
+//!   restriction of the global order, so segments are merged independently
+//!   (short ones by direct scanning, long ones with a heap). This is only
+//!   used when the model has no UNUSED pieces (their `rev_merge` table is
+//!   global) and the normalized text is valid UTF-8; otherwise the whole text
+//!   goes through the heap exactly as sentencepiece does;
+//! - segment results are memoized per thread ([`super::cache`]);
+//! - for the identity normalizer (no charsmap, no whitespace removal, spaces
+//!   escaped, prefix not suffix) [`Bpe::encode_raw`] works on the input text
+//!   directly: it cuts it before safe spaces into chunks, looks each chunk up
+//!   by its raw bytes, and only builds normalized text for chunks it has not
+//!   seen. A raw chunk without `' '` has the same bytes as its normalized
+//!   form, and normalized keys never contain `' '`, so raw and normalized
+//!   keys share one memo without ambiguity.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::cache::{CacheSet, INLINE_KEY, MAX_KEY, WordCache, key128};
+use super::model::{NO_ID, PieceSink, Vocab};
+use super::normalizer::PrefixMatcher;
+use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
+
+/// Segments with more symbols than this use the heap instead of scanning.
+const SMALL_SEGMENT: usize = 64;
+/// `kMaxBpeResegmentDepth`.
+const MAX_RESEGMENT_DEPTH: u32 = 100;
+/// `pack_char` of U+2581.
+const SPACE_CODE: u32 = 0x00E2_9681;
+
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+type RevMerge = FxHashMap<u32, ((usize, u32), (usize, u32))>;
+
+/// Maps an f32 score to a `u32` whose order is the order of sentencepiece's
+/// integer-based `SymbolPairComparator`.
+#[inline]
+pub(crate) fn order_key(score: f32) -> u32 {
+    let b = score.to_bits();
+    if (b as i32) < 0 { !b } else { b | 0x8000_0000 }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sym {
+    /// Offset in the buffer being segmented.
+    start: usize,
+    len: u32,
+    /// Piece id, a virtual id (>= vocab size) for a character that is not a
+    /// piece but occurs inside one, or `NO_ID`.
+    id: u32,
+    frozen: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    key: u32,
+    left: u32,
+    right: u32,
+    size: u32,
+    merged: u32,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key
+            .cmp(&other.key)
+            .then_with(|| other.left.cmp(&self.left))
+    }
+}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Reusable buffers for [`Bpe`].
+#[derive(Debug, Default)]
+pub(crate) struct BpeScratch {
+    seg: Vec<Sym>,
+    cand: Vec<(u32, u32)>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    heap: Vec<Entry>,
+    out: Vec<(u32, u32)>,
+    chunk: Vec<u8>,
+    chunk_out: Vec<(u32, u32)>,
+    ends: Vec<usize>,
+    rev_merge: RevMerge,
+    caches: CacheSet,
+}
+
+impl BpeScratch {
+    /// Frees work buffers larger than `keep` bytes (the memo is kept).
+    pub(crate) fn trim(&mut self, keep: usize) {
+        if self.seg.capacity() * std::mem::size_of::<Sym>() > keep {
+            self.seg = Vec::new();
+        }
+        if self.prev.capacity() * 4 > keep {
+            self.prev = Vec::new();
+            self.next = Vec::new();
+        }
+        if self.heap.capacity() * std::mem::size_of::<Entry>() > keep {
+            self.heap = Vec::new();
+        }
+        if self.chunk.capacity() > keep {
+            self.chunk = Vec::new();
+        }
+        if self.ends.capacity() * 8 > keep {
+            self.ends = Vec::new();
+        }
+    }
+}
+
+/// The buffers segment merging needs (split from [`BpeScratch`] so the memo
+/// can be borrowed alongside).
+struct Work<'a> {
+    seg: &'a mut Vec<Sym>,
+    cand: &'a mut Vec<(u32, u32)>,
+    prev: &'a mut Vec<u32>,
+    next: &'a mut Vec<u32>,
+    heap: &'a mut Vec<Entry>,
+    out: &'a mut Vec<(u32, u32)>,
+}
+
+/// Records one final piece for the memo as (id, byte length). With byte
+/// fallback an unknown piece is stored already expanded into its byte
+/// pieces, one byte each: that is exactly what every sink makes of it, and
+/// with byte fallback on no later piece depends on it (unknown runs are only
+/// merged without byte fallback). Returns false for an unknown piece that
+/// stays unknown (the entry then needs the piece's bytes when replayed).
+#[inline]
+fn record(
+    out: &mut Vec<(u32, u32)>,
+    id: u32,
+    bytes: &[u8],
+    unk: u32,
+    fallback: Option<&[u32; 256]>,
+) -> bool {
+    if id != unk && id != NO_ID {
+        out.push((id, bytes.len() as u32));
+        return true;
+    }
+    match fallback {
+        Some(t) => {
+            out.extend(bytes.iter().map(|&b| (t[usize::from(b)], 1)));
+            true
+        }
+        None => {
+            out.push((id, bytes.len() as u32));
+            false
+        }
+    }
+}
+
+/// Forwards pieces to a sink and records them for the memo.
+struct Recorder<'a, S> {
+    inner: &'a mut S,
+    out: &'a mut Vec<(u32, u32)>,
+    unk: u32,
+    fallback: Option<&'a [u32; 256]>,
+    plain: bool,
+}
+
+impl<S: PieceSink> PieceSink for Recorder<'_, S> {
+    #[inline]
+    fn piece(&mut self, start: usize, bytes: &[u8], id: u32) {
+        self.plain &= record(self.out, id, bytes, self.unk, self.fallback);
+        self.inner.piece(start, bytes, id);
+    }
+    #[inline]
+    fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]) {
+        self.out
+            .extend(ids.iter().zip(lens).map(|(&i, &l)| (i, u32::from(l))));
+        self.inner.plain(start, ids, lens);
+    }
+    #[inline]
+    fn plain_one(&mut self, start: usize, len: usize, id: u32) {
+        self.out.push((id, len as u32));
+        self.inner.plain_one(start, len, id);
+    }
+}
+
+/// Precomputed BPE tables.
+#[derive(Debug, Clone)]
+pub(crate) struct Bpe {
+    ascii: [u32; 128],
+    chars: FxHashMap<u32, u32>,
+    /// (left id << 32 | right id) -> merged piece id.
+    merges: FxHashMap<u64, u32>,
+    /// Order key of each piece's score.
+    keys: Vec<u32>,
+    /// `ascii_adj[a]` bit `b`: ASCII chars a, b are adjacent in some mergeable piece.
+    ascii_adj: Box<[u128; 128]>,
+    /// Same for pairs involving non-ASCII characters (packed keys).
+    adj: FxHashSet<u64>,
+    /// ASCII `c` such that `c` + U+2581 is adjacent in some mergeable piece.
+    before_space: u128,
+    /// ASCII `c` such that U+2581 + `c` is adjacent in some mergeable piece.
+    after_space: u128,
+    /// U+2581 U+2581 is adjacent in some mergeable piece.
+    space_space: bool,
+    /// The model has UNUSED pieces: use the exact global algorithm.
+    has_unused: bool,
+    vocab_len: u32,
+    /// Identifies the model's memo in the per-thread cache set.
+    uid: u64,
+    /// Bytes that start some user-defined symbol.
+    ud_lead: [bool; 256],
+    /// No user-defined symbol contains U+2581 after its first byte (so none
+    /// can span a cut made before a space).
+    ud_space_free: bool,
+    /// Byte-piece ids when byte fallback is on.
+    fallback: Option<Box<[u32; 256]>>,
+    /// Symbol id of every BMP character (by code point), like `ascii`/`chars`.
+    bmp_id: Vec<u32>,
+    /// Per BMP code point: `RIGHT` if it is followed by some character inside
+    /// a mergeable piece, `LEFT` if it is preceded by one.
+    bmp_flags: Vec<u8>,
+}
+
+const RIGHT: u8 = 1;
+const LEFT: u8 = 2;
+const BMP: usize = 0x1_0000;
+
+/// The code point of a valid 1–3 byte UTF-8 character (a BMP character).
+#[inline]
+fn bmp_cp(c: &[u8]) -> Option<usize> {
+    match *c {
+        [b0] if b0 < 0x80 => Some(usize::from(b0)),
+        [b0 @ 0xC2..=0xDF, b1] if b1 & 0xC0 == 0x80 => {
+            Some((usize::from(b0 & 0x1F) << 6) | usize::from(b1 & 0x3F))
+        }
+        [b0 @ 0xE0..=0xEF, b1, b2] if b1 & 0xC0 == 0x80 && b2 & 0xC0 == 0x80 => {
+            let cp = (usize::from(b0 & 0x0F) << 12)
+                | (usize::from(b1 & 0x3F) << 6)
+                | usize::from(b2 & 0x3F);
+            (cp >= 0x800 && !(0xD800..0xE000).contains(&cp)).then_some(cp)
+        }
+        _ => None,
+    }
+}
+
+impl Bpe {
+    pub(crate) fn new(vocab: &Vocab, fallback: Option<Box<[u32; 256]>>) -> Self {
+        let n = vocab.len();
+        let mut ascii = [NO_ID; 128];
+        let mut chars: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut has_unused = false;
+        // Single-character pieces (any type: sentencepiece's BPE puts every
+        // piece in one map).
+        for id in 0..n as u32 {
+            if !vocab.in_map(id) {
+                continue;
+            }
+            let p = vocab.piece(id);
+            if vocab.kind(id) == super::PieceType::Unused {
+                has_unused = true;
+            }
+            if !p.is_empty() && char_len_at(p) == p.len() {
+                if p.len() == 1 && p[0] < 128 {
+                    ascii[usize::from(p[0])] = id;
+                } else {
+                    chars.insert(pack_char(p), id);
+                }
+            }
+        }
+        // Characters that occur inside mergeable pieces but are not pieces
+        // themselves get virtual ids so that pair lookups stay id-based.
+        let mut next_virtual = n as u32;
+        let mut ascii_adj = Box::new([0u128; 128]);
+        let mut adj: FxHashSet<u64> = FxHashSet::default();
+        for id in 0..n as u32 {
+            if !vocab.mergeable(id) {
+                continue;
+            }
+            let p = vocab.piece(id);
+            let mut i = 0;
+            let mut prev: Option<&[u8]> = None;
+            while i < p.len() {
+                let l = char_len_at(&p[i..]);
+                let c = &p[i..i + l];
+                let is_ascii = l == 1 && c[0] < 128;
+                if is_ascii {
+                    if ascii[usize::from(c[0])] == NO_ID {
+                        ascii[usize::from(c[0])] = next_virtual;
+                        next_virtual += 1;
+                    }
+                } else {
+                    chars.entry(pack_char(c)).or_insert_with(|| {
+                        next_virtual += 1;
+                        next_virtual - 1
+                    });
+                }
+                if let Some(pc) = prev {
+                    if pc.len() == 1 && pc[0] < 128 && is_ascii {
+                        ascii_adj[usize::from(pc[0])] |= 1u128 << c[0];
+                    } else {
+                        adj.insert((u64::from(pack_char(pc)) << 32) | u64::from(pack_char(c)));
+                    }
+                }
+                prev = Some(c);
+                i += l;
+            }
+        }
+        let mut bpe = Self {
+            ascii,
+            chars,
+            merges: FxHashMap::default(),
+            keys: (0..n as u32).map(|id| order_key(vocab.score(id))).collect(),
+            ascii_adj,
+            adj,
+            before_space: 0,
+            after_space: 0,
+            space_space: false,
+            has_unused,
+            vocab_len: n as u32,
+            uid: NEXT_UID.fetch_add(1, AtomicOrdering::Relaxed),
+            ud_lead: [false; 256],
+            ud_space_free: true,
+            fallback,
+            bmp_id: Vec::new(),
+            bmp_flags: vec![0; BMP],
+        };
+        let mut bmp_id = vec![NO_ID; BMP];
+        for (cp, slot) in bmp_id.iter_mut().enumerate().take(128) {
+            *slot = bpe.ascii[cp];
+        }
+        for (&code, &id) in &bpe.chars {
+            let bytes = code.to_be_bytes();
+            let start = bytes.iter().position(|&b| b != 0).unwrap_or(3);
+            if let Some(cp) = bmp_cp(&bytes[start..]) {
+                if let Some(slot) = bmp_id.get_mut(cp) {
+                    *slot = id;
+                }
+            }
+        }
+        bpe.bmp_id = bmp_id;
+        for id in 0..n as u32 {
+            if !vocab.mergeable(id) {
+                continue;
+            }
+            let p = vocab.piece(id);
+            let mut i = 0;
+            let mut prev: Option<usize> = None;
+            while i < p.len() {
+                let l = char_len_at(&p[i..]);
+                let cp = bmp_cp(&p[i..i + l]);
+                if let (Some(a), Some(b)) = (prev, cp) {
+                    bpe.bmp_flags[a] |= RIGHT;
+                    bpe.bmp_flags[b] |= LEFT;
+                }
+                prev = cp;
+                i += l;
+            }
+        }
+        for id in 0..n as u32 {
+            if vocab.in_map(id) && vocab.kind(id) == super::PieceType::UserDefined {
+                let p = vocab.piece(id);
+                if let Some(&b) = p.first() {
+                    bpe.ud_lead[usize::from(b)] = true;
+                }
+                if p.len() > 1 && p[1..].windows(3).any(|w| w == SPACE_MARK) {
+                    bpe.ud_space_free = false;
+                }
+            }
+        }
+        let sp = u64::from(SPACE_CODE);
+        for c in 0u8..128 {
+            if bpe.adj.contains(&((u64::from(c) << 32) | sp)) {
+                bpe.before_space |= 1u128 << c;
+            }
+            if bpe.adj.contains(&((sp << 32) | u64::from(c))) {
+                bpe.after_space |= 1u128 << c;
+            }
+        }
+        bpe.space_space = bpe.adj.contains(&((sp << 32) | sp));
+        // Pair table: every split of every mergeable piece into two halves
+        // that can be symbols (a single character, or a mergeable piece).
+        let mut merges: FxHashMap<u64, u32> = FxHashMap::default();
+        for id in 0..n as u32 {
+            if !vocab.mergeable(id) {
+                continue;
+            }
+            let p = vocab.piece(id);
+            let mut k = char_len_at(p);
+            while k < p.len() {
+                if let (Some(l), Some(r)) =
+                    (bpe.half_id(vocab, &p[..k]), bpe.half_id(vocab, &p[k..]))
+                {
+                    merges.insert((u64::from(l) << 32) | u64::from(r), id);
+                }
+                k += char_len_at(&p[k..]);
+            }
+        }
+        bpe.merges = merges;
+        bpe
+    }
+
+    fn half_id(&self, vocab: &Vocab, h: &[u8]) -> Option<u32> {
+        if char_len_at(h) == h.len() {
+            let id = self.char_id(h);
+            return (id != NO_ID).then_some(id);
+        }
+        vocab
+            .lookup_no_reserved(h)
+            .filter(|&id| vocab.mergeable(id))
+    }
+
+    #[inline]
+    fn char_id(&self, c: &[u8]) -> u32 {
+        if c.len() == 1 && c[0] < 128 {
+            return self.ascii[usize::from(c[0])];
+        }
+        if let Some(&id) = bmp_cp(c).and_then(|cp| self.bmp_id.get(cp)) {
+            return id;
+        }
+        self.chars.get(&pack_char(c)).copied().unwrap_or(NO_ID)
+    }
+
+    /// [`adjacent`](Self::adjacent) with a cheap pre-filter on BMP code
+    /// points (`usize::MAX` when unknown): characters that are never
+    /// followed / preceded by anything inside a piece cannot be adjacent.
+    #[inline(always)]
+    fn adjacent_cp(&self, a: u32, a_cp: usize, b: u32, b_cp: usize) -> bool {
+        if let (Some(&fa), Some(&fb)) = (self.bmp_flags.get(a_cp), self.bmp_flags.get(b_cp)) {
+            if fa & RIGHT == 0 || fb & LEFT == 0 {
+                return false;
+            }
+        }
+        self.adjacent(a, b)
+    }
+
+    /// Whether the characters with packed codes `a` and `b` are adjacent in
+    /// some mergeable piece (if not, no merge can ever join them).
+    #[inline(always)]
+    fn adjacent(&self, a: u32, b: u32) -> bool {
+        if a < 128 {
+            if b < 128 {
+                return (self.ascii_adj[a as usize] >> b) & 1 != 0;
+            }
+            if b == SPACE_CODE {
+                return (self.before_space >> a) & 1 != 0;
+            }
+        } else if a == SPACE_CODE {
+            if b < 128 {
+                return (self.after_space >> b) & 1 != 0;
+            }
+            if b == SPACE_CODE {
+                return self.space_space;
+            }
+        }
+        self.adj.contains(&((u64::from(a) << 32) | u64::from(b)))
+    }
+
+    /// The merge candidate for two adjacent symbols: (order key, merged id).
+    #[inline]
+    fn pair(&self, a: &Sym, b: &Sym) -> Option<(u32, u32)> {
+        if a.frozen || b.frozen || a.id == NO_ID || b.id == NO_ID {
+            return None;
+        }
+        let merged = *self
+            .merges
+            .get(&((u64::from(a.id) << 32) | u64::from(b.id)))?;
+        Some((self.keys.get(merged as usize).copied().unwrap_or(0), merged))
+    }
+
+    /// Whether [`encode_raw`](Self::encode_raw) may be used (the normalizer
+    /// conditions are checked by the caller).
+    pub(crate) fn raw_path_ok(&self) -> bool {
+        !self.has_unused && self.ud_space_free
+    }
+
+    /// Encodes normalized text, pushing every final symbol to `sink`; `id` is
+    /// `vocab.unk_id_raw()` for symbols that are not (mergeable) pieces.
+    pub(crate) fn encode<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        matcher: &PrefixMatcher,
+        normalized: &[u8],
+        valid_utf8: bool,
+        scratch: &mut BpeScratch,
+        sink: &mut S,
+    ) {
+        if normalized.is_empty() {
+            return;
+        }
+        if !valid_utf8 || self.has_unused {
+            self.encode_global(vocab, matcher, normalized, scratch, sink);
+            return;
+        }
+        let cache = scratch.caches.for_model(self.uid);
+        let mut work = Work {
+            seg: &mut scratch.seg,
+            cand: &mut scratch.cand,
+            prev: &mut scratch.prev,
+            next: &mut scratch.next,
+            heap: &mut scratch.heap,
+            out: &mut scratch.out,
+        };
+        self.scan_segments(vocab, matcher, normalized, 0, Some(cache), &mut work, sink);
+    }
+
+    /// Encodes `text` as the identity normalizer would present it
+    /// (`[U+2581 if dummy] + text` with every `' '` as U+2581) without
+    /// building the normalized string, except for chunks not yet memoized.
+    /// Requires [`raw_path_ok`](Self::raw_path_ok).
+    pub(crate) fn encode_raw<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        matcher: &PrefixMatcher,
+        text: &[u8],
+        dummy: bool,
+        scratch: &mut BpeScratch,
+        sink: &mut S,
+    ) {
+        let n = text.len();
+        if n == 0 && !dummy {
+            return;
+        }
+        let BpeScratch {
+            seg,
+            cand,
+            prev,
+            next,
+            heap,
+            out,
+            chunk,
+            chunk_out,
+            ends,
+            caches,
+            ..
+        } = scratch;
+        let cache = caches.for_model(self.uid);
+        let mut work = Work {
+            seg,
+            cand,
+            prev,
+            next,
+            heap,
+            out,
+        };
+        // Pass 1: the chunk ends (cuts before spaces that are safe
+        // boundaries). Pass 2: look the chunks up, prefetching the memo set
+        // of the chunk a few places ahead so memory latency overlaps.
+        ends.clear();
+        let mut cs = 0usize;
+        let mut from = 1usize;
+        while let Some(q) = text
+            .get(from..)
+            .and_then(|r| r.iter().position(|&b| b == b' '))
+        {
+            let q = from + q;
+            from = q + 1;
+            if q > cs && !self.adjacent(prev_code(text, q), SPACE_CODE) {
+                ends.push(q);
+                cs = q;
+            }
+        }
+        ends.push(n);
+        const AHEAD: usize = 8;
+        let mut norm_pos = 0usize;
+        let mut cs = 0usize;
+        for i in 0..ends.len() {
+            if let (Some(&s0), Some(&e0)) = (ends.get(i + AHEAD - 1), ends.get(i + AHEAD)) {
+                if e0 - s0 <= INLINE_KEY {
+                    cache.prefetch(key128(text, s0, e0 - s0), e0 - s0);
+                }
+            }
+            let ce = ends[i];
+            self.raw_chunk(
+                vocab,
+                matcher,
+                text,
+                cs,
+                ce,
+                dummy,
+                cache,
+                &mut work,
+                chunk,
+                chunk_out,
+                &mut norm_pos,
+                sink,
+            );
+            cs = ce;
+        }
+    }
+
+    /// One chunk `text[cs..ce]` of [`encode_raw`](Self::encode_raw). The
+    /// memo key is the raw chunk, or for the first chunk (which carries the
+    /// dummy prefix) its normalized form.
+    #[allow(clippy::too_many_arguments)]
+    fn raw_chunk<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        matcher: &PrefixMatcher,
+        text: &[u8],
+        cs: usize,
+        ce: usize,
+        dummy: bool,
+        cache: &mut WordCache,
+        work: &mut Work<'_>,
+        chunk: &mut Vec<u8>,
+        chunk_out: &mut Vec<(u32, u32)>,
+        norm_pos: &mut usize,
+        sink: &mut S,
+    ) {
+        let raw = text.get(cs..ce).unwrap_or_default();
+        let with_dummy = cs == 0 && dummy;
+        let build = |chunk: &mut Vec<u8>| {
+            chunk.clear();
+            if with_dummy {
+                chunk.extend_from_slice(SPACE_MARK);
+            }
+            for &b in raw {
+                if b == b' ' {
+                    chunk.extend_from_slice(SPACE_MARK);
+                } else {
+                    chunk.push(b);
+                }
+            }
+        };
+        let mut built = false;
+        if with_dummy {
+            build(chunk);
+            built = true;
+        }
+        let key: &[u8] = if with_dummy { chunk } else { raw };
+        let memo = !key.is_empty() && key.len() <= MAX_KEY;
+        if memo {
+            let k128 = if with_dummy {
+                key128(key, 0, key.len())
+            } else {
+                key128(text, cs, key.len())
+            };
+            if let Some(hit) = cache.get_inline(k128, key.len()) {
+                sink.plain(*norm_pos, hit.ids(), hit.lens());
+                *norm_pos += hit.lens().iter().map(|&l| usize::from(l)).sum::<usize>();
+                return;
+            }
+            if let Some(vals) = cache.get_arena(key) {
+                let unk = vocab.unk_id_raw();
+                if vals.iter().all(|&(id, _)| id != unk && id != NO_ID) {
+                    for &(id, len) in vals {
+                        sink.plain_one(*norm_pos, len as usize, id);
+                        *norm_pos += len as usize;
+                    }
+                    return;
+                }
+                // Unknown pieces need their normalized bytes.
+                let vals = vals.to_vec();
+                if !built {
+                    build(chunk);
+                }
+                let mut local = 0usize;
+                for (id, len) in vals {
+                    let len = len as usize;
+                    sink.piece(
+                        *norm_pos,
+                        chunk.get(local..local + len).unwrap_or_default(),
+                        id,
+                    );
+                    local += len;
+                    *norm_pos += len;
+                }
+                return;
+            }
+        }
+        if !built {
+            build(chunk);
+        }
+        if chunk.is_empty() {
+            return;
+        }
+        chunk_out.clear();
+        let mut rec = Recorder {
+            inner: sink,
+            out: chunk_out,
+            unk: vocab.unk_id_raw(),
+            fallback: self.fallback.as_deref(),
+            plain: true,
+        };
+        // Short chunks are memoized whole below; long ones per segment.
+        let seg_cache = if memo { None } else { Some(&mut *cache) };
+        self.scan_segments(vocab, matcher, chunk, *norm_pos, seg_cache, work, &mut rec);
+        let plain = rec.plain;
+        *norm_pos += chunk.len();
+        if memo {
+            let key: &[u8] = if with_dummy { chunk } else { raw };
+            cache.insert(key, chunk_out, plain);
+        }
+    }
+
+    /// sentencepiece's algorithm on the whole text at once.
+    fn encode_global<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        matcher: &PrefixMatcher,
+        normalized: &[u8],
+        scratch: &mut BpeScratch,
+        sink: &mut S,
+    ) {
+        let use_matcher = !matcher.is_empty();
+        let seg = &mut scratch.seg;
+        seg.clear();
+        let mut pos = 0usize;
+        while pos < normalized.len() {
+            let rest = &normalized[pos..];
+            let sym = match use_matcher.then(|| matcher.find(rest)).flatten() {
+                Some((len, id)) => Sym {
+                    start: pos,
+                    len: len as u32,
+                    id,
+                    frozen: true,
+                },
+                None => {
+                    let l = char_len_at(rest);
+                    Sym {
+                        start: pos,
+                        len: l as u32,
+                        id: self.char_id(&rest[..l]),
+                        frozen: false,
+                    }
+                }
+            };
+            pos += sym.len as usize;
+            seg.push(sym);
+        }
+        let rev = if self.has_unused {
+            scratch.rev_merge.clear();
+            Some(&mut scratch.rev_merge)
+        } else {
+            None
+        };
+        self.merge_heap(
+            vocab,
+            normalized,
+            0,
+            seg,
+            &mut scratch.prev,
+            &mut scratch.next,
+            &mut scratch.heap,
+            rev,
+            sink,
+        );
+        seg.clear();
+    }
+
+    /// Cuts `buf` (normalized text starting at normalized offset `base`) at
+    /// safe boundaries and frozen symbols, and merges each segment.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_segments<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        matcher: &PrefixMatcher,
+        buf: &[u8],
+        base: usize,
+        mut cache: Option<&mut WordCache>,
+        work: &mut Work<'_>,
+        sink: &mut S,
+    ) {
+        let use_matcher = !matcher.is_empty();
+        let n = buf.len();
+        let mut seg_start = 0usize;
+        let mut pos = 0usize;
+        let mut prev_code = u32::MAX;
+        let mut prev_cp = usize::MAX;
+        while pos < n {
+            let b = buf[pos];
+            if use_matcher && self.ud_lead[usize::from(b)] {
+                if let Some((len, id)) = matcher.find(&buf[pos..]) {
+                    self.flush(
+                        vocab,
+                        buf,
+                        base,
+                        seg_start,
+                        pos,
+                        cache.as_deref_mut(),
+                        work,
+                        sink,
+                    );
+                    let frozen = Sym {
+                        start: pos,
+                        len: len as u32,
+                        id,
+                        frozen: true,
+                    };
+                    self.emit(vocab, buf, base, &frozen, sink);
+                    pos += len;
+                    seg_start = pos;
+                    continue;
+                }
+            }
+            let (l, code, cp) = if b < 0x80 {
+                (1, u32::from(b), usize::from(b))
+            } else {
+                let l = one_char_len(b).min(n - pos);
+                let c = &buf[pos..pos + l];
+                (l, pack_char(c), bmp_cp(c).unwrap_or(usize::MAX))
+            };
+            if pos != seg_start && !self.adjacent_cp(prev_code, prev_cp, code, cp) {
+                self.flush(
+                    vocab,
+                    buf,
+                    base,
+                    seg_start,
+                    pos,
+                    cache.as_deref_mut(),
+                    work,
+                    sink,
+                );
+                seg_start = pos;
+            }
+            prev_code = code;
+            prev_cp = cp;
+            pos += l;
+        }
+        self.flush(vocab, buf, base, seg_start, n, cache, work, sink);
+    }
+
+    /// Merges and emits the segment `buf[start..end]` (no frozen symbols
+    /// inside), through the memo when it is short.
+    #[allow(clippy::too_many_arguments)]
+    fn flush<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        buf: &[u8],
+        base: usize,
+        start: usize,
+        end: usize,
+        cache: Option<&mut WordCache>,
+        w: &mut Work<'_>,
+        sink: &mut S,
+    ) {
+        if start >= end {
+            return;
+        }
+        let key = &buf[start..end];
+        if char_len_at(key) == key.len() {
+            // One character: nothing to merge.
+            let sym = Sym {
+                start,
+                len: key.len() as u32,
+                id: self.char_id(key),
+                frozen: false,
+            };
+            self.emit(vocab, buf, base, &sym, sink);
+            return;
+        }
+        let cacheable = key.len() <= MAX_KEY && cache.is_some();
+        if let (true, Some(cache)) = (cacheable, cache.as_deref()) {
+            if let Some(hit) = cache.get_inline(key128(buf, start, key.len()), key.len()) {
+                sink.plain(base + start, hit.ids(), hit.lens());
+                return;
+            }
+            if let Some(vals) = cache.get_arena(key) {
+                let unk = vocab.unk_id_raw();
+                let mut s = start;
+                for &(id, len) in vals {
+                    let e = s + len as usize;
+                    if id != unk && id != NO_ID {
+                        sink.plain_one(base + s, len as usize, id);
+                    } else {
+                        sink.piece(base + s, buf.get(s..e).unwrap_or_default(), id);
+                    }
+                    s = e;
+                }
+                return;
+            }
+        }
+        w.seg.clear();
+        let mut pos = start;
+        while pos < end {
+            let l = char_len_at(&buf[pos..end]);
+            w.seg.push(Sym {
+                start: pos,
+                len: l as u32,
+                id: self.char_id(&buf[pos..pos + l]),
+                frozen: false,
+            });
+            pos += l;
+        }
+        if w.seg.len() > SMALL_SEGMENT {
+            self.merge_heap(vocab, buf, base, w.seg, w.prev, w.next, w.heap, None, sink);
+            return;
+        }
+        if w.seg.len() > 1 {
+            self.merge_small(w.seg, w.cand);
+        }
+        w.out.clear();
+        let unk = vocab.unk_id_raw();
+        let fallback = self.fallback.as_deref();
+        let mut plain = true;
+        for s in w.seg.iter() {
+            let id = self.final_id(vocab, s);
+            let bytes = &buf[s.start..s.start + s.len as usize];
+            plain &= record(w.out, id, bytes, unk, fallback);
+            sink.piece(base + s.start, bytes, id);
+        }
+        if let (true, Some(cache)) = (cacheable, cache) {
+            cache.insert(key, w.out, plain);
+        }
+    }
+
+    /// O(k^2) merging for short segments: repeatedly merge the best pair
+    /// (highest key, leftmost on ties), which is the pair the heap would pop.
+    fn merge_small(&self, seg: &mut Vec<Sym>, cand: &mut Vec<(u32, u32)>) {
+        cand.clear();
+        for w in seg.windows(2) {
+            cand.push(self.pair(&w[0], &w[1]).unwrap_or((0, NO_ID)));
+        }
+        loop {
+            let mut best: Option<usize> = None;
+            let mut best_key = 0u32;
+            for (i, &(key, merged)) in cand.iter().enumerate() {
+                if merged != NO_ID && (best.is_none() || key > best_key) {
+                    best = Some(i);
+                    best_key = key;
+                }
+            }
+            let Some(i) = best else { break };
+            let merged = cand[i].1;
+            let right_len = seg[i + 1].len;
+            seg[i].len += right_len;
+            seg[i].id = merged;
+            seg.remove(i + 1);
+            cand.remove(i);
+            if i < cand.len() {
+                cand[i] = self.pair(&seg[i], &seg[i + 1]).unwrap_or((0, NO_ID));
+            }
+            if i > 0 {
+                cand[i - 1] = self.pair(&seg[i - 1], &seg[i]).unwrap_or((0, NO_ID));
+            }
+        }
+    }
+
+    /// A heap entry for symbols `l`, `r`, recording `rev_merge` for UNUSED
+    /// results when `rev` is given (`MaybeAddNewSymbolPair`).
+    #[inline]
+    fn entry(
+        &self,
+        vocab: &Vocab,
+        syms: &[Sym],
+        l: u32,
+        r: u32,
+        rev: &mut Option<&mut RevMerge>,
+    ) -> Option<Entry> {
+        let a = syms.get(l as usize)?;
+        let b = syms.get(r as usize)?;
+        let (key, merged) = self.pair(a, b)?;
+        if let Some(rm) = rev.as_deref_mut() {
+            if vocab.kind(merged) == super::PieceType::Unused {
+                rm.insert(merged, ((a.start, a.len), (b.start, b.len)));
+            }
+        }
+        Some(Entry {
+            key,
+            left: l,
+            right: r,
+            size: a.len + b.len,
+            merged,
+        })
+    }
+
+    /// sentencepiece's heap algorithm over `syms` (all of the text, or one
+    /// long segment), then emission (with `rev_merge` resegmentation when
+    /// `rev` is given).
+    #[allow(clippy::too_many_arguments)]
+    fn merge_heap<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        buf: &[u8],
+        base: usize,
+        syms: &mut [Sym],
+        prev: &mut Vec<u32>,
+        next: &mut Vec<u32>,
+        heap_buf: &mut Vec<Entry>,
+        mut rev: Option<&mut RevMerge>,
+        sink: &mut S,
+    ) {
+        let n = syms.len();
+        if n == 0 {
+            return;
+        }
+        prev.clear();
+        next.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        next.extend((1..=n as u32).map(|i| if i as usize == n { u32::MAX } else { i }));
+        heap_buf.clear();
+        for i in 1..n as u32 {
+            if let Some(e) = self.entry(vocab, syms, i - 1, i, &mut rev) {
+                heap_buf.push(e);
+            }
+        }
+        let mut heap = BinaryHeap::from(std::mem::take(heap_buf));
+        while let Some(top) = heap.pop() {
+            let (l, r) = (top.left as usize, top.right as usize);
+            let (Some(a), Some(b)) = (syms.get(l), syms.get(r)) else {
+                continue;
+            };
+            if a.len == 0 || b.len == 0 || a.len + b.len != top.size {
+                continue;
+            }
+            let right_len = b.len;
+            syms[l].len += right_len;
+            syms[l].id = top.merged;
+            let rn = next[r];
+            next[l] = rn;
+            if let Some(p) = prev.get_mut(rn as usize) {
+                *p = top.left;
+            }
+            syms[r].len = 0;
+            if let Some(e) = self.entry(vocab, syms, prev[l], top.left, &mut rev) {
+                heap.push(e);
+            }
+            if let Some(e) = self.entry(vocab, syms, top.left, next[l], &mut rev) {
+                heap.push(e);
+            }
+        }
+        *heap_buf = heap.into_vec();
+        let mut i = 0u32;
+        while let Some(s) = syms.get(i as usize) {
+            match rev.as_deref() {
+                Some(rm) => self.resegment(vocab, buf, base, (s.start, s.len), rm, 0, sink),
+                None => self.emit(vocab, buf, base, s, sink),
+            }
+            i = next[i as usize];
+        }
+    }
+
+    /// The id sentencepiece emits for a final symbol (no UNUSED pieces).
+    #[inline]
+    fn final_id(&self, vocab: &Vocab, s: &Sym) -> u32 {
+        if s.id < self.vocab_len && vocab.kind(s.id).is_normal_like() {
+            s.id
+        } else {
+            vocab.unk_id_raw()
+        }
+    }
+
+    #[inline]
+    fn emit<S: PieceSink>(&self, vocab: &Vocab, buf: &[u8], base: usize, s: &Sym, sink: &mut S) {
+        let end = s.start + s.len as usize;
+        sink.piece(
+            base + s.start,
+            buf.get(s.start..end).unwrap_or_default(),
+            self.final_id(vocab, s),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn resegment<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        buf: &[u8],
+        base: usize,
+        (start, len): (usize, u32),
+        rev: &RevMerge,
+        depth: u32,
+        sink: &mut S,
+    ) {
+        let w = buf.get(start..start + len as usize).unwrap_or_default();
+        let found = vocab.lookup_no_reserved(w);
+        let unk = vocab.unk_id_raw();
+        if depth > MAX_RESEGMENT_DEPTH {
+            sink.piece(base + start, w, found.unwrap_or(unk));
+            return;
+        }
+        let Some(id) = found.filter(|&id| vocab.kind(id).is_normal_like()) else {
+            sink.piece(base + start, w, unk);
+            return;
+        };
+        if vocab.kind(id) != super::PieceType::Unused {
+            sink.piece(base + start, w, id);
+            return;
+        }
+        match rev.get(&id) {
+            Some(&(l, r)) => {
+                self.resegment(vocab, buf, base, l, rev, depth + 1, sink);
+                self.resegment(vocab, buf, base, r, rev, depth + 1, sink);
+            }
+            None => sink.piece(base + start, w, unk),
+        }
+    }
+}
+
+/// The packed code of the character that ends just before `text[q]`
+/// (`q > 0`); `' '` counts as U+2581.
+#[inline]
+fn prev_code(text: &[u8], q: usize) -> u32 {
+    let Some(&b) = q.checked_sub(1).and_then(|i| text.get(i)) else {
+        return u32::MAX;
+    };
+    if b == b' ' {
+        return SPACE_CODE;
+    }
+    if b < 0x80 {
+        return u32::from(b);
+    }
+    let mut s = q - 1;
+    while s > 0 && q - s < 4 && (text[s] & 0xC0) == 0x80 {
+        s -= 1;
+    }
+    pack_char(&text[s..q])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::order_key;
+
+    #[test]
+    fn order_key_matches_comparator() {
+        let vals = [
+            -1e9f32,
+            -3.0,
+            -2.0,
+            -0.5,
+            -0.0,
+            0.0,
+            0.5,
+            2.0,
+            f32::INFINITY,
+        ];
+        for w in vals.windows(2) {
+            assert!(order_key(w[0]) < order_key(w[1]), "{} {}", w[0], w[1]);
+        }
+    }
+}

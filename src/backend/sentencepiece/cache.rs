@@ -1,0 +1,467 @@
+//! A per-thread memo of BPE chunk/segment results (like the word cache of HF
+//! tokenizers' BPE). Purely an optimization: the BPE of a segment is a pure
+//! function of its bytes, so a hit returns exactly what merging would. Keys
+//! are always compared byte for byte (no hash-only matches).
+//!
+//! Two tiers:
+//! - "inline": keys of at most 16 bytes whose result is at most 4 ordinary
+//!   pieces with ids below 2^24; a 32-byte slot holds key, ids and piece
+//!   lengths; 2-way set-associative (a set is one cache line). An entry whose
+//!   set is full goes to the arena tier instead (so a cyclic workload does
+//!   not thrash); only at the size cap is the older way replaced;
+//! - "arena": keys of at most [`MAX_KEY`] bytes with any result; open
+//!   addressing, cleared wholesale when full.
+//!
+//! Both tables start small and double (rehashing) up to a cap, so an idle
+//! thread or a small workload costs little memory; at the cap a thread uses
+//! about 2.5 MiB per model (at most four models per thread).
+
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
+
+/// Keys longer than this are not memoized.
+pub(crate) const MAX_KEY: usize = 64;
+/// Longest key of the inline tier.
+pub(crate) const INLINE_KEY: usize = 16;
+/// Most pieces of an inline entry.
+pub(crate) const INLINE_IDS: usize = 4;
+
+const WAYS: usize = 2;
+const INLINE_MIN_SETS: usize = 1 << 9;
+const INLINE_MAX_SETS: usize = 1 << 15;
+const ARENA_MIN_SLOTS: usize = 1 << 8;
+const ARENA_MAX_SLOTS: usize = 1 << 14;
+
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct InlineSlot {
+    /// The key bytes, little-endian, zero above `klen`.
+    key: u128,
+    /// Up to four 24-bit ids, little-endian.
+    ids: [u8; 3 * INLINE_IDS],
+    /// `len - 1` of each piece, one nibble each.
+    lens: u16,
+    /// Key length; 0 for an empty slot.
+    klen: u8,
+    nids: u8,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct ArenaSlot {
+    hash: u32,
+    key_len: u32,
+    key_off: u32,
+    val_off: u32,
+    val_len: u32,
+}
+
+/// An inline hit: ids and the byte length of each piece.
+pub(crate) struct InlineHit {
+    ids: [u32; INLINE_IDS],
+    lens: [u8; INLINE_IDS],
+    n: usize,
+}
+
+impl InlineHit {
+    /// The ids.
+    #[inline]
+    pub(crate) fn ids(&self) -> &[u32] {
+        &self.ids[..self.n]
+    }
+    /// The byte length of each piece.
+    #[inline]
+    pub(crate) fn lens(&self) -> &[u8] {
+        &self.lens[..self.n]
+    }
+}
+
+/// Memo for one model.
+#[derive(Debug)]
+pub(crate) struct WordCache {
+    model_uid: u64,
+    inline: Vec<InlineSlot>,
+    inline_entries: usize,
+    slots: Vec<ArenaSlot>,
+    keys: Vec<u8>,
+    vals: Vec<(u32, u32)>,
+    entries: usize,
+}
+
+/// The (at most 16) bytes of `buf[start..start + len]` as a little-endian
+/// `u128`, zero above `len`. Reads 16 bytes at once when `buf` has them.
+#[inline]
+pub(crate) fn key128(buf: &[u8], start: usize, len: usize) -> u128 {
+    let len = len.min(INLINE_KEY);
+    if let Some(chunk) = buf.get(start..start + INLINE_KEY) {
+        let x = <[u8; INLINE_KEY]>::try_from(chunk)
+            .map(u128::from_le_bytes)
+            .unwrap_or(0);
+        if len < INLINE_KEY {
+            x & ((1u128 << (len * 8)) - 1)
+        } else {
+            x
+        }
+    } else {
+        let mut x = 0u128;
+        for (i, &b) in buf
+            .get(start..start + len)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            x |= u128::from(b) << (8 * i);
+        }
+        x
+    }
+}
+
+/// A software prefetch of the cache line holding `r`.
+#[inline(always)]
+fn prefetch_read<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch is only a hint; it never faults and has no
+        // architectural effect. `r` is a valid reference anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(r).cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// First slot of the set for `key` in a table of `sets` sets.
+#[inline]
+fn set_start(key: u128, len: usize, sets: usize) -> usize {
+    let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29) ^ (len as u64))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // Fibonacci hashing: the top bits are the well-mixed ones.
+    let bits = sets.trailing_zeros();
+    ((h >> (64 - bits)) as usize & (sets - 1)) * WAYS
+}
+
+#[inline]
+fn hash(key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(key);
+    h.finish()
+}
+
+impl WordCache {
+    fn new(model_uid: u64) -> Self {
+        Self {
+            model_uid,
+            inline: Vec::new(),
+            inline_entries: 0,
+            slots: Vec::new(),
+            keys: Vec::new(),
+            vals: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    /// Inline-tier lookup of a key of `len` (1..=16) bytes given by [`key128`].
+    #[inline]
+    pub(crate) fn get_inline(&self, key: u128, len: usize) -> Option<InlineHit> {
+        if self.inline.is_empty() || len > INLINE_KEY || len == 0 {
+            return None;
+        }
+        let i = set_start(key, len, self.inline.len() / WAYS);
+        for slot in self.inline.get(i..i + WAYS)? {
+            if slot.klen as usize == len && slot.key == key {
+                let mut hit = InlineHit {
+                    ids: [0; INLINE_IDS],
+                    lens: [0; INLINE_IDS],
+                    n: usize::from(slot.nids).min(INLINE_IDS),
+                };
+                for k in 0..INLINE_IDS {
+                    let b = &slot.ids[3 * k..3 * k + 3];
+                    hit.ids[k] = u32::from(b[0]) | (u32::from(b[1]) << 8) | (u32::from(b[2]) << 16);
+                    hit.lens[k] = ((slot.lens >> (4 * k)) & 0xF) as u8 + 1;
+                }
+                return Some(hit);
+            }
+        }
+        None
+    }
+
+    /// Hints the CPU to load the inline set of a key that will be looked up
+    /// soon (no effect on results).
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u128, len: usize) {
+        if self.inline.is_empty() {
+            return;
+        }
+        if let Some(slot) = self
+            .inline
+            .get(set_start(key, len, self.inline.len() / WAYS))
+        {
+            prefetch_read(slot);
+        }
+    }
+
+    /// Arena-tier lookup: pieces as (id, byte length).
+    #[inline]
+    pub(crate) fn get_arena(&self, key: &[u8]) -> Option<&[(u32, u32)]> {
+        if self.entries == 0 {
+            return None;
+        }
+        let h = hash(key);
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let s = self.slots.get(i)?;
+            if s.key_len == 0 {
+                return None;
+            }
+            if s.hash == (h >> 32) as u32 && s.key_len as usize == key.len() {
+                let k = self
+                    .keys
+                    .get(s.key_off as usize..(s.key_off + s.key_len) as usize)?;
+                if k == key {
+                    return self
+                        .vals
+                        .get(s.val_off as usize..(s.val_off + s.val_len) as usize);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Places `slot` in the first empty way of its set; with `evict`, a full
+    /// set drops its older way. Returns whether the slot was placed and
+    /// whether it took an empty way.
+    fn place_inline(table: &mut [InlineSlot], slot: InlineSlot, evict: bool) -> (bool, bool) {
+        let i = set_start(slot.key, usize::from(slot.klen), table.len() / WAYS);
+        let Some(set) = table.get_mut(i..i + WAYS) else {
+            return (false, false);
+        };
+        match set.iter().position(|s| s.klen == 0) {
+            Some(e) => {
+                set[e] = slot;
+                (true, true)
+            }
+            None if evict => {
+                set.copy_within(0..WAYS - 1, 1);
+                set[0] = slot;
+                (true, false)
+            }
+            None => (false, false),
+        }
+    }
+
+    fn grow_inline(&mut self) {
+        let sets = (self.inline.len() / WAYS * 2).clamp(INLINE_MIN_SETS, INLINE_MAX_SETS);
+        let old = std::mem::replace(&mut self.inline, vec![InlineSlot::default(); sets * WAYS]);
+        self.inline_entries = 0;
+        for s in old.into_iter().filter(|s| s.klen != 0) {
+            if Self::place_inline(&mut self.inline, s, false).1 {
+                self.inline_entries += 1;
+            }
+        }
+    }
+
+    /// Memoizes `key` -> `vals` (pieces as (id, byte length)). `plain` says
+    /// that every id is an ordinary piece (not unknown), which the inline
+    /// tier requires.
+    pub(crate) fn insert(&mut self, key: &[u8], vals: &[(u32, u32)], plain: bool) {
+        if key.is_empty() || key.len() > MAX_KEY {
+            return;
+        }
+        if plain
+            && key.len() <= INLINE_KEY
+            && vals.len() <= INLINE_IDS
+            && vals
+                .iter()
+                .all(|&(id, len)| id < (1 << 24) && (1..=16).contains(&len))
+        {
+            let sets = self.inline.len() / WAYS;
+            if sets == 0 || (self.inline_entries * 2 > self.inline.len() && sets < INLINE_MAX_SETS)
+            {
+                self.grow_inline();
+            }
+            let at_cap = self.inline.len() / WAYS >= INLINE_MAX_SETS;
+            let k = key128(key, 0, key.len());
+            let mut slot = InlineSlot {
+                key: k,
+                klen: key.len() as u8,
+                nids: vals.len() as u8,
+                ..InlineSlot::default()
+            };
+            for (k, &(id, len)) in vals.iter().enumerate() {
+                slot.ids[3 * k..3 * k + 3].copy_from_slice(&id.to_le_bytes()[..3]);
+                slot.lens |= ((len - 1) as u16) << (4 * k);
+            }
+            if let (true, took_empty) = Self::place_inline(&mut self.inline, slot, at_cap) {
+                self.inline_entries += usize::from(took_empty);
+                return;
+            }
+            // Set full below the cap: keep the entry in the arena tier.
+        }
+        if self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
+            if self.slots.len() < ARENA_MAX_SLOTS {
+                self.grow_arena();
+            } else {
+                self.slots.fill(ArenaSlot::default());
+                self.keys.clear();
+                self.vals.clear();
+                self.entries = 0;
+            }
+        }
+        let h = hash(key);
+        let slot = ArenaSlot {
+            hash: (h >> 32) as u32,
+            key_len: key.len() as u32,
+            key_off: self.keys.len() as u32,
+            val_off: self.vals.len() as u32,
+            val_len: vals.len() as u32,
+        };
+        Self::place_arena(&mut self.slots, h, slot);
+        self.keys.extend_from_slice(key);
+        self.vals.extend_from_slice(vals);
+        self.entries += 1;
+    }
+
+    fn place_arena(slots: &mut [ArenaSlot], h: u64, slot: ArenaSlot) {
+        let mask = slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        for _ in 0..slots.len() {
+            if slots[i].key_len == 0 {
+                slots[i] = slot;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow_arena(&mut self) {
+        let n = (self.slots.len() * 2).clamp(ARENA_MIN_SLOTS, ARENA_MAX_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![ArenaSlot::default(); n]);
+        for s in old.into_iter().filter(|s| s.key_len != 0) {
+            let key = self
+                .keys
+                .get(s.key_off as usize..(s.key_off + s.key_len) as usize)
+                .unwrap_or_default();
+            Self::place_arena(&mut self.slots, hash(key), s);
+        }
+    }
+}
+
+/// Up to four models' memos per thread.
+#[derive(Debug, Default)]
+pub(crate) struct CacheSet {
+    caches: Vec<WordCache>,
+    next_evict: usize,
+}
+
+impl CacheSet {
+    /// The memo for `model_uid`, created (evicting another) if needed.
+    pub(crate) fn for_model(&mut self, model_uid: u64) -> &mut WordCache {
+        const MAX_MODELS: usize = 4;
+        if let Some(i) = self
+            .caches
+            .first()
+            .filter(|c| c.model_uid == model_uid)
+            .map(|_| 0)
+        {
+            return &mut self.caches[i];
+        }
+        let idx = match self.caches.iter().position(|c| c.model_uid == model_uid) {
+            Some(i) => i,
+            None if self.caches.len() < MAX_MODELS => {
+                self.caches.push(WordCache::new(model_uid));
+                self.caches.len() - 1
+            }
+            None => {
+                let i = self.next_evict % MAX_MODELS;
+                self.next_evict = self.next_evict.wrapping_add(1);
+                self.caches[i] = WordCache::new(model_uid);
+                i
+            }
+        };
+        &mut self.caches[idx]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(s: &[u8]) -> (u128, usize) {
+        (key128(s, 0, s.len()), s.len())
+    }
+
+    #[test]
+    fn roundtrip_growth_and_eviction() {
+        let mut c = WordCache::new(7);
+        assert!(c.get_arena(b"abc").is_none());
+        assert!(c.get_inline(k(b"abc").0, 3).is_none());
+        c.insert(b"abc", &[(1, 2), (3, 1)], true);
+        let hit = c
+            .get_inline(k(b"abc").0, 3)
+            .map(|h| (h.ids().to_vec(), h.lens().to_vec()));
+        assert_eq!(hit, Some((vec![1, 3], vec![2, 1])));
+        assert!(c.get_inline(k(b"abd").0, 3).is_none());
+        // A 16-byte window read from a longer buffer is masked to the key.
+        assert_eq!(key128(b"abcXXXXXXXXXXXXXXXXX", 0, 3), k(b"abc").0);
+        c.insert(b"abcd", &[(1, 2), (3, 1), (4, 1)], false);
+        assert!(c.get_inline(k(b"abcd").0, 4).is_none());
+        assert_eq!(c.get_arena(b"abcd"), Some(&[(1, 2), (3, 1), (4, 1)][..]));
+        c.insert(
+            b"abcdefgh",
+            &[(70_000, 2), (3, 1), (16_000_000, 4), (5, 1)],
+            true,
+        );
+        let hit = c
+            .get_inline(k(b"abcdefgh").0, 8)
+            .map(|h| (h.ids().to_vec(), h.lens().to_vec()));
+        assert_eq!(
+            hit,
+            Some((vec![70_000, 3, 16_000_000, 5], vec![2, 1, 4, 1]))
+        );
+        let long = [b'x'; 40];
+        c.insert(&long, &[(9, 40)], true);
+        assert_eq!(c.get_arena(&long), Some(&[(9, 40)][..]));
+        // Arena growth keeps entries; at the cap it is cleared.
+        for i in 0..(ARENA_MAX_SLOTS as u32) {
+            c.insert(
+                &[&i.to_le_bytes()[..], &[0u8; 20]].concat(),
+                &[(i, 24)],
+                true,
+            );
+            if (i as usize) < ARENA_MAX_SLOTS / 4 {
+                assert_eq!(
+                    c.get_arena(&[&0u32.to_le_bytes()[..], &[0u8; 20]].concat()),
+                    Some(&[(0, 24)][..])
+                );
+            }
+        }
+        assert!(c.entries * 2 <= c.slots.len());
+        // Inline growth and eviction: the newest entry is always found.
+        for i in 0..200_000u32 {
+            let key = i.to_le_bytes();
+            c.insert(&key, &[(i % (1 << 24), 4)], true);
+            let (kk, kl) = k(&key);
+            assert!(c.get_inline(kk, kl).is_some() || c.get_arena(&key).is_some());
+        }
+        assert_eq!(c.inline.len(), INLINE_MAX_SETS * WAYS);
+        // Below the cap nothing is lost: overflow goes to the arena.
+        let mut d = WordCache::new(2);
+        for i in 0..3000u32 {
+            d.insert(format!(" w{i}").as_bytes(), &[(i, 3)], true);
+        }
+        for i in 0..3000u32 {
+            let key = format!(" w{i}");
+            let (kk, kl) = k(key.as_bytes());
+            assert!(
+                d.get_inline(kk, kl).is_some() || d.get_arena(key.as_bytes()).is_some(),
+                "{key}"
+            );
+        }
+        let mut set = CacheSet::default();
+        for uid in 0..6 {
+            set.for_model(uid).insert(b"x", &[(uid as u32, 1)], true);
+        }
+        assert!(set.caches.len() <= 4);
+    }
+}

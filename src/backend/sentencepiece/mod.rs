@@ -1,0 +1,49 @@
+//! Native SentencePiece (`.model`) backend with exact parity to Google's
+//! `sentencepiece` library (0.2.3): the same ids as `EncodeAsIds`, the same
+//! text as `DecodeIds`.
+//!
+//! Layout:
+//! - `proto`: a small protobuf wire reader for `ModelProto` (no protoc);
+//! - `normalizer`: precompiled charsmap (darts-clone double array),
+//!   whitespace handling and the dummy prefix, with a normalized→input
+//!   offset map;
+//! - `bpe`, `unigram`, `simple`: the BPE, Unigram, WORD and CHAR segmenters;
+//! - `cache`: per-thread memos for BPE (results are unaffected);
+//! - `model`: [`SentencePieceModel`], which ties them together.
+
+mod adapter;
+mod bpe;
+mod cache;
+mod error;
+mod model;
+mod normalizer;
+mod proto;
+mod simple;
+mod trie;
+mod unigram;
+mod utf8;
+
+pub(crate) use adapter::SpmBackend;
+pub use error::SpmError;
+pub use model::{SentencePieceModel, SpmSettings};
+pub use proto::{ModelType, PieceType};
+
+/// Hook for fuzzing the reader: parses `data` as a model and, when it loads,
+/// runs encodes (with and without offsets), decodes and the streaming table.
+/// Never panics.
+#[doc(hidden)]
+pub fn fuzz_model(data: &[u8]) {
+    if let Ok(m) = SentencePieceModel::from_bytes(data) {
+        let _ = m.encode("Hello world, \u{2581} 日本語 \u{0} ﬁ  ");
+        let mut ids = Vec::new();
+        let mut offs = Vec::new();
+        m.encode_with_offsets("  a  b \u{3000}", &mut ids, &mut offs);
+        let n = m.vocab_size().min(512) as u32;
+        let all: Vec<u32> = (0..n).collect();
+        let _ = m.decode(&all, true);
+        let _ = m.decode(&all, false);
+        for id in 0..n {
+            let _ = m.piece_bytes(id);
+        }
+    }
+}

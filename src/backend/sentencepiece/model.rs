@@ -1,0 +1,1065 @@
+//! [`SentencePieceModel`]: loading, encoding, decoding and metadata, with the
+//! behaviour of sentencepiece 0.2.3's `SentencePieceProcessor`
+//! (`EncodeOptimized`, `PopulateSentencePieceText`, `DecodeOptimized`).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustc_hash::FxHashMap;
+
+use super::bpe::{Bpe, BpeScratch};
+use super::error::SpmError;
+use super::normalizer::{Normalizer, PrefixMatcher};
+use super::proto::{ModelType, PieceType, parse_model};
+use super::simple;
+use super::trie::Trie;
+use super::unigram::{Unigram, UnigramScratch};
+use super::utf8::{SPACE_MARK, push_bytes_lossy};
+
+/// sentencepiece's id `-1` ("no such piece").
+pub(crate) const NO_ID: u32 = u32::MAX;
+
+/// sentencepiece rejects pieces of this many bytes or more.
+const MAX_PIECE_BYTES: usize = 8000;
+
+/// Default surface of the unknown piece in decoded text (U+2047 with spaces).
+const DEFAULT_UNK_SURFACE: &str = " \u{2047} ";
+
+/// Receives the segmentation of the normalized text, piece by piece.
+pub(crate) trait PieceSink {
+    /// `bytes` is the piece's text, found at byte `start` of the normalized
+    /// text; `id` is a piece id or [`NO_ID`].
+    fn piece(&mut self, start: usize, bytes: &[u8], id: u32);
+
+    /// Consecutive ordinary pieces (neither unknown nor control) starting at
+    /// byte `start` of the normalized text, with their byte lengths.
+    fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]);
+
+    /// One ordinary piece of `len` bytes at `start`.
+    fn plain_one(&mut self, start: usize, len: usize, id: u32);
+}
+
+/// The piece table with sentencepiece's two lookup maps.
+#[derive(Debug, Clone)]
+pub(crate) struct Vocab {
+    text: String,
+    spans: Vec<(usize, usize)>,
+    scores: Vec<f32>,
+    kinds: Vec<PieceType>,
+    in_map: Vec<bool>,
+    /// sentencepiece's `pieces_`: NORMAL/USER_DEFINED/UNUSED, or every piece for BPE.
+    pieces: FxHashMap<Box<[u8]>, u32>,
+    /// sentencepiece's `reserved_id_map_` (empty for BPE).
+    reserved: FxHashMap<Box<[u8]>, u32>,
+    /// The model's `unk_id_` (the UNKNOWN piece) or [`NO_ID`].
+    unk: u32,
+}
+
+impl Vocab {
+    pub(crate) fn len(&self) -> usize {
+        self.kinds.len()
+    }
+    #[inline]
+    pub(crate) fn piece(&self, id: u32) -> &[u8] {
+        self.piece_str(id).as_bytes()
+    }
+    #[inline]
+    pub(crate) fn piece_str(&self, id: u32) -> &str {
+        self.spans
+            .get(id as usize)
+            .and_then(|&(s, e)| self.text.get(s..e))
+            .unwrap_or_default()
+    }
+    #[inline]
+    pub(crate) fn score(&self, id: u32) -> f32 {
+        self.scores.get(id as usize).copied().unwrap_or(0.0)
+    }
+    /// The piece type (UNUSED for an out-of-range id, which never occurs).
+    #[inline]
+    pub(crate) fn kind(&self, id: u32) -> PieceType {
+        self.kinds
+            .get(id as usize)
+            .copied()
+            .unwrap_or(PieceType::Unused)
+    }
+    /// Whether the piece is in sentencepiece's maps (a `"\0"` UNUSED piece is not).
+    #[inline]
+    pub(crate) fn in_map(&self, id: u32) -> bool {
+        self.in_map.get(id as usize).copied().unwrap_or(false)
+    }
+    /// A piece that BPE may produce by merging.
+    #[inline]
+    pub(crate) fn mergeable(&self, id: u32) -> bool {
+        self.in_map(id) && self.kind(id).is_normal_like()
+    }
+    /// `PieceToIdNoReserved` without the unk fallback.
+    #[inline]
+    pub(crate) fn lookup_no_reserved(&self, piece: &[u8]) -> Option<u32> {
+        self.pieces.get(piece).copied()
+    }
+    /// `PieceToId`: reserved map, then pieces, then the unk id (maybe [`NO_ID`]).
+    pub(crate) fn spm_piece_to_id(&self, piece: &[u8]) -> u32 {
+        if piece.is_empty() {
+            return self.unk;
+        }
+        self.reserved
+            .get(piece)
+            .or_else(|| self.pieces.get(piece))
+            .copied()
+            .unwrap_or(self.unk)
+    }
+    /// The model's unk id, [`NO_ID`] when there is none.
+    #[inline]
+    pub(crate) fn unk_id_raw(&self) -> u32 {
+        self.unk
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Engine {
+    Bpe(Box<Bpe>),
+    Unigram(Unigram),
+    Word,
+    Char,
+}
+
+/// Per-thread reusable buffers for encoding.
+#[derive(Debug, Default)]
+struct Scratch {
+    normalized: Vec<u8>,
+    n2o: Vec<usize>,
+    bpe: BpeScratch,
+    unigram: UnigramScratch,
+    memo: InputMemo,
+}
+
+impl Scratch {
+    /// Drops very large work buffers after a huge input so idle threads do
+    /// not keep them (the memos are bounded on their own).
+    fn trim(&mut self) {
+        const KEEP: usize = 4 << 20;
+        if self.normalized.capacity() > KEEP {
+            self.normalized = Vec::new();
+        }
+        if self.n2o.capacity() > KEEP / 8 {
+            self.n2o = Vec::new();
+        }
+        self.unigram.trim(KEEP);
+        self.bpe.trim(KEEP);
+    }
+}
+
+/// Whole-input memo: the last few inputs (compared byte for byte) and their
+/// ids, per thread. Repeated prompts (system prompts, retries) skip encoding.
+/// Holds at most 4 inputs of at most 1 MiB each (plus their ids); buffers
+/// shrink when a smaller input replaces a larger one.
+#[derive(Debug, Default)]
+struct InputMemo {
+    entries: Vec<(u64, Vec<u8>, Vec<u32>)>,
+    next: usize,
+}
+
+impl InputMemo {
+    const ENTRIES: usize = 4;
+    const MIN_LEN: usize = 256;
+    const MAX_LEN: usize = 1 << 20;
+
+    fn get(&self, uid: u64, text: &[u8]) -> Option<&[u32]> {
+        self.entries
+            .iter()
+            .find(|(u, t, _)| *u == uid && t.len() == text.len() && t[..] == *text)
+            .map(|(_, _, ids)| &ids[..])
+    }
+
+    fn put(&mut self, uid: u64, text: &[u8], ids: &[u32]) {
+        let entry = if self.entries.len() < Self::ENTRIES {
+            self.entries.push((uid, Vec::new(), Vec::new()));
+            self.entries.len() - 1
+        } else {
+            self.next = (self.next + 1) % Self::ENTRIES;
+            self.next
+        };
+        let (u, t, i) = &mut self.entries[entry];
+        *u = uid;
+        t.clear();
+        t.shrink_to(text.len());
+        t.extend_from_slice(text);
+        i.clear();
+        i.shrink_to(ids.len());
+        i.extend_from_slice(ids);
+    }
+}
+
+static NEXT_MODEL_UID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with this thread's scratch buffers (or fresh ones when they are
+/// in use by an outer call or the thread is shutting down).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = SCRATCH
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let r = f(&mut scratch);
+    scratch.trim();
+    let _ = SCRATCH.try_with(|c| c.set(Some(scratch)));
+    r
+}
+
+/// Trainer and normalizer settings carried by the model (informational).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpmSettings {
+    /// `normalizer_spec.name` (e.g. `nmt_nfkc`, `identity`).
+    pub normalizer_name: String,
+    /// A precompiled charsmap is present.
+    pub has_charsmap: bool,
+    /// `normalizer_spec.add_dummy_prefix`.
+    pub add_dummy_prefix: bool,
+    /// `normalizer_spec.remove_extra_whitespaces`.
+    pub remove_extra_whitespaces: bool,
+    /// `normalizer_spec.escape_whitespaces`.
+    pub escape_whitespaces: bool,
+    /// `trainer_spec.treat_whitespace_as_suffix`.
+    pub treat_whitespace_as_suffix: bool,
+    /// `trainer_spec.byte_fallback`.
+    pub byte_fallback: bool,
+    /// `trainer_spec.split_digits` (training only; does not affect encoding).
+    pub split_digits: bool,
+    /// `trainer_spec.split_by_whitespace` (training only).
+    pub split_by_whitespace: bool,
+    /// `trainer_spec.split_by_unicode_script` (training only).
+    pub split_by_unicode_script: bool,
+    /// `trainer_spec.split_by_number` (training only).
+    pub split_by_number: bool,
+    /// `trainer_spec.allow_whitespace_only_pieces` (training only).
+    pub allow_whitespace_only_pieces: bool,
+    /// `trainer_spec.max_sentencepiece_length` (training only).
+    pub max_sentencepiece_length: i32,
+    /// `trainer_spec.vocab_size` as recorded (the real size is the piece count).
+    pub trainer_vocab_size: i32,
+    /// `trainer_spec.{unk,bos,eos,pad}_id` as recorded (the effective ids come
+    /// from the pieces, see [`SentencePieceModel::bos_id`]).
+    pub trainer_ids: [i32; 4],
+    /// A `denormalizer_spec` with a charsmap is applied after decoding.
+    pub has_denormalizer: bool,
+}
+
+/// A loaded SentencePiece model. Immutable, `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct SentencePieceModel {
+    vocab: Vocab,
+    model_type: ModelType,
+    engine: Engine,
+    matcher: PrefixMatcher,
+    normalizer: Normalizer,
+    denormalizer: Option<Normalizer>,
+    byte_fallback: bool,
+    byte_ids: Box<[u32; 256]>,
+    unk_id: Option<u32>,
+    bos_id: Option<u32>,
+    eos_id: Option<u32>,
+    pad_id: Option<u32>,
+    unk_surface: String,
+    add_dummy_prefix: bool,
+    remove_extra_whitespaces: bool,
+    settings: SpmSettings,
+    /// Encode may skip normalization (identity normalizer, see `Bpe::encode_raw`).
+    raw_bpe: bool,
+    /// Identifies this model (and its clones) in per-thread memos.
+    uid: u64,
+    /// Streaming table: bytes of every piece as decode renders it.
+    stream_bytes: Vec<u8>,
+    stream_spans: Vec<(usize, usize)>,
+}
+
+fn byte_piece_value(piece: &[u8]) -> Option<u8> {
+    // Exactly "<0xXX>" with upper-case hex digits (`absl::StrFormat("<0x%02X>")`).
+    let hex = piece.strip_prefix(b"<0x")?.strip_suffix(b">")?;
+    if hex.len() != 2
+        || !hex
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
+    {
+        return None;
+    }
+    let s = std::str::from_utf8(hex).ok()?;
+    u8::from_str_radix(s, 16).ok()
+}
+
+fn byte_piece_name(b: u8) -> [u8; 6] {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    [
+        b'<',
+        b'0',
+        b'x',
+        HEX[usize::from(b >> 4)],
+        HEX[usize::from(b & 15)],
+        b'>',
+    ]
+}
+
+impl SentencePieceModel {
+    /// Reads a serialized `ModelProto` (the `.model` file).
+    ///
+    /// Applies the checks sentencepiece 0.2.3 applies at load (empty,
+    /// duplicated, over-long or NUL-containing pieces, a missing or doubled
+    /// unknown piece, byte pieces vs. `byte_fallback`, non-finite Unigram
+    /// scores, malformed charsmaps) and additionally requires pieces and the
+    /// unknown surface to be UTF-8. Never panics; allocation is bounded by a
+    /// small multiple of `bytes.len()`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SpmError> {
+        let proto = parse_model(bytes)?;
+        let ts = &proto.trainer_spec;
+        let n = proto.pieces.len();
+        if n == 0 {
+            return Err(SpmError::NoPieces);
+        }
+        if n > i32::MAX as usize {
+            return Err(SpmError::TooManyPieces { count: n });
+        }
+        let piece_bytes = |i: usize| -> &[u8] {
+            let (s, e) = proto.pieces[i].piece;
+            bytes.get(s..e).unwrap_or_default()
+        };
+        for i in 0..n {
+            let len = piece_bytes(i).len();
+            if len >= MAX_PIECE_BYTES {
+                return Err(SpmError::PieceTooLong { index: i, len });
+            }
+        }
+        let byte_fallback = ts.byte_fallback;
+        let use_reserved = ts.model_type != ModelType::Bpe;
+
+        let total: usize = (0..n).map(|i| piece_bytes(i).len()).sum();
+        let mut text = String::with_capacity(total);
+        let mut spans = Vec::with_capacity(n);
+        let mut scores = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        let mut in_map = Vec::with_capacity(n);
+        let mut pieces: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        let mut reserved: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        let mut unk = NO_ID;
+        let mut byte_found = [false; 256];
+        let mut user_defined: Vec<u32> = Vec::new();
+
+        for i in 0..n {
+            let p = piece_bytes(i);
+            let mut kind = proto.pieces[i].kind;
+            // sentencepiece (Load): with byte_fallback a "\0" piece is UNUSED.
+            if byte_fallback && p == b"\0" {
+                kind = PieceType::Unused;
+            }
+            if p.is_empty() {
+                return Err(SpmError::EmptyPiece { index: i });
+            }
+            let s = std::str::from_utf8(p).map_err(|_| SpmError::InvalidUtf8 {
+                field: "SentencePiece.piece",
+                index: i,
+            })?;
+            let start = text.len();
+            text.push_str(s);
+            spans.push((start, text.len()));
+            scores.push(proto.pieces[i].score);
+            kinds.push(kind);
+            if p == b"\0" && kind == PieceType::Unused {
+                in_map.push(false);
+                continue;
+            }
+            if p.contains(&0) {
+                return Err(SpmError::NulInPiece { index: i });
+            }
+            let map = if kind.is_normal_like() || !use_reserved {
+                &mut pieces
+            } else {
+                &mut reserved
+            };
+            if map.insert(p.into(), i as u32).is_some() {
+                return Err(SpmError::DuplicatePiece {
+                    index: i,
+                    piece: s.to_owned(),
+                });
+            }
+            in_map.push(true);
+            match kind {
+                PieceType::UserDefined => user_defined.push(i as u32),
+                PieceType::Unknown => {
+                    if unk != NO_ID {
+                        return Err(SpmError::DuplicateUnknown { index: i });
+                    }
+                    unk = i as u32;
+                }
+                PieceType::Byte => {
+                    if !byte_fallback {
+                        return Err(SpmError::BytePieceWithoutFallback { index: i });
+                    }
+                    match byte_piece_value(p) {
+                        Some(b) => byte_found[usize::from(b)] = true,
+                        None => {
+                            return Err(SpmError::InvalidBytePiece {
+                                index: i,
+                                piece: s.to_owned(),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if unk == NO_ID && !byte_fallback {
+            return Err(SpmError::MissingUnknown);
+        }
+        if byte_fallback {
+            if let Some(missing) = byte_found.iter().position(|&f| !f) {
+                return Err(SpmError::MissingBytePieces {
+                    missing: missing as u8,
+                });
+            }
+        }
+        let vocab = Vocab {
+            text,
+            spans,
+            scores,
+            kinds,
+            in_map,
+            pieces,
+            reserved,
+            unk,
+        };
+        let matcher = PrefixMatcher::new(user_defined.iter().map(|&id| (vocab.piece(id), id)));
+
+        let mut byte_ids = Box::new([NO_ID; 256]);
+        for (b, slot) in byte_ids.iter_mut().enumerate() {
+            *slot = vocab.spm_piece_to_id(&byte_piece_name(b as u8));
+        }
+
+        let engine = match ts.model_type {
+            ModelType::Bpe => Engine::Bpe(Box::new(Bpe::new(
+                &vocab,
+                byte_fallback.then(|| byte_ids.clone()),
+            ))),
+            ModelType::Unigram => {
+                if let Some(i) = vocab.scores.iter().position(|s| !s.is_finite()) {
+                    return Err(SpmError::NonFiniteScore { index: i });
+                }
+                let mut entries: Vec<(&[u8], u32)> =
+                    vocab.pieces.iter().map(|(k, &v)| (&k[..], v)).collect();
+                if entries.is_empty() {
+                    return Err(SpmError::NoNormalPieces);
+                }
+                entries.sort_unstable();
+                let trie = Trie::build(entries);
+                Engine::Unigram(Unigram::new(&vocab, trie))
+            }
+            ModelType::Word => Engine::Word,
+            ModelType::Char => Engine::Char,
+        };
+
+        let ns = &proto.normalizer_spec;
+        let normalizer = Normalizer::new(ns, ts.treat_whitespace_as_suffix, "normalizer_spec")?;
+        let denormalizer = match &proto.denormalizer_spec {
+            Some(d) if !d.precompiled_charsmap.is_empty() => {
+                Some(Normalizer::new(d, false, "denormalizer_spec")?)
+            }
+            _ => None,
+        };
+        let unk_surface = match &ts.unk_surface {
+            Some(s) => std::str::from_utf8(s)
+                .map_err(|_| SpmError::InvalidUtf8 {
+                    field: "TrainerSpec.unk_surface",
+                    index: 0,
+                })?
+                .to_owned(),
+            None => DEFAULT_UNK_SURFACE.to_owned(),
+        };
+
+        let special = |name: &[u8], default: &[u8], want: PieceType| -> Option<u32> {
+            let name = if name.is_empty() { default } else { name };
+            let id = vocab.spm_piece_to_id(name);
+            (id != NO_ID && vocab.kind(id) == want).then_some(id)
+        };
+        let unk_id = special(&ts.unk_piece, b"<unk>", PieceType::Unknown);
+        let bos_id = special(&ts.bos_piece, b"<s>", PieceType::Control);
+        let eos_id = special(&ts.eos_piece, b"</s>", PieceType::Control);
+        let pad_id = special(&ts.pad_piece, b"<pad>", PieceType::Control);
+
+        let settings = SpmSettings {
+            normalizer_name: String::from_utf8_lossy(&ns.name).into_owned(),
+            has_charsmap: normalizer.has_charsmap(),
+            add_dummy_prefix: ns.add_dummy_prefix,
+            remove_extra_whitespaces: ns.remove_extra_whitespaces,
+            escape_whitespaces: ns.escape_whitespaces,
+            treat_whitespace_as_suffix: ts.treat_whitespace_as_suffix,
+            byte_fallback,
+            split_digits: ts.split_digits,
+            split_by_whitespace: ts.split_by_whitespace,
+            split_by_unicode_script: ts.split_by_unicode_script,
+            split_by_number: ts.split_by_number,
+            allow_whitespace_only_pieces: ts.allow_whitespace_only_pieces,
+            max_sentencepiece_length: ts.max_sentencepiece_length,
+            trainer_vocab_size: ts.vocab_size,
+            trainer_ids: [ts.unk_id, ts.bos_id, ts.eos_id, ts.pad_id],
+            has_denormalizer: denormalizer.is_some(),
+        };
+
+        let raw_bpe = match &engine {
+            Engine::Bpe(b) => {
+                b.raw_path_ok()
+                    && !normalizer.has_charsmap()
+                    && !ns.remove_extra_whitespaces
+                    && ns.escape_whitespaces
+                    && !ts.treat_whitespace_as_suffix
+            }
+            _ => false,
+        };
+        let mut model = Self {
+            vocab,
+            model_type: ts.model_type,
+            engine,
+            matcher,
+            normalizer,
+            denormalizer,
+            byte_fallback,
+            byte_ids,
+            unk_id,
+            bos_id,
+            eos_id,
+            pad_id,
+            unk_surface,
+            add_dummy_prefix: ns.add_dummy_prefix,
+            remove_extra_whitespaces: ns.remove_extra_whitespaces,
+            settings,
+            raw_bpe,
+            uid: NEXT_MODEL_UID.fetch_add(1, Ordering::Relaxed),
+            stream_bytes: Vec::new(),
+            stream_spans: Vec::new(),
+        };
+        model.build_stream_table();
+        Ok(model)
+    }
+
+    fn build_stream_table(&mut self) {
+        let mut bytes = Vec::with_capacity(self.vocab.text.len());
+        let mut spans = Vec::with_capacity(self.vocab.len());
+        for id in 0..self.vocab.len() as u32 {
+            let start = bytes.len();
+            match self.vocab.kind(id) {
+                PieceType::Control => {}
+                PieceType::Byte => {
+                    if let Some(b) = byte_piece_value(self.vocab.piece(id)) {
+                        bytes.push(b);
+                    }
+                }
+                PieceType::Unknown => bytes.extend_from_slice(self.unk_surface.as_bytes()),
+                _ => replace_space_marks(&mut bytes, self.vocab.piece(id)),
+            }
+            spans.push((start, bytes.len()));
+        }
+        self.stream_bytes = bytes;
+        self.stream_spans = spans;
+    }
+
+    // ------------------------------------------------------------------
+    // Encoding
+
+    fn is_unknown_raw(&self, id: u32) -> bool {
+        id == NO_ID || Some(id) == self.unk_id || self.vocab.kind(id) == PieceType::Unknown
+    }
+
+    fn run_model<S: PieceSink>(
+        &self,
+        normalized: &[u8],
+        scratch_bpe: &mut BpeScratch,
+        scratch_uni: &mut UnigramScratch,
+        sink: &mut S,
+    ) {
+        match &self.engine {
+            Engine::Bpe(b) => {
+                let valid =
+                    !self.normalizer.has_charsmap() || std::str::from_utf8(normalized).is_ok();
+                b.encode(
+                    &self.vocab,
+                    &self.matcher,
+                    normalized,
+                    valid,
+                    scratch_bpe,
+                    sink,
+                );
+            }
+            Engine::Unigram(u) => u.encode(&self.vocab, normalized, scratch_uni, sink),
+            Engine::Word => simple::encode_word(&self.vocab, normalized, sink),
+            Engine::Char => simple::encode_char(&self.vocab, &self.matcher, normalized, sink),
+        }
+    }
+
+    /// Token ids of `text`, identical to sentencepiece's `EncodeAsIds` (no
+    /// BOS/EOS).
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        self.encode_into(text, &mut ids);
+        ids
+    }
+
+    /// Like [`encode`](Self::encode), writing into `ids` (cleared first) so
+    /// the caller can reuse its buffer. Work buffers and memos are per
+    /// thread; the last four inputs of 256 B to 1 MiB are remembered (and
+    /// compared byte for byte) so a repeated prompt costs a copy.
+    pub fn encode_into(&self, text: &str, ids: &mut Vec<u32>) {
+        ids.clear();
+        if text.is_empty() {
+            return;
+        }
+        with_scratch(|s| {
+            let Scratch {
+                normalized,
+                bpe,
+                unigram,
+                memo,
+                ..
+            } = s;
+            let memoize = (InputMemo::MIN_LEN..=InputMemo::MAX_LEN).contains(&text.len());
+            if memoize {
+                if let Some(hit) = memo.get(self.uid, text.as_bytes()) {
+                    ids.extend_from_slice(hit);
+                    return;
+                }
+            }
+            self.encode_uncached(text, ids, normalized, bpe, unigram);
+            if memoize {
+                memo.put(self.uid, text.as_bytes(), ids);
+            }
+        });
+    }
+
+    fn encode_uncached(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        normalized: &mut Vec<u8>,
+        bpe: &mut BpeScratch,
+        unigram: &mut UnigramScratch,
+    ) {
+        ids.reserve(text.len() / 4);
+        let mut sink = IdSink {
+            model: self,
+            ids,
+            is_prev_unk: false,
+        };
+        if let (true, Engine::Bpe(b)) = (self.raw_bpe, &self.engine) {
+            b.encode_raw(
+                &self.vocab,
+                &self.matcher,
+                text.as_bytes(),
+                self.add_dummy_prefix,
+                bpe,
+                &mut sink,
+            );
+            return;
+        }
+        self.normalizer
+            .normalize(text.as_bytes(), normalized, None, Some(&self.matcher));
+        self.run_model(normalized, bpe, unigram, &mut sink);
+    }
+
+    /// Token ids and, for each id, the byte span `[start, end)` of `text` it
+    /// came from.
+    ///
+    /// The ids are exactly [`encode`](Self::encode)'s. The spans follow
+    /// sentencepiece's `PopulateSentencePieceText`, plus one adjustment (the
+    /// last rule) so that they always tile the input:
+    /// - a piece maps to the input bytes of the normalizer chunks it covers;
+    ///   the dummy-prefix space mark maps to an empty span at its position, so
+    ///   a piece `▁Hello` at the start of `"Hello"` spans `0..5`;
+    /// - an unknown character decomposed into byte pieces (byte fallback)
+    ///   gives every byte piece but the last an empty span at the start of
+    ///   the character, and the last byte piece the whole character;
+    /// - a run of unknown characters merged into one unk id spans the run;
+    /// - control ids (only WORD/CHAR models can produce them) get empty spans;
+    /// - input removed by the normalizer (leading and trailing whitespace
+    ///   with `remove_extra_whitespaces`) is given to the first and last
+    ///   span: the first span starts at 0 and the last ends at `text.len()`.
+    ///
+    /// So spans are contiguous, in bounds, start at 0 and end at
+    /// `text.len()` whenever `ids` is non-empty (no ids ⇒ no spans). Span ends
+    /// are UTF-8 character boundaries of `text`.
+    pub fn encode_with_offsets(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+    ) {
+        ids.clear();
+        offsets.clear();
+        if text.is_empty() {
+            return;
+        }
+        with_scratch(|s| {
+            let Scratch {
+                normalized,
+                n2o,
+                bpe,
+                unigram,
+                ..
+            } = s;
+            self.normalizer
+                .normalize(text.as_bytes(), normalized, Some(n2o), Some(&self.matcher));
+            let mut sink = OffsetSink {
+                model: self,
+                ids,
+                offsets,
+                n2o,
+                is_prev_unk: false,
+            };
+            self.run_model(normalized, bpe, unigram, &mut sink);
+        });
+        if let Some(first) = offsets.first_mut() {
+            first.0 = 0;
+        }
+        if let Some(last) = offsets.last_mut() {
+            last.1 = text.len();
+        }
+        for span in offsets.iter_mut() {
+            while span.0 > 0 && !text.is_char_boundary(span.0) {
+                span.0 -= 1;
+            }
+            while span.1 > 0 && !text.is_char_boundary(span.1) {
+                span.1 -= 1;
+            }
+        }
+    }
+
+    /// The normalized form of `text` (as sentencepiece's `Normalize`), for
+    /// diagnostics. May contain invalid UTF-8 only with a hostile charsmap.
+    pub fn normalize(&self, text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.normalizer
+            .normalize(text.as_bytes(), &mut out, None, Some(&self.matcher));
+        out
+    }
+
+    // ------------------------------------------------------------------
+    // Decoding
+
+    /// Decodes ids like sentencepiece's `DecodeIds`:
+    /// - U+2581 becomes a space, and the space mark the dummy prefix added is
+    ///   removed from the first piece (every leading one when
+    ///   `remove_extra_whitespaces` is set);
+    /// - consecutive byte pieces are reassembled; a byte that does not start
+    ///   a valid UTF-8 sequence becomes U+FFFD (one per byte);
+    /// - the unknown piece becomes the `unk_surface` (default `" ⁇ "`);
+    /// - control pieces (`<s>`, `</s>`, …) produce nothing when
+    ///   `skip_control` is true (sentencepiece's behaviour). With
+    ///   `skip_control == false` their piece text is emitted verbatim
+    ///   (this is not something sentencepiece offers).
+    ///
+    /// An id `>= vocab_size()` is an error, as in sentencepiece.
+    pub fn decode(&self, ids: &[u32], skip_control: bool) -> Result<String, SpmError> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        let mut byte_queue: Vec<u8> = Vec::new();
+        let mut is_bos_ws = true;
+        let n = self.vocab.len();
+        for &id in ids {
+            if id as usize >= n {
+                return Err(SpmError::UnknownId(id));
+            }
+            let piece = self.vocab.piece(id);
+            let kind = self.vocab.kind(id);
+            if kind == PieceType::Byte {
+                if let Some(b) = byte_piece_value(piece) {
+                    byte_queue.push(b);
+                }
+                continue;
+            }
+            if !byte_queue.is_empty() {
+                push_bytes_lossy(&mut out, &byte_queue);
+                byte_queue.clear();
+            }
+            if !out.is_empty() {
+                is_bos_ws = false;
+            }
+            if kind == PieceType::Control {
+                if !skip_control {
+                    out.extend_from_slice(piece);
+                }
+                continue;
+            }
+            let mut p = piece;
+            let mut has_bos_ws = false;
+            if is_bos_ws && (self.add_dummy_prefix || self.remove_extra_whitespaces) {
+                if let Some(rest) = p.strip_prefix(SPACE_MARK) {
+                    p = rest;
+                    has_bos_ws = true;
+                }
+                if self.remove_extra_whitespaces {
+                    has_bos_ws = false;
+                }
+            }
+            if self.is_unknown_raw(id) {
+                out.extend_from_slice(self.unk_surface.as_bytes());
+            } else {
+                replace_space_marks(&mut out, p);
+            }
+            if has_bos_ws || !out.is_empty() {
+                is_bos_ws = false;
+            }
+        }
+        if !byte_queue.is_empty() {
+            push_bytes_lossy(&mut out, &byte_queue);
+        }
+        let mut text = String::from_utf8(out).map_err(|_| SpmError::DecodedNotUtf8)?;
+        if let Some(d) = &self.denormalizer {
+            let mut buf = Vec::new();
+            d.normalize(text.as_bytes(), &mut buf, None, None);
+            text = String::from_utf8(buf).map_err(|_| SpmError::DecodedNotUtf8)?;
+        }
+        Ok(text)
+    }
+
+    /// The bytes a piece contributes to decoded text, for streaming: U+2581
+    /// already replaced by a space, a `<0xXX>` byte piece as its single byte,
+    /// control pieces empty, the unknown piece as its `unk_surface`.
+    ///
+    /// The dummy-prefix space at the very start of a sequence is *not*
+    /// stripped here: [`decode`](Self::decode) drops one leading U+2581 of
+    /// the first non-control, non-byte piece when nothing has been emitted
+    /// yet and [`adds_dummy_prefix`](Self::adds_dummy_prefix) (and, with
+    /// `remove_extra_whitespaces`, one from every such piece until some text
+    /// is emitted); a streamer must apply the same rule.
+    /// Concatenated byte pieces may form invalid UTF-8; [`decode`](Self::decode)
+    /// turns each bad byte into U+FFFD. `None` for an id out of range.
+    pub fn piece_bytes(&self, id: u32) -> Option<&[u8]> {
+        let &(s, e) = self.stream_spans.get(id as usize)?;
+        self.stream_bytes.get(s..e)
+    }
+
+    // ------------------------------------------------------------------
+    // Metadata
+
+    /// Number of pieces (ids are `0..vocab_size()`).
+    pub fn vocab_size(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// The id of a piece (exact match, reserved pieces first, as
+    /// sentencepiece's `PieceToId`), or `None` where sentencepiece would
+    /// answer with the unknown id.
+    pub fn piece_to_id(&self, piece: &str) -> Option<u32> {
+        let p = piece.as_bytes();
+        self.vocab
+            .reserved
+            .get(p)
+            .or_else(|| self.vocab.pieces.get(p))
+            .copied()
+    }
+
+    /// The piece text of an id (with U+2581 for spaces).
+    pub fn id_to_piece(&self, id: u32) -> Option<&str> {
+        ((id as usize) < self.vocab.len()).then(|| self.vocab.piece_str(id))
+    }
+
+    /// The score of a piece.
+    pub fn score(&self, id: u32) -> Option<f32> {
+        self.vocab.scores.get(id as usize).copied()
+    }
+
+    /// The type of a piece.
+    pub fn piece_type(&self, id: u32) -> Option<PieceType> {
+        self.vocab.kinds.get(id as usize).copied()
+    }
+
+    /// `<s>` (or `trainer_spec.bos_piece`) when it is a CONTROL piece.
+    pub fn bos_id(&self) -> Option<u32> {
+        self.bos_id
+    }
+    /// `</s>` (or `trainer_spec.eos_piece`) when it is a CONTROL piece.
+    pub fn eos_id(&self) -> Option<u32> {
+        self.eos_id
+    }
+    /// The UNKNOWN piece named by `trainer_spec.unk_piece` (default `<unk>`).
+    pub fn unk_id(&self) -> Option<u32> {
+        self.unk_id
+    }
+    /// `<pad>` (or `trainer_spec.pad_piece`) when it is a CONTROL piece.
+    pub fn pad_id(&self) -> Option<u32> {
+        self.pad_id
+    }
+
+    /// Whether `id` is a CONTROL piece.
+    pub fn is_control(&self, id: u32) -> bool {
+        self.piece_type(id) == Some(PieceType::Control)
+    }
+    /// Whether `id` is a BYTE piece.
+    pub fn is_byte(&self, id: u32) -> bool {
+        self.piece_type(id) == Some(PieceType::Byte)
+    }
+    /// Whether `id` is the unknown piece.
+    pub fn is_unknown(&self, id: u32) -> bool {
+        (id as usize) < self.vocab.len() && self.is_unknown_raw(id)
+    }
+    /// Whether `id` is a USER_DEFINED piece.
+    pub fn is_user_defined(&self, id: u32) -> bool {
+        self.piece_type(id) == Some(PieceType::UserDefined)
+    }
+    /// Whether `id` is an UNUSED piece.
+    pub fn is_unused(&self, id: u32) -> bool {
+        self.piece_type(id) == Some(PieceType::Unused)
+    }
+
+    /// The segmentation algorithm.
+    pub fn model_type(&self) -> ModelType {
+        self.model_type
+    }
+    /// Whether encode adds a space mark in front of the text.
+    pub fn adds_dummy_prefix(&self) -> bool {
+        self.add_dummy_prefix
+    }
+    /// Whether byte fallback is on.
+    pub fn byte_fallback(&self) -> bool {
+        self.byte_fallback
+    }
+    /// The text decode emits for the unknown piece.
+    pub fn unk_surface(&self) -> &str {
+        &self.unk_surface
+    }
+    /// Trainer and normalizer settings.
+    pub fn settings(&self) -> &SpmSettings {
+        &self.settings
+    }
+}
+
+fn replace_space_marks(out: &mut Vec<u8>, mut p: &[u8]) {
+    while let Some(i) = p.windows(3).position(|w| w == SPACE_MARK) {
+        out.extend_from_slice(&p[..i]);
+        out.push(b' ');
+        p = &p[i + 3..];
+    }
+    out.extend_from_slice(p);
+}
+
+/// Collects ids with sentencepiece's `EncodeOptimized` rules.
+pub(crate) struct IdSink<'a> {
+    model: &'a SentencePieceModel,
+    ids: &'a mut Vec<u32>,
+    is_prev_unk: bool,
+}
+
+impl PieceSink for IdSink<'_> {
+    #[inline]
+    fn piece(&mut self, _start: usize, bytes: &[u8], id: u32) {
+        let m = self.model;
+        if id != NO_ID && m.vocab.kind(id) == PieceType::Control {
+            self.ids.push(id);
+            self.is_prev_unk = false;
+            return;
+        }
+        let is_unk = m.is_unknown_raw(id);
+        if is_unk && m.byte_fallback {
+            for &b in bytes {
+                let bid = m.byte_ids[usize::from(b)];
+                if bid != NO_ID {
+                    self.ids.push(bid);
+                }
+            }
+        } else if !(self.is_prev_unk && is_unk) && id != NO_ID {
+            self.ids.push(id);
+        }
+        self.is_prev_unk = is_unk;
+    }
+
+    #[inline]
+    fn plain(&mut self, _start: usize, ids: &[u32], _lens: &[u8]) {
+        // Short slices: pushes beat a memcpy call.
+        for &id in ids {
+            self.ids.push(id);
+        }
+        self.is_prev_unk = false;
+    }
+
+    #[inline]
+    fn plain_one(&mut self, _start: usize, _len: usize, id: u32) {
+        self.ids.push(id);
+        self.is_prev_unk = false;
+    }
+}
+
+/// Collects ids and input spans with `PopulateSentencePieceText`'s rules.
+struct OffsetSink<'a> {
+    model: &'a SentencePieceModel,
+    ids: &'a mut Vec<u32>,
+    offsets: &'a mut Vec<(usize, usize)>,
+    n2o: &'a [usize],
+    is_prev_unk: bool,
+}
+
+impl OffsetSink<'_> {
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        self.n2o.get(i).copied().unwrap_or(0)
+    }
+}
+
+impl PieceSink for OffsetSink<'_> {
+    fn piece(&mut self, start: usize, bytes: &[u8], id: u32) {
+        let m = self.model;
+        let (ob, oe) = (self.at(start), self.at(start + bytes.len()));
+        if id != NO_ID && m.vocab.kind(id) == PieceType::Control {
+            self.ids.push(id);
+            self.offsets.push((ob, ob));
+            self.is_prev_unk = false;
+            return;
+        }
+        let is_unk = m.is_unknown_raw(id);
+        if is_unk && m.byte_fallback {
+            for (i, &b) in bytes.iter().enumerate() {
+                let bid = m.byte_ids[usize::from(b)];
+                if bid != NO_ID {
+                    self.ids.push(bid);
+                    self.offsets.push(if i + 1 == bytes.len() {
+                        (ob, oe)
+                    } else {
+                        (ob, ob)
+                    });
+                }
+            }
+        } else if self.is_prev_unk && is_unk {
+            if let Some(last) = self.offsets.last_mut() {
+                last.1 = oe;
+            }
+        } else if id != NO_ID {
+            self.ids.push(id);
+            self.offsets.push((ob, oe));
+        }
+        self.is_prev_unk = is_unk;
+    }
+
+    fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]) {
+        let mut s = start;
+        for (&id, &len) in ids.iter().zip(lens) {
+            let e = s + usize::from(len);
+            self.ids.push(id);
+            self.offsets.push((self.at(s), self.at(e)));
+            s = e;
+        }
+        self.is_prev_unk = false;
+    }
+
+    fn plain_one(&mut self, start: usize, len: usize, id: u32) {
+        self.ids.push(id);
+        self.offsets.push((self.at(start), self.at(start + len)));
+        self.is_prev_unk = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SentencePieceModel;
+
+    #[test]
+    fn model_is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<SentencePieceModel>();
+    }
+}

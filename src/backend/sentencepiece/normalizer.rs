@@ -1,0 +1,380 @@
+//! Text normalization exactly as sentencepiece's `normalizer.cc` (0.2.x).
+//!
+//! - The precompiled charsmap is a darts-clone double array (stored
+//!   little-endian in the model) plus a blob of NUL-terminated replacement
+//!   strings. At each position the longest matching rule among the first 32
+//!   matches wins; without a match one UTF-8 character is copied (an invalid
+//!   byte becomes U+FFFD and consumes one byte).
+//! - User-defined symbols are matched first and copied unnormalized.
+//! - `remove_extra_whitespaces` drops leading spaces, collapses runs, and
+//!   drops trailing space marks; `add_dummy_prefix` adds one space mark in
+//!   front (or at the end with `treat_whitespace_as_suffix`);
+//!   `escape_whitespaces` turns `' '` into U+2581.
+//! - `norm_to_orig[i]` is the input byte offset of the chunk that produced
+//!   normalized byte `i`; it has one extra final entry.
+
+use super::error::SpmError;
+use super::proto::NormalizerSpec;
+use super::trie::Trie;
+use super::utf8::{REPLACEMENT, SPACE_MARK, char_len_at, valid_decode};
+
+/// Results of the charsmap trie considered per position (`kMaxTrieResultsSize`).
+const MAX_CHARSMAP_RESULTS: usize = 32;
+/// Results of the user-defined prefix matcher considered per position.
+const MAX_MATCHER_RESULTS: usize = 64;
+
+/// A validated precompiled charsmap.
+#[derive(Debug, Clone)]
+pub(crate) struct CharsMap {
+    units: Vec<u32>,
+    normalized: Vec<u8>,
+}
+
+#[inline]
+fn has_leaf(u: u32) -> bool {
+    (u >> 8) & 1 == 1
+}
+#[inline]
+fn unit_value(u: u32) -> u32 {
+    u & 0x7FFF_FFFF
+}
+#[inline]
+fn label(u: u32) -> u32 {
+    u & (0x8000_0000 | 0xFF)
+}
+#[inline]
+fn offset(u: u32) -> usize {
+    ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize
+}
+
+impl CharsMap {
+    /// Decodes and validates `<trie size u32 LE><double array><NUL-terminated strings>`
+    /// with the checks of sentencepiece 0.2.3 (`DecodePrecompiledCharsMap` and
+    /// darts-clone `validate`).
+    pub(crate) fn from_blob(blob: &[u8], spec: &'static str) -> Result<Self, SpmError> {
+        let err = |reason| SpmError::Charsmap { spec, reason };
+        if blob.len() <= 4 {
+            return Err(err("blob is shorter than its 4-byte header"));
+        }
+        let mut head = [0u8; 4];
+        head.copy_from_slice(&blob[..4]);
+        let trie_size = u32::from_le_bytes(head) as usize;
+        if trie_size >= blob.len() - 4 {
+            return Err(err("trie size exceeds the blob"));
+        }
+        if trie_size < 1024 || trie_size & 0x3FF != 0 {
+            return Err(err("trie size is not a positive multiple of 1024"));
+        }
+        let trie = &blob[4..4 + trie_size];
+        let normalized = blob[4 + trie_size..].to_vec();
+        if normalized.last() != Some(&0) {
+            return Err(err("replacement block is not NUL-terminated"));
+        }
+        let units: Vec<u32> = trie
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if !validate(&units, normalized.len()) {
+            return Err(err("double array failed validation"));
+        }
+        Ok(Self { units, normalized })
+    }
+
+    /// darts-clone `commonPrefixSearch`, keeping the longest of the first 32
+    /// results: returns `(length, value)`.
+    #[inline]
+    fn longest_prefix(&self, key: &[u8]) -> Option<(usize, usize)> {
+        let units = &self.units;
+        let mut node_pos = offset(*units.first()?);
+        let mut found = None;
+        let mut count = 0usize;
+        for (i, &b) in key.iter().enumerate() {
+            node_pos ^= usize::from(b);
+            let unit = *units.get(node_pos)?;
+            if label(unit) != u32::from(b) {
+                break;
+            }
+            node_pos ^= offset(unit);
+            if has_leaf(unit) {
+                let v = unit_value(*units.get(node_pos)?) as usize;
+                found = Some((i + 1, v));
+                count += 1;
+                if count == MAX_CHARSMAP_RESULTS {
+                    break;
+                }
+            }
+        }
+        found
+    }
+
+    /// The NUL-terminated replacement string starting at `value`.
+    fn replacement(&self, value: usize) -> &[u8] {
+        let tail = self.normalized.get(value..).unwrap_or_default();
+        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        &tail[..end]
+    }
+}
+
+/// darts-clone `DoubleArrayImpl::validate(max_value_limit)`.
+fn validate(units: &[u32], max_value: usize) -> bool {
+    let size = units.len();
+    let Some(&u0) = units.first() else {
+        return false;
+    };
+    if label(u0) != 0 || has_leaf(u0) || offset(u0) == 0 || (offset(u0) | 0xFF) >= size {
+        return false;
+    }
+    let limit = i32::try_from(max_value).ok();
+    for (i, &u) in units.iter().enumerate().skip(1) {
+        if label(u) <= 0xFF {
+            if ((i ^ offset(u)) | 0xFF) >= size {
+                return false;
+            }
+            if has_leaf(u) && units.get(i ^ offset(u)).is_none_or(|&l| label(l) <= 0xFF) {
+                return false;
+            }
+        } else if let Some(limit) = limit {
+            if unit_value(u) as i64 >= i64::from(limit) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Longest-prefix matcher over user-defined symbols (`PrefixMatcher`).
+#[derive(Debug, Clone)]
+pub(crate) struct PrefixMatcher {
+    trie: Option<Trie>,
+}
+
+impl PrefixMatcher {
+    /// Builds the matcher; `symbols` yields (piece bytes, piece id).
+    pub(crate) fn new<'a>(symbols: impl IntoIterator<Item = (&'a [u8], u32)>) -> Self {
+        let trie = Trie::build(symbols);
+        Self {
+            trie: (trie.len() > 0).then_some(trie),
+        }
+    }
+
+    /// Whether there is any user-defined symbol.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.trie.is_none()
+    }
+
+    /// `PrefixMatch`: `Some((len, id))` for the longest symbol (among the
+    /// first 64 prefix matches) at the start of `w`.
+    #[inline]
+    pub(crate) fn find(&self, w: &[u8]) -> Option<(usize, u32)> {
+        let trie = self.trie.as_ref()?;
+        let mut best = None;
+        let mut count = 0;
+        trie.for_each_prefix(w, |len, id| {
+            best = Some((len, id));
+            count += 1;
+            count < MAX_MATCHER_RESULTS
+        });
+        best
+    }
+
+    /// `PrefixMatch` length: the symbol length if one matches, else the
+    /// length of one character (`OneCharLen`, clipped to `w`).
+    #[inline]
+    pub(crate) fn prefix_len(&self, w: &[u8]) -> (usize, bool) {
+        match self.find(w) {
+            Some((len, _)) => (len, true),
+            None => (char_len_at(w), false),
+        }
+    }
+}
+
+/// The normalizer for one `NormalizerSpec`.
+#[derive(Debug, Clone)]
+pub(crate) struct Normalizer {
+    charsmap: Option<CharsMap>,
+    add_dummy_prefix: bool,
+    remove_extra_whitespaces: bool,
+    escape_whitespaces: bool,
+    treat_whitespace_as_suffix: bool,
+}
+
+impl Normalizer {
+    /// Builds a normalizer; `spec_name` names the spec in errors.
+    pub(crate) fn new(
+        spec: &NormalizerSpec,
+        treat_whitespace_as_suffix: bool,
+        spec_name: &'static str,
+    ) -> Result<Self, SpmError> {
+        let charsmap = if spec.precompiled_charsmap.is_empty() {
+            None
+        } else {
+            Some(CharsMap::from_blob(&spec.precompiled_charsmap, spec_name)?)
+        };
+        Ok(Self {
+            charsmap,
+            add_dummy_prefix: spec.add_dummy_prefix,
+            remove_extra_whitespaces: spec.remove_extra_whitespaces,
+            escape_whitespaces: spec.escape_whitespaces,
+            treat_whitespace_as_suffix,
+        })
+    }
+
+    /// Whether a charsmap is present (its output may not be UTF-8).
+    pub(crate) fn has_charsmap(&self) -> bool {
+        self.charsmap.is_some()
+    }
+
+    #[inline]
+    fn space(&self) -> &'static [u8] {
+        if self.escape_whitespaces {
+            SPACE_MARK
+        } else {
+            b" "
+        }
+    }
+
+    /// `NormalizePrefix`: the normalized form of the first chunk of `input`
+    /// (non-empty) and the number of input bytes it consumes.
+    #[inline]
+    fn normalize_prefix<'a>(
+        &'a self,
+        input: &'a [u8],
+        matcher: Option<&PrefixMatcher>,
+    ) -> (&'a [u8], usize) {
+        if let Some(m) = matcher {
+            if let Some((len, _)) = m.find(input) {
+                return (&input[..len], len);
+            }
+        }
+        if let Some(cm) = &self.charsmap {
+            if let Some((len, value)) = cm.longest_prefix(input) {
+                if len <= input.len() && value < cm.normalized.len() {
+                    return (cm.replacement(value), len);
+                }
+            }
+        }
+        let (valid, len) = valid_decode(input);
+        if valid {
+            (&input[..len.min(input.len())], len.min(input.len()))
+        } else {
+            (REPLACEMENT, 1)
+        }
+    }
+
+    /// Normalizes `input` into `out` (cleared first). With `n2o`, also fills
+    /// the normalized-to-input byte offset map (`out.len() + 1` entries, or
+    /// none when the output is empty).
+    pub(crate) fn normalize(
+        &self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        mut n2o: Option<&mut Vec<usize>>,
+        matcher: Option<&PrefixMatcher>,
+    ) {
+        out.clear();
+        if let Some(m) = n2o.as_deref_mut() {
+            m.clear();
+        }
+        if input.is_empty() {
+            return;
+        }
+        let matcher = matcher.filter(|m| !m.is_empty());
+        let space = self.space();
+
+        // Fast path: without a charsmap every chunk is copied verbatim, and
+        // without whitespace removal chunk boundaries do not matter.
+        if n2o.is_none() && self.charsmap.is_none() && !self.remove_extra_whitespaces {
+            out.reserve(input.len() + input.len() / 4 + 8);
+            if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+                out.extend_from_slice(space);
+            }
+            if self.escape_whitespaces {
+                for &b in input {
+                    if b == b' ' {
+                        out.extend_from_slice(SPACE_MARK);
+                    } else {
+                        out.push(b);
+                    }
+                }
+            } else {
+                out.extend_from_slice(input);
+            }
+            if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+                out.extend_from_slice(space);
+            }
+            return;
+        }
+
+        let mut input = input;
+        let mut consumed = 0usize;
+        if self.remove_extra_whitespaces {
+            while !input.is_empty() {
+                let (sp, n) = self.normalize_prefix(input, matcher);
+                if sp != b" " {
+                    break;
+                }
+                input = &input[n..];
+                consumed += n;
+            }
+        }
+        if input.is_empty() {
+            return;
+        }
+        out.reserve(input.len() + input.len() / 2);
+        if let Some(m) = n2o.as_deref_mut() {
+            m.reserve(input.len() + input.len() / 2);
+        }
+
+        let add_ws = |out: &mut Vec<u8>, n2o: &mut Option<&mut Vec<usize>>, consumed: usize| {
+            out.extend_from_slice(space);
+            if let Some(m) = n2o.as_deref_mut() {
+                m.extend(std::iter::repeat_n(consumed, space.len()));
+            }
+        };
+
+        if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            add_ws(out, &mut n2o, consumed);
+        }
+        let mut is_prev_space = self.remove_extra_whitespaces;
+        while !input.is_empty() {
+            let (mut sp, n) = self.normalize_prefix(input, matcher);
+            while is_prev_space && sp.first() == Some(&b' ') {
+                sp = &sp[1..];
+            }
+            if !sp.is_empty() {
+                for &b in sp {
+                    if b == b' ' {
+                        add_ws(out, &mut n2o, consumed);
+                    } else {
+                        out.push(b);
+                        if let Some(m) = n2o.as_deref_mut() {
+                            m.push(consumed);
+                        }
+                    }
+                }
+                is_prev_space = sp.last() == Some(&b' ');
+            }
+            consumed += n;
+            input = &input[n..];
+            if !self.remove_extra_whitespaces {
+                is_prev_space = false;
+            }
+        }
+        if self.remove_extra_whitespaces {
+            while out.ends_with(space) {
+                let length = out.len() - space.len();
+                if let Some(m) = n2o.as_deref_mut() {
+                    consumed = m.get(length).copied().unwrap_or(consumed);
+                    m.truncate(length);
+                }
+                out.truncate(length);
+            }
+        }
+        if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            add_ws(out, &mut n2o, consumed);
+        }
+        if let Some(m) = n2o {
+            m.push(consumed);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The minijinja environment, configured as transformers configures Jinja2:
+//! `ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])`
+//! with its `tojson`, `raise_exception` and `strftime_now`, plus Python value formatting and
+//! methods, a fuel budget, a recursion limit, and no way to load other templates or files.
+
+use std::cell::Cell;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::Value;
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, Output, State, UndefinedBehavior};
+
+use super::content_format::{self, ContentFormat};
+use super::error::ChatTemplateError;
+use super::functions;
+use super::pyfmt;
+use super::syntax;
+
+/// The safety limits of one render.
+///
+/// Fuel (minijinja's instruction budget) grows with the request, so that long conversations
+/// render while a template that loops forever stops after a time proportional to the request:
+/// `fuel_base + fuel_per_item × (messages + tools + documents)`, rounded up to
+/// `fuel_base × 2^k`. The shared templates use about 100 instructions per message; the defaults
+/// leave a 50× margin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenderLimits {
+    /// Instructions any render may execute.
+    pub fuel_base: u64,
+    /// Extra instructions per message, tool and document of the request.
+    pub fuel_per_item: u64,
+    /// minijinja's recursion budget (capped at 500 by minijinja; a macro call costs more than a
+    /// loop level).
+    pub recursion: usize,
+    /// The most bytes a render may produce, counting both the final prompt and every value the
+    /// template prints (also inside macros and `{% set %}` blocks).
+    pub max_output_bytes: usize,
+}
+
+impl Default for RenderLimits {
+    fn default() -> Self {
+        RenderLimits {
+            fuel_base: 100_000,
+            fuel_per_item: 5_000,
+            recursion: 500,
+            max_output_bytes: 64 << 20,
+        }
+    }
+}
+
+impl RenderLimits {
+    /// The fuel of a render over `items` messages, tools and documents.
+    pub(crate) fn fuel_for(&self, items: usize) -> u64 {
+        let items = u64::try_from(items).unwrap_or(u64::MAX);
+        self.fuel_base
+            .saturating_add(self.fuel_per_item.saturating_mul(items))
+            .max(1)
+    }
+}
+
+/// Marks the error a render stops with when it prints more than its output limit.
+#[derive(Debug)]
+pub(crate) struct OutputLimitExceeded;
+
+impl std::fmt::Display for OutputLimitExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the template printed more than the output limit")
+    }
+}
+
+impl std::error::Error for OutputLimitExceeded {}
+
+thread_local! {
+    /// Bytes printed by the render running on this thread, and its limit.
+    static PRINTED: Cell<(usize, usize)> = const { Cell::new((0, usize::MAX)) };
+}
+
+/// Installs a fresh print budget for one render on this thread; restores the previous one
+/// (if renders ever nest) when dropped.
+pub(crate) struct PrintBudget {
+    previous: (usize, usize),
+}
+
+impl PrintBudget {
+    pub(crate) fn start(limit: usize) -> Self {
+        PrintBudget {
+            previous: PRINTED.replace((0, limit)),
+        }
+    }
+}
+
+impl Drop for PrintBudget {
+    fn drop(&mut self) {
+        PRINTED.set(self.previous);
+    }
+}
+
+fn charge(bytes: usize) -> Result<(), Error> {
+    let (used, limit) = PRINTED.get();
+    let used = used.saturating_add(bytes);
+    if used > limit {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "the template printed more than the output limit",
+        )
+        .with_source(OutputLimitExceeded));
+    }
+    PRINTED.set((used, limit));
+    Ok(())
+}
+
+/// `{{ value }}`: Python's `str(value)` (`None`, `True`, `1e-05`, `['a', 1]`, ...).
+fn python_formatter(out: &mut Output, _state: &mut State, value: &Value) -> Result<(), Error> {
+    if let Some(s) = value.as_str() {
+        charge(s.len())?;
+        return out.write_str(s).map_err(Error::from);
+    }
+    let mut buf = String::new();
+    pyfmt::write_py_str(&mut buf, value)?;
+    charge(buf.len())?;
+    out.write_str(&buf).map_err(Error::from)
+}
+
+/// The final prompt's buffer: fails the render once it would exceed the limit.
+pub(crate) struct LimitedWriter {
+    pub(crate) buf: Vec<u8>,
+    limit: usize,
+    pub(crate) exceeded: bool,
+}
+
+impl LimitedWriter {
+    pub(crate) fn new(limit: usize, capacity: usize) -> Self {
+        LimitedWriter {
+            buf: Vec::with_capacity(capacity.min(limit)),
+            limit,
+            exceeded: false,
+        }
+    }
+}
+
+impl std::io::Write for LimitedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(data.len()) > self.limit {
+            self.exceeded = true;
+            return Err(std::io::Error::other(OutputLimitExceeded));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Builds the environment holding the one template `source` under `name`, and detects the
+/// template's content format.
+pub(crate) fn build(
+    name: &str,
+    source: &str,
+    limits: RenderLimits,
+) -> Result<(Environment<'static>, ContentFormat), ChatTemplateError> {
+    let syntax_error = |detail: String| ChatTemplateError::Syntax {
+        name: name.to_owned(),
+        detail,
+    };
+    let mut env = Environment::new();
+    let syntax = SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build()
+        .map_err(|e| syntax_error(e.to_string()))?;
+    // Jinja2's lexer turns every `\r\n` and `\r` of the template (text, raw blocks, string
+    // literals) into `\n`; minijinja keeps them, so normalize first.
+    let normalized = syntax::normalize_newlines(source);
+    let source = normalized.as_deref().unwrap_or(source);
+    let rewritten = syntax::rewrite_generation_tags(source, &syntax);
+    let source = rewritten.as_deref().unwrap_or(source);
+    let format = match syntax::parse(source, &syntax) {
+        Ok(ast) => {
+            if let Some(detail) = syntax::unsupported_statement(&ast) {
+                return Err(syntax_error(detail.to_owned()));
+            }
+            content_format::detect(&ast)
+        }
+        Err(e) => return Err(syntax_error(describe(&e))),
+    };
+    env.set_syntax(syntax);
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_formatter(python_formatter);
+    env.set_fuel(Some(limits.fuel_base));
+    env.set_recursion_limit(limits.recursion);
+    env.set_unknown_method_callback(functions::python_methods);
+
+    // Only what Jinja2 has: no `debug()` global, no minijinja-only filters and tests.
+    env.remove_global("debug");
+    for filter in ["split", "lines", "chain", "zip", "bool"] {
+        env.remove_filter(filter);
+    }
+    for test in ["safe", "int", "startingwith", "endingwith", "containing"] {
+        env.remove_test(test);
+    }
+    env.add_function("raise_exception", functions::raise_exception);
+    env.add_function("strftime_now", functions::strftime_now);
+    env.add_function("cycler", minijinja_contrib::globals::cycler);
+    env.add_function("joiner", minijinja_contrib::globals::joiner);
+
+    env.add_filter("tojson", functions::tojson);
+    env.add_filter("string", functions::string);
+    env.add_filter("trim", functions::trim);
+    env.add_filter("length", functions::length);
+    env.add_filter("count", functions::length);
+    env.add_filter("attr", functions::attr);
+    env.add_filter("sort", functions::sort);
+    env.add_filter("join", functions::join);
+    env.add_filter("center", functions::center);
+    env.add_filter("wordcount", functions::wordcount);
+    env.add_filter("filesizeformat", minijinja_contrib::filters::filesizeformat);
+    env.add_filter("truncate", minijinja_contrib::filters::truncate);
+    env.add_filter("striptags", minijinja_contrib::filters::striptags);
+    env.add_test("iterable", functions::is_iterable);
+    env.add_test("sequence", functions::is_sequence);
+
+    env.add_template_owned(name.to_owned(), source.to_owned())
+        .map_err(|e| syntax_error(describe(&e)))?;
+    Ok((env, format))
+}
+
+/// A one-line description of a minijinja error with its location.
+pub(crate) fn describe(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}

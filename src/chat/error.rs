@@ -1,0 +1,92 @@
+//! The error type of the chat-template layer.
+
+use std::path::PathBuf;
+
+/// Which safety limit a render ran into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The instruction budget (fuel) of one render was spent.
+    Fuel,
+    /// The template recursed (macros, nested loops, recursive loops) too deeply.
+    Recursion,
+    /// A value or the rendered output grew past the size limit.
+    Size,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limit::Fuel => "fuel (instruction)",
+            Limit::Recursion => "recursion",
+            Limit::Size => "size",
+        })
+    }
+}
+
+/// Everything that can go wrong while loading, compiling or rendering a chat template.
+///
+/// Where transformers' `apply_chat_template` raises, rendering returns one of these
+/// (a template's `raise_exception(...)` becomes [`ChatTemplateError::Raised`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatTemplateError {
+    /// The template does not parse.
+    #[error("chat template `{name}` has a syntax error: {detail}")]
+    Syntax {
+        /// The template's name (`default`, `tool_use`, a file name, ...).
+        name: String,
+        /// What the parser reported, with the location.
+        detail: String,
+    },
+    /// The template failed while rendering (undefined attribute, type error, ...).
+    #[error("chat template render failed: {detail}")]
+    Render {
+        /// What the engine reported, with the location.
+        detail: String,
+    },
+    /// The template called `raise_exception(message)`.
+    #[error("chat template raised an exception: {message}")]
+    Raised {
+        /// The message the template passed to `raise_exception`.
+        message: String,
+    },
+    /// The render hit a safety limit (fuel, recursion or size).
+    #[error("chat template exceeded its {limit} limit: {detail}")]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// What the engine reported.
+        detail: String,
+    },
+    /// The tokenizer has no chat template (or none that fits the request).
+    #[error("no chat template: {detail}")]
+    NoTemplate {
+        /// Why no template could be used.
+        detail: String,
+    },
+    /// A template file or config entry could not be read or has the wrong shape.
+    #[error("invalid chat template source {}: {detail}", path.display())]
+    InvalidSource {
+        /// The file (or `tokenizer_config.json` for config entries).
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The request cannot be rendered as given (transformers raises a `ValueError`/`TypeError`
+    /// before or after the template runs: empty conversation, `continue_final_message` together
+    /// with `add_generation_prompt`, ...).
+    #[error("invalid chat request: {detail}")]
+    InvalidRequest {
+        /// What is wrong with the request.
+        detail: String,
+    },
+}
+
+impl ChatTemplateError {
+    pub(crate) fn request(detail: impl Into<String>) -> Self {
+        ChatTemplateError::InvalidRequest {
+            detail: detail.into(),
+        }
+    }
+}

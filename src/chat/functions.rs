@@ -1,0 +1,710 @@
+//! The filters, globals and Python methods that transformers' Jinja environment provides:
+//! `tojson` (Python `json.dumps`), `raise_exception`, `strftime_now`, and the `str`/`list`/`dict`
+//! methods that templates call, with the sandbox's refusal of mutating methods.
+
+use minijinja::value::{Kwargs, Value, ValueKind, from_args};
+use minijinja::{Error, ErrorKind, State};
+
+use super::pyfmt::{self, JsonOptions};
+
+/// The context key under which a render passes its pinned "now" (`YYYY-MM-DDTHH:MM:SS`) to
+/// `strftime_now`. It is not a valid identifier, so templates cannot read or shadow it.
+pub(crate) const NOW_KEY: &str = "rtok.strftime_now";
+
+/// Marks an error as raised by the template's `raise_exception(...)`.
+#[derive(Debug)]
+pub(crate) struct RaisedException(pub(crate) String);
+
+impl std::fmt::Display for RaisedException {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RaisedException {}
+
+/// `raise_exception(message)`: aborts the render with the template's message.
+pub(crate) fn raise_exception(message: &Value) -> Result<Value, Error> {
+    let message = pyfmt::py_str(message)?;
+    Err(Error::new(ErrorKind::InvalidOperation, message.clone())
+        .with_source(RaisedException(message)))
+}
+
+fn type_error(detail: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidOperation, detail.into())
+}
+
+/// transformers' `tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`,
+/// which returns `json.dumps(...)` without Jinja's HTML escaping.
+pub(crate) fn tojson(value: &Value, args: &[Value], kwargs: Kwargs) -> Result<Value, Error> {
+    const NAMES: [&str; 4] = ["ensure_ascii", "indent", "separators", "sort_keys"];
+    if args.len() > NAMES.len() {
+        return Err(Error::from(ErrorKind::TooManyArguments));
+    }
+    let mut slots: [Option<Value>; 4] = Default::default();
+    for (slot, arg) in slots.iter_mut().zip(args) {
+        *slot = Some(arg.clone());
+    }
+    for (i, name) in NAMES.iter().enumerate() {
+        if kwargs.has(name) {
+            if slots[i].is_some() {
+                return Err(type_error(format!(
+                    "tojson() got multiple values for argument '{name}'"
+                )));
+            }
+            slots[i] = Some(kwargs.get::<Value>(name)?);
+        }
+    }
+    kwargs.assert_all_used()?;
+    let [ensure_ascii, indent, separators, sort_keys] = slots;
+    let mut opts = JsonOptions {
+        ensure_ascii: ensure_ascii.is_some_and(|v| v.is_true()),
+        sort_keys: sort_keys.is_some_and(|v| v.is_true()),
+        ..JsonOptions::default()
+    };
+    if let Some(indent) = indent {
+        opts.indent = match indent.kind() {
+            ValueKind::None | ValueKind::Undefined => None,
+            ValueKind::String => Some(indent.as_str().unwrap_or_default().to_owned()),
+            ValueKind::Number | ValueKind::Bool => {
+                let n = i64::try_from(indent.clone())
+                    .map_err(|_| type_error("tojson(): indent must be an int or a string"))?;
+                Some(" ".repeat(usize::try_from(n).unwrap_or(0).min(1024)))
+            }
+            _ => return Err(type_error("tojson(): indent must be an int or a string")),
+        };
+    }
+    if let Some(separators) = separators
+        && !separators.is_none()
+        && !separators.is_undefined()
+    {
+        let parts: Vec<Value> = separators.try_iter()?.collect();
+        match parts.as_slice() {
+            [item, key] => match (item.as_str(), key.as_str()) {
+                (Some(item), Some(key)) => {
+                    opts.separators = Some((item.to_owned(), key.to_owned()));
+                }
+                _ => return Err(type_error("tojson(): separators must be strings")),
+            },
+            _ => {
+                return Err(type_error(
+                    "tojson(): separators must be an (item_separator, key_separator) pair",
+                ));
+            }
+        }
+    }
+    pyfmt::json_dumps(value, &opts).map(Value::from)
+}
+
+/// Jinja2's `string` filter: `str(value)`.
+pub(crate) fn string(value: &Value) -> Result<Value, Error> {
+    if value.kind() == ValueKind::String {
+        return Ok(value.clone());
+    }
+    pyfmt::py_str(value).map(Value::from)
+}
+
+/// Jinja2's `trim` filter: `str(value).strip(chars)`.
+pub(crate) fn trim(value: &Value, chars: Option<Value>) -> Result<Value, Error> {
+    if chars.is_none()
+        && let Some(s) = value.as_str()
+    {
+        let trimmed = pyfmt::py_strip(s);
+        if trimmed.len() == s.len() {
+            return Ok(value.clone());
+        }
+        return Ok(Value::from(trimmed));
+    }
+    let s = pyfmt::py_str(value)?;
+    let trimmed = match chars.as_ref().and_then(|c| c.as_str()) {
+        Some(chars) => {
+            let set: Vec<char> = chars.chars().collect();
+            s.trim_matches(set.as_slice())
+        }
+        None => pyfmt::py_strip(&s),
+    };
+    if trimmed.len() == s.len() {
+        return Ok(Value::from(s));
+    }
+    Ok(Value::from(trimmed))
+}
+
+/// Jinja2's `length`/`count`: `len(value)`, which is 0 for an undefined value.
+pub(crate) fn length(value: &Value) -> Result<Value, Error> {
+    if value.is_undefined() {
+        return Ok(Value::from(0));
+    }
+    minijinja::filters::length(value).map(Value::from)
+}
+
+/// Jinja2's `iterable` test: whether `iter(value)` works (strings, lists, dicts and undefined
+/// do; `None`, numbers and booleans do not).
+pub(crate) fn is_iterable(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::Undefined
+        | ValueKind::String
+        | ValueKind::Bytes
+        | ValueKind::Seq
+        | ValueKind::Map
+        | ValueKind::Iterable => true,
+        ValueKind::None | ValueKind::Bool | ValueKind::Number => false,
+        _ => value.try_iter().is_ok(),
+    }
+}
+
+/// Jinja2's `sequence` test: has `len()` and `[]` (strings, lists, dicts, undefined).
+pub(crate) fn is_sequence(value: &Value) -> bool {
+    matches!(
+        value.kind(),
+        ValueKind::Undefined
+            | ValueKind::String
+            | ValueKind::Bytes
+            | ValueKind::Seq
+            | ValueKind::Map
+    )
+}
+
+/// Jinja2's `attr` filter: attribute lookup only, so a dict's keys are not attributes.
+pub(crate) fn attr(value: &Value, name: &Value) -> Result<Value, Error> {
+    if value.kind() == ValueKind::Map {
+        return Ok(Value::UNDEFINED);
+    }
+    minijinja::filters::attr(value, name)
+}
+
+/// The comparison class of a value for Python's `<`: values of different classes do not order.
+fn order_class(value: &Value) -> u8 {
+    match value.kind() {
+        ValueKind::Bool | ValueKind::Number => 0,
+        ValueKind::String => 1,
+        ValueKind::Seq => 2,
+        _ => 3,
+    }
+}
+
+/// Jinja2's `sort`, refusing (like Python) to order values that do not compare.
+pub(crate) fn sort(state: &State, value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    if !kwargs.has("attribute") && !value.is_undefined() {
+        let classes: Vec<u8> = value.try_iter()?.map(|item| order_class(&item)).collect();
+        if classes.len() > 1 && classes.iter().any(|c| *c == 3 || *c != classes[0]) {
+            return Err(type_error(
+                "'<' not supported between instances of these types",
+            ));
+        }
+    }
+    minijinja::filters::sort(state, value, kwargs)
+}
+
+/// Jinja2's attribute getter for filters: `"a.b.0"` walks items, integers as indices.
+fn lookup_path(item: &Value, path: &str) -> Value {
+    let mut current = item.clone();
+    for part in path.split('.') {
+        let key = match part.parse::<i64>() {
+            Ok(i) => Value::from(i),
+            Err(_) => Value::from(part),
+        };
+        current = current.get_item(&key).unwrap_or(Value::UNDEFINED);
+    }
+    current
+}
+
+/// Jinja2's `join(d='', attribute=None)`: `d.join(str(item) for item in value)`.
+pub(crate) fn join(
+    value: &Value,
+    joiner: Option<Value>,
+    attribute: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let joiner = match kwargs.get::<Option<Value>>("d")?.or(joiner) {
+        Some(j) => pyfmt::py_str(&j)?,
+        None => String::new(),
+    };
+    let attribute = kwargs.get::<Option<Value>>("attribute")?.or(attribute);
+    kwargs.assert_all_used()?;
+    if value.is_undefined() {
+        return Ok(Value::from(""));
+    }
+    let mut out = String::new();
+    for (i, item) in value.try_iter()?.enumerate() {
+        if i > 0 {
+            out.push_str(&joiner);
+        }
+        match attribute.as_ref().and_then(|a| a.as_str()) {
+            Some(path) => pyfmt::write_py_str(&mut out, &lookup_path(&item, path))?,
+            None => pyfmt::write_py_str(&mut out, &item)?,
+        }
+    }
+    Ok(Value::from(out))
+}
+
+/// Python's `str.center(width, fill)`.
+fn py_center(s: &str, width: usize, fill: char) -> String {
+    let len = s.chars().count();
+    if width <= len {
+        return s.to_owned();
+    }
+    let total = width - len;
+    // CPython: `left = marg / 2 + (marg & width & 1)`.
+    let left = total / 2 + (total & width & 1);
+    let mut out = String::with_capacity(s.len() + total);
+    out.extend(std::iter::repeat_n(fill, left));
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(fill, total - left));
+    out
+}
+
+/// The widest padding `center`, `ljust`, `rjust` and `zfill` produce.
+const MAX_PAD: usize = 1 << 20;
+
+fn pad_width(width: i64) -> Result<usize, Error> {
+    let width = usize::try_from(width).unwrap_or(0);
+    if width > MAX_PAD {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "padded string is too large",
+        ));
+    }
+    Ok(width)
+}
+
+/// Jinja2's `center(width=80)`.
+pub(crate) fn center(value: &Value, width: Option<i64>) -> Result<Value, Error> {
+    let s = pyfmt::py_str(value)?;
+    Ok(Value::from(py_center(
+        &s,
+        pad_width(width.unwrap_or(80))?,
+        ' ',
+    )))
+}
+
+/// Jinja2's `wordcount`: the number of `\w+` runs.
+pub(crate) fn wordcount(value: &Value) -> Result<Value, Error> {
+    let s = pyfmt::py_str(value)?;
+    let words = s
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .count();
+    Ok(Value::from(words))
+}
+
+/// Python's `str.title()`: a cased character is upper-cased after an uncased one.
+fn py_title(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut prev_cased = false;
+    for c in s.chars() {
+        let cased = c.is_uppercase() || c.is_lowercase();
+        if cased {
+            if prev_cased {
+                out.extend(c.to_lowercase());
+            } else {
+                out.extend(c.to_uppercase());
+            }
+        } else {
+            out.push(c);
+        }
+        prev_cased = cased;
+    }
+    out
+}
+
+/// `strftime_now(format)`: `datetime.now().strftime(format)` (local time), or the render's
+/// pinned time when the request carries one.
+pub(crate) fn strftime_now(state: &State, format: &str) -> Result<Value, Error> {
+    let now = match state.lookup(NOW_KEY) {
+        Some(pinned) if pinned.as_str().is_some() => pinned
+            .as_str()
+            .unwrap_or_default()
+            .parse::<jiff::civil::DateTime>()
+            .map_err(|e| type_error(format!("strftime_now: invalid pinned time: {e}")))?,
+        _ => jiff::Zoned::now().datetime(),
+    };
+    // A naive Python datetime prints `%z` and `%Z` as empty strings.
+    let mut fmt = String::with_capacity(format.len());
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.peek() {
+                Some('z' | 'Z') => {
+                    chars.next();
+                    continue;
+                }
+                Some('%') => {
+                    chars.next();
+                    fmt.push_str("%%");
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        fmt.push(c);
+    }
+    jiff::fmt::strtime::format(fmt.as_str(), now)
+        .map(Value::from)
+        .map_err(|e| type_error(format!("strftime_now({format:?}): {e}")))
+}
+
+/// Python's `str.split(sep=None, maxsplit=-1)` (and `rsplit` when `from_right`).
+fn py_split(s: &str, sep: Option<&str>, maxsplit: i64, from_right: bool) -> Result<Value, Error> {
+    let limit = usize::try_from(maxsplit).ok();
+    let mut parts: Vec<&str> = Vec::new();
+    match sep {
+        Some("") => return Err(type_error("ValueError: empty separator")),
+        Some(sep) => match (limit, from_right) {
+            (None, _) => parts.extend(s.split(sep)),
+            (Some(n), false) => parts.extend(s.splitn(n + 1, sep)),
+            (Some(n), true) => {
+                parts.extend(s.rsplitn(n + 1, sep));
+                parts.reverse();
+            }
+        },
+        None => {
+            // Runs of whitespace separate; leading/trailing whitespace yields no empty parts,
+            // except that the unsplit remainder keeps its inner (and outer) whitespace.
+            let mut remaining = limit.unwrap_or(usize::MAX);
+            if from_right {
+                let mut rest = pyfmt::py_rstrip(s);
+                while !rest.is_empty() {
+                    if remaining == 0 {
+                        parts.push(rest);
+                        break;
+                    }
+                    match rest.rfind(pyfmt::is_py_space) {
+                        Some(i) => {
+                            let ws_len = rest[i..].chars().next().map_or(1, char::len_utf8);
+                            parts.push(&rest[i + ws_len..]);
+                            rest = pyfmt::py_rstrip(&rest[..i]);
+                            remaining -= 1;
+                        }
+                        None => {
+                            parts.push(rest);
+                            break;
+                        }
+                    }
+                }
+                parts.reverse();
+            } else {
+                let mut rest = pyfmt::py_lstrip(s);
+                while !rest.is_empty() {
+                    if remaining == 0 {
+                        parts.push(rest);
+                        break;
+                    }
+                    match rest.find(pyfmt::is_py_space) {
+                        Some(i) => {
+                            parts.push(&rest[..i]);
+                            rest = pyfmt::py_lstrip(&rest[i..]);
+                            remaining -= 1;
+                        }
+                        None => {
+                            parts.push(rest);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Value::from_iter(parts.into_iter().map(Value::from)))
+}
+
+/// Python's `str.splitlines(keepends=False)` line boundaries.
+fn py_splitlines(s: &str, keepends: bool) -> Value {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut iter = s.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let is_break = matches!(
+            c,
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
+        if !is_break {
+            continue;
+        }
+        let mut end = i + c.len_utf8();
+        if c == '\r'
+            && let Some((_, '\n')) = iter.peek()
+        {
+            iter.next();
+            end += 1;
+        }
+        out.push(Value::from(if keepends {
+            &s[start..end]
+        } else {
+            &s[start..i]
+        }));
+        start = end;
+    }
+    if start < s.len() {
+        out.push(Value::from(&s[start..]));
+    }
+    Value::from(out)
+}
+
+fn strip_with(s: &str, chars: Option<&Value>, left: bool, right: bool) -> Result<Value, Error> {
+    let set: Option<Vec<char>> = match chars {
+        None => None,
+        Some(v) if v.is_none() => None,
+        Some(v) => match v.as_str() {
+            Some(c) => Some(c.chars().collect()),
+            None => return Err(type_error("strip arg must be None or str")),
+        },
+    };
+    let out = match set {
+        None => match (left, right) {
+            (true, true) => pyfmt::py_strip(s),
+            (true, false) => pyfmt::py_lstrip(s),
+            _ => pyfmt::py_rstrip(s),
+        },
+        Some(set) => {
+            let set = set.as_slice();
+            match (left, right) {
+                (true, true) => s.trim_matches(set),
+                (true, false) => s.trim_start_matches(set),
+                _ => s.trim_end_matches(set),
+            }
+        }
+    };
+    Ok(Value::from(out))
+}
+
+fn unsafe_attribute(value: &Value, method: &str) -> Error {
+    let type_name = match value.kind() {
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    };
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!("SecurityError: access to attribute '{method}' of '{type_name}' object is unsafe."),
+    )
+}
+
+fn string_method(s: &str, method: &str, args: &[Value]) -> Option<Result<Value, Error>> {
+    Some(match method {
+        "strip" | "lstrip" | "rstrip" => from_args::<(Option<&Value>,)>(args)
+            .and_then(|(c,)| strip_with(s, c, method != "rstrip", method != "lstrip")),
+        "split" | "rsplit" => {
+            from_args::<(Option<Value>, Option<i64>, Kwargs)>(args).and_then(|(sep, max, kw)| {
+                let sep = match kw.get::<Option<Value>>("sep")? {
+                    Some(v) => Some(v),
+                    None => sep,
+                };
+                let max = kw.get::<Option<i64>>("maxsplit")?.or(max).unwrap_or(-1);
+                kw.assert_all_used()?;
+                let sep = match &sep {
+                    Some(v) if v.is_none() => None,
+                    Some(v) => Some(
+                        v.as_str()
+                            .ok_or_else(|| type_error("must be str or None"))?,
+                    ),
+                    None => None,
+                };
+                py_split(s, sep, max, method == "rsplit")
+            })
+        }
+        "splitlines" => from_args::<(Option<bool>,)>(args)
+            .map(|(keep,)| py_splitlines(s, keep.unwrap_or(false))),
+        "removeprefix" => {
+            from_args::<(&str,)>(args).map(|(p,)| Value::from(s.strip_prefix(p).unwrap_or(s)))
+        }
+        "removesuffix" => {
+            from_args::<(&str,)>(args).map(|(p,)| Value::from(s.strip_suffix(p).unwrap_or(s)))
+        }
+        "partition" | "rpartition" => from_args::<(&str,)>(args).and_then(|(sep,)| {
+            if sep.is_empty() {
+                return Err(type_error("ValueError: empty separator"));
+            }
+            let found = if method == "partition" {
+                s.find(sep)
+            } else {
+                s.rfind(sep)
+            };
+            let parts = match found {
+                Some(i) => [&s[..i], sep, &s[i + sep.len()..]],
+                None if method == "partition" => [s, "", ""],
+                None => ["", "", s],
+            };
+            Ok(Value::from(minijinja::value::Tuple::from(
+                parts.map(Value::from),
+            )))
+        }),
+        "index" | "rindex" => from_args::<(&str,)>(args).and_then(|(sub,)| {
+            let found = if method == "index" {
+                s.find(sub)
+            } else {
+                s.rfind(sub)
+            };
+            match found {
+                Some(i) => Ok(Value::from(s[..i].chars().count())),
+                None => Err(type_error("ValueError: substring not found")),
+            }
+        }),
+        "join" => from_args::<(&Value,)>(args).and_then(|(items,)| {
+            let mut out = String::new();
+            for (i, item) in items.try_iter()?.enumerate() {
+                let Some(text) = item.as_str() else {
+                    return Err(type_error(format!(
+                        "sequence item {i}: expected str instance, {} found",
+                        item.kind()
+                    )));
+                };
+                if i > 0 {
+                    out.push_str(s);
+                }
+                out.push_str(text);
+            }
+            Ok(Value::from(out))
+        }),
+        "isspace" => from_args::<()>(args)
+            .map(|()| Value::from(!s.is_empty() && s.chars().all(pyfmt::is_py_space))),
+        "casefold" => from_args::<()>(args).map(|()| Value::from(s.to_lowercase())),
+        "swapcase" => from_args::<()>(args).map(|()| {
+            Value::from(
+                s.chars()
+                    .flat_map(|c| -> Vec<char> {
+                        if c.is_uppercase() {
+                            c.to_lowercase().collect()
+                        } else if c.is_lowercase() {
+                            c.to_uppercase().collect()
+                        } else {
+                            vec![c]
+                        }
+                    })
+                    .collect::<String>(),
+            )
+        }),
+        "zfill" => from_args::<(i64,)>(args).and_then(|(width,)| {
+            let len = s.chars().count();
+            let width = pad_width(width)?;
+            if width <= len {
+                return Ok(Value::from(s));
+            }
+            let pad = "0".repeat(width - len);
+            Ok(match s.chars().next() {
+                Some(sign @ ('+' | '-')) => Value::from(format!("{sign}{pad}{}", &s[1..])),
+                _ => Value::from(format!("{pad}{s}")),
+            })
+        }),
+        "title" => from_args::<()>(args).map(|()| Value::from(py_title(s))),
+        "center" | "ljust" | "rjust" => {
+            from_args::<(i64, Option<&str>)>(args).and_then(|(width, fill)| {
+                let fill = match fill {
+                    None => ' ',
+                    Some(f) => {
+                        let mut it = f.chars();
+                        match (it.next(), it.next()) {
+                            (Some(c), None) => c,
+                            _ => {
+                                return Err(type_error(
+                                    "The fill character must be exactly one character long",
+                                ));
+                            }
+                        }
+                    }
+                };
+                let width = pad_width(width)?;
+                let len = s.chars().count();
+                if width <= len {
+                    return Ok(Value::from(s));
+                }
+                let pad = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+                Ok(Value::from(match method {
+                    "ljust" => format!("{s}{}", pad(width - len)),
+                    "rjust" => format!("{}{s}", pad(width - len)),
+                    _ => py_center(s, width, fill),
+                }))
+            })
+        }
+        _ => return None,
+    })
+}
+
+fn seq_method(value: &Value, method: &str, args: &[Value]) -> Option<Result<Value, Error>> {
+    Some(match method {
+        "index" => from_args::<(&Value,)>(args).and_then(|(needle,)| {
+            for (i, item) in value.try_iter()?.enumerate() {
+                if item == *needle {
+                    return Ok(Value::from(i));
+                }
+            }
+            Err(type_error("ValueError: value is not in list"))
+        }),
+        "copy" => from_args::<()>(args).and_then(|()| Ok(Value::from_iter(value.try_iter()?))),
+        "append" | "extend" | "insert" | "pop" | "remove" | "clear" | "sort" | "reverse" => {
+            Err(unsafe_attribute(value, method))
+        }
+        _ => return None,
+    })
+}
+
+fn map_method(value: &Value, method: &str, args: &[Value]) -> Option<Result<Value, Error>> {
+    Some(match method {
+        "copy" => from_args::<()>(args).map(|()| {
+            let pairs = value
+                .as_object()
+                .and_then(|o| o.try_iter_pairs())
+                .map(|p| p.collect::<Vec<_>>())
+                .unwrap_or_default();
+            Value::from_pairs(pairs)
+        }),
+        "pop" | "popitem" | "setdefault" | "update" | "clear" => {
+            Err(unsafe_attribute(value, method))
+        }
+        _ => return None,
+    })
+}
+
+/// The unknown-method callback: Python methods on strings, lists and dicts, first ours, then
+/// minijinja-contrib's `pycompat` ones.
+pub(crate) fn python_methods(
+    state: &mut State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    let ours = match value.kind() {
+        ValueKind::String => string_method(value.as_str().unwrap_or_default(), method, args),
+        ValueKind::Seq => seq_method(value, method, args),
+        ValueKind::Map => map_method(value, method, args),
+        _ => None,
+    };
+    match ours {
+        Some(result) => result,
+        None => minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(s: &str, sep: Option<&str>, max: i64, right: bool) -> Vec<String> {
+        py_split(s, sep, max, right)
+            .and_then(|v| {
+                v.try_iter().map(|it| {
+                    it.map(|x| x.as_str().unwrap_or_default().to_owned())
+                        .collect()
+                })
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn split_matches_python() {
+        assert_eq!(split("  a  b c ", None, -1, false), ["a", "b", "c"]);
+        assert_eq!(split("  a  b c ", None, 1, false), ["a", "b c "]);
+        assert_eq!(split("  a  b c ", None, 1, true), ["  a  b", "c"]);
+        assert_eq!(split("a,b,,c", Some(","), -1, false), ["a", "b", "", "c"]);
+        assert_eq!(split("a,b,c", Some(","), 1, true), ["a,b", "c"]);
+        assert_eq!(split("", None, -1, false), Vec::<String>::new());
+        assert_eq!(split("", Some(","), -1, false), [""]);
+    }
+}

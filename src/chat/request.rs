@@ -1,0 +1,311 @@
+//! The chat request: OpenAI-style messages, tools, documents and template options.
+//!
+//! Everything deserializes from the JSON an OpenAI-compatible endpoint receives. Fields the
+//! types do not name are kept (`extra`) and reach the template, as transformers passes every
+//! key of a message dict through.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value as Json};
+
+use super::error::ChatTemplateError;
+
+/// One message of a conversation.
+///
+/// Absent and `null` fields are left out of what the template sees, as transformers drops
+/// `None`-valued keys before rendering. The template sees the keys in this order: `role`,
+/// `content`, `name`, `tool_calls`, `tool_call_id`, `reasoning_content`, then `extra` in its
+/// own order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user`, `assistant`, `tool`, `developer`, `ipython`, ... (passed through as is).
+    pub role: String,
+    /// The message text, or a list of OpenAI content parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<MessageContent>,
+    /// The participant's name (OpenAI `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Tool calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The assistant's reasoning. Like transformers, rendering also exposes it as `thinking`
+    /// (which gpt-oss reads); `thinking` or `reasoning` given in `extra` are aliased the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Any other fields, passed to the template unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Json>,
+}
+
+impl Message {
+    /// A message with a role and text content.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: role.into(),
+            content: Some(MessageContent::Text(content.into())),
+            ..Message::default()
+        }
+    }
+}
+
+/// Message content: a string, or a list of content parts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// Plain text.
+    Text(String),
+    /// OpenAI content parts (`{"type": "text", "text": ...}`, `{"type": "image_url", ...}`, ...).
+    Parts(Vec<ContentPart>),
+}
+
+impl MessageContent {
+    /// The text parts joined with `separator`, or the text itself: what a router sends to a
+    /// template whose [`ContentFormat`](super::ContentFormat) is `String`.
+    pub fn flatten_text(&self, separator: &str) -> String {
+        match self {
+            MessageContent::Text(t) => t.clone(),
+            MessageContent::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.text.as_deref())
+                .collect::<Vec<_>>()
+                .join(separator),
+        }
+    }
+}
+
+/// One OpenAI content part.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContentPart {
+    /// The part's `type`: `text`, `image_url`, `image`, `input_audio`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of a `text` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The part's other fields (`image_url`, `image`, ...), passed through.
+    #[serde(flatten)]
+    pub extra: Map<String, Json>,
+}
+
+impl ContentPart {
+    /// A `{"type": "text", "text": ...}` part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart {
+            kind: "text".to_owned(),
+            text: Some(text.into()),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// A tool call in an assistant message.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The call type (`function`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The called function.
+    pub function: FunctionCall,
+    /// Other fields, passed through.
+    #[serde(flatten)]
+    pub extra: Map<String, Json>,
+}
+
+/// The function of a tool call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The function name.
+    pub name: String,
+    /// The arguments, as sent: OpenAI sends a JSON-encoded string; many templates expect an
+    /// object (a dict in transformers). The value is passed to the template unchanged.
+    #[serde(default)]
+    pub arguments: Json,
+    /// Other fields, passed through.
+    #[serde(flatten)]
+    pub extra: Map<String, Json>,
+}
+
+/// transformers' `continue_final_message`: leave the final message open so that the model
+/// continues it ("prefill").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ContinueFinalMessage {
+    /// Render normally (`false`).
+    #[default]
+    Off,
+    /// Continue the final message's `content` (`true`).
+    Content,
+    /// Continue the named field of the final message, e.g. `reasoning_content`.
+    Field(String),
+}
+
+impl ContinueFinalMessage {
+    /// Whether continuation is requested.
+    pub fn is_on(&self) -> bool {
+        !matches!(self, ContinueFinalMessage::Off)
+    }
+
+    /// The continued field's name, if continuation is requested.
+    pub(crate) fn field(&self) -> Option<&str> {
+        match self {
+            ContinueFinalMessage::Off => None,
+            ContinueFinalMessage::Content => Some("content"),
+            ContinueFinalMessage::Field(f) => Some(f),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContinueFinalMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Flag(bool),
+            Field(String),
+        }
+        Ok(match Option::<Raw>::deserialize(d)? {
+            None | Some(Raw::Flag(false)) => ContinueFinalMessage::Off,
+            Some(Raw::Flag(true)) => ContinueFinalMessage::Content,
+            Some(Raw::Field(f)) => ContinueFinalMessage::Field(f),
+        })
+    }
+}
+
+/// A wall-clock time to pin `strftime_now` to, for reproducible renders (tests, caches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedNow(jiff::civil::DateTime);
+
+impl FixedNow {
+    /// The given local date and time.
+    pub fn new(
+        year: i16,
+        month: i8,
+        day: i8,
+        hour: i8,
+        minute: i8,
+        second: i8,
+    ) -> Result<Self, ChatTemplateError> {
+        jiff::civil::DateTime::new(year, month, day, hour, minute, second, 0)
+            .map(FixedNow)
+            .map_err(|e| ChatTemplateError::request(format!("invalid fixed time: {e}")))
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS` (local time, as Python's naive `datetime`).
+    pub fn parse(text: &str) -> Result<Self, ChatTemplateError> {
+        text.parse::<jiff::civil::DateTime>()
+            .map(FixedNow)
+            .map_err(|e| ChatTemplateError::request(format!("invalid fixed time {text:?}: {e}")))
+    }
+
+    pub(crate) fn to_iso(self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// What to render: the conversation and the options of `apply_chat_template`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation (at least one message).
+    pub messages: Vec<Message>,
+    /// Tool definitions (JSON schemas, usually `{"type": "function", "function": {...}}`),
+    /// passed to the template as `tools`.
+    #[serde(default)]
+    pub tools: Option<Vec<Json>>,
+    /// Retrieval documents (objects, usually with `title` and `text`), passed as `documents`.
+    #[serde(default)]
+    pub documents: Option<Vec<Json>>,
+    /// Append the header that starts an assistant turn.
+    #[serde(default)]
+    pub add_generation_prompt: bool,
+    /// Leave the final message open (cannot be combined with `add_generation_prompt`).
+    #[serde(default)]
+    pub continue_final_message: ContinueFinalMessage,
+    /// Which of a tokenizer's named templates to use (`rag`, `tool_use`, ...). Without it,
+    /// transformers' rule applies: `tool_use` when tools are given and it exists, else `default`.
+    #[serde(default, alias = "template")]
+    pub chat_template_name: Option<String>,
+    /// Extra template variables (`enable_thinking`, `reasoning_effort`, `date_string`, ...),
+    /// merged over the special tokens as transformers merges `**kwargs`.
+    #[serde(default)]
+    pub chat_template_kwargs: Map<String, Json>,
+    /// Pins what `strftime_now` returns for this render; `None` uses the current local time.
+    #[serde(skip)]
+    pub fixed_now: Option<FixedNow>,
+}
+
+impl ChatRequest {
+    /// A request for `messages` with default options.
+    pub fn new(messages: Vec<Message>) -> Self {
+        ChatRequest {
+            messages,
+            ..ChatRequest::default()
+        }
+    }
+}
+
+/// The inputs of `rtok chat`, as the JSON texts given on the command line or read from files.
+#[derive(Clone, Debug, Default)]
+pub struct ChatCliInput<'a> {
+    /// `--messages FILE`: a JSON list of messages (or an object with a `messages` list).
+    pub messages: &'a str,
+    /// `--tools FILE`: a JSON list of tool schemas.
+    pub tools: Option<&'a str>,
+    /// `--documents FILE`: a JSON list of document objects.
+    pub documents: Option<&'a str>,
+    /// `--add-generation-prompt`.
+    pub add_generation_prompt: bool,
+    /// `--continue-final-message`.
+    pub continue_final_message: bool,
+    /// `--template NAME`: one of the tokenizer's named templates.
+    pub template: Option<&'a str>,
+    /// `--kwargs JSON`: an object of extra template variables.
+    pub kwargs: Option<&'a str>,
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    text: &str,
+) -> Result<T, ChatTemplateError> {
+    serde_json::from_str(text).map_err(|e| ChatTemplateError::request(format!("{what}: {e}")))
+}
+
+impl ChatRequest {
+    /// Builds the request of `rtok chat` from its inputs.
+    pub fn from_cli(input: &ChatCliInput<'_>) -> Result<Self, ChatTemplateError> {
+        let messages: Vec<Message> = match parse_json::<Json>("--messages", input.messages)? {
+            Json::Object(mut wrapper) => match wrapper.remove("messages") {
+                Some(list) => serde_json::from_value(list)
+                    .map_err(|e| ChatTemplateError::request(format!("--messages: {e}")))?,
+                None => {
+                    return Err(ChatTemplateError::request(
+                        "--messages: expected a list of messages or an object with `messages`",
+                    ));
+                }
+            },
+            list => serde_json::from_value(list)
+                .map_err(|e| ChatTemplateError::request(format!("--messages: {e}")))?,
+        };
+        let mut request = ChatRequest::new(messages);
+        if let Some(tools) = input.tools {
+            request.tools = Some(parse_json("--tools", tools)?);
+        }
+        if let Some(documents) = input.documents {
+            request.documents = Some(parse_json("--documents", documents)?);
+        }
+        request.add_generation_prompt = input.add_generation_prompt;
+        if input.continue_final_message {
+            request.continue_final_message = ContinueFinalMessage::Content;
+        }
+        request.chat_template_name = input.template.map(str::to_owned);
+        if let Some(kwargs) = input.kwargs {
+            request.chat_template_kwargs = parse_json("--kwargs", kwargs)?;
+        }
+        Ok(request)
+    }
+}
