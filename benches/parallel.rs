@@ -1,6 +1,6 @@
 //! Sequential against parallel encoding (LoPT) at 8K, 32K, 128K and 512K
-//! tokens, for Llama-3, Qwen3, Mistral-7B and o200k, on pools of 1 and 2
-//! threads (the 1-thread run, forced to two chunks, measures the overhead).
+//! tokens, for Llama-3, Qwen3, Mistral-7B and o200k, with 1 and 2 threads
+//! (two chunks either way: on one thread the run measures the overhead).
 //!
 //! Every iteration encodes a different slice of the same text (one char
 //! further in), so no cache keyed on a whole segment answers it (Mistral's
@@ -13,6 +13,7 @@ mod common;
 use common::{load, shared};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use router_tokenizer::{ParallelMode, ParallelOptions, Tokenizer};
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,6 +66,8 @@ fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
 fn parallel(c: &mut Criterion) {
     let text = corpus();
     let pools = [(1, pool(1)), (2, pool(2))];
+    // Where the next slice starts; moves on one char per encode, across runs.
+    let start = Cell::new(0usize);
     for model in MODELS {
         let tok = load(model);
         let mut g = c.benchmark_group(format!("parallel/{model}"));
@@ -74,40 +77,51 @@ fn parallel(c: &mut Criterion) {
         for tokens in TOKENS {
             let len = bytes_for(&tok, &text, tokens);
             g.throughput(Throughput::Elements(tokens as u64));
-            // A different slice per iteration: start one char further in.
-            let run = |t: &Tokenizer, iters: u64, sequential: bool| {
-                let mut total = Duration::ZERO;
-                let mut start = 0;
-                for _ in 0..iters {
-                    start += text[start..].chars().next().map_or(1, char::len_utf8);
-                    if start + len >= text.len() {
-                        start = 0;
-                    }
-                    let slice = &text[start..floor(&text, start + len)];
-                    let t0 = Instant::now();
-                    let enc = if sequential {
-                        t.encode_sequential(black_box(slice), false)
-                    } else {
-                        t.encode(black_box(slice), false)
-                    };
-                    total += t0.elapsed();
-                    black_box(enc.unwrap());
+            let next_slice = || {
+                let mut s = start.get();
+                s += text[s..].chars().next().map_or(1, char::len_utf8);
+                if s + len >= text.len() {
+                    s = 0;
                 }
-                total
+                start.set(s);
+                &text[s..floor(&text, s + len)]
             };
             g.bench_function(BenchmarkId::new("sequential", tokens), |b| {
-                b.iter_custom(|iters| run(&tok, iters, true))
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let slice = next_slice();
+                        let t0 = Instant::now();
+                        black_box(tok.encode_sequential(black_box(slice), false).unwrap());
+                        total += t0.elapsed();
+                    }
+                    total
+                })
             });
             for (threads, p) in &pools {
+                // Two chunks, encoded from inside a pool of `threads` threads:
+                // with one thread the caller encodes both (the overhead), with
+                // two the other worker takes one.
                 let t = tok.with_parallel(ParallelOptions {
                     mode: ParallelMode::Always,
-                    chunks: Some(2.max(*threads)),
+                    chunks: Some(2),
                     pool: Some(Arc::clone(p)),
                     ..ParallelOptions::default()
                 });
                 g.bench_function(
                     BenchmarkId::new(format!("parallel-{threads}t"), tokens),
-                    |b| b.iter_custom(|iters| run(&t, iters, false)),
+                    |b| {
+                        b.iter_custom(|iters| {
+                            let mut total = Duration::ZERO;
+                            for _ in 0..iters {
+                                let slice = next_slice();
+                                let t0 = Instant::now();
+                                black_box(p.install(|| t.encode(black_box(slice), false)).unwrap());
+                                total += t0.elapsed();
+                            }
+                            total
+                        })
+                    },
                 );
             }
         }

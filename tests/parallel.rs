@@ -890,6 +890,15 @@ fn families_of_the_shared_tokenizers() {
     for (source, family) in expect {
         assert_eq!(tok(source).split_family(), family, "{source}");
     }
+    // The SentencePiece backend declares no family yet: sequential.
+    let spm = shared_dir().join("fixtures/sentencepiece/mistral-tokenizer.model.v1");
+    let spm = tok(&spm.to_string_lossy());
+    assert!(!spm.split_family().is_parallel());
+    let text = "hello world ".repeat(20_000);
+    assert_eq!(
+        spm.encode(&text, true).unwrap(),
+        spm.encode_sequential(&text, true).unwrap()
+    );
 }
 
 /// The tiktoken encodings not in the corpus runs, and the Llama-3 rank file,

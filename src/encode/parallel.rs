@@ -2,7 +2,6 @@
 //! rayon pool, and stitches them with the merge rule of [`super::split`].
 
 use rayon::ThreadPool;
-use rayon::prelude::*;
 use std::sync::Arc;
 
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
@@ -320,11 +319,24 @@ impl ParallelEncoder {
         )
     }
 
-    fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+    /// Encodes every planned chunk: the calling thread takes the first one
+    /// while the pool takes the others (an `in_place_scope`, so the caller
+    /// works instead of sleeping until a pool thread wakes up).
+    fn encode_all<F>(&self, plans: &[ChunkPlan], encode: &F) -> Result<Vec<Slot>>
+    where
+        F: Fn(&ChunkPlan) -> Result<Slot> + Sync,
+    {
+        let mut results: Vec<Option<Result<Slot>>> = plans.iter().map(|_| None).collect();
         match &self.options.pool {
-            Some(pool) => pool.install(f),
-            None => f(),
+            Some(pool) => pool.in_place_scope(|s| fill(s, plans, &mut results, encode)),
+            None => rayon::in_place_scope(|s| fill(s, plans, &mut results, encode)),
         }
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(Error::backend("parallel", "a chunk was not encoded")))
+            })
+            .collect()
     }
 
     fn fallback(
@@ -384,8 +396,7 @@ impl ParallelEncoder {
                 enc,
             })
         };
-        let mut slots: Vec<Slot> =
-            self.install(|| plans.par_iter().map(encode).collect::<Result<Vec<Slot>>>())?;
+        let mut slots: Vec<Slot> = self.encode_all(&plans, &encode)?;
         if !slots.iter().all(|s| s.enc.is_consistent(s.end - s.start)) {
             return self.fallback(
                 Fallback::Chunk,
@@ -558,6 +569,25 @@ impl ParallelEncoder {
             .ok_or_else(|| Error::backend(backend.backend_name(), "offsets do not match ids"))?;
         Ok((encoding, report))
     }
+}
+
+/// Spawns every chunk but the first on the scope's pool and encodes the
+/// first on the calling thread.
+fn fill<'s, F>(
+    scope: &rayon::Scope<'s>,
+    plans: &'s [ChunkPlan],
+    results: &'s mut [Option<Result<Slot>>],
+    encode: &'s F,
+) where
+    F: Fn(&ChunkPlan) -> Result<Slot> + Sync,
+{
+    let Some((first, rest)) = results.split_first_mut() else {
+        return;
+    };
+    for (slot, plan) in rest.iter_mut().zip(plans.iter().skip(1)) {
+        scope.spawn(move |_| *slot = Some(encode(plan)));
+    }
+    *first = plans.first().map(encode);
 }
 
 fn sequential(
