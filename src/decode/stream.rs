@@ -63,7 +63,17 @@ enum State {
 impl DecodeStream {
     /// A stream whose first token follows `prompt_ids` (only the last few are kept).
     pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
-        let context = &prompt_ids[prompt_ids.len().saturating_sub(PROMPT_CONTEXT)..];
+        // The last few prompt ids that render: skipped specials decode to
+        // nothing, so a window of only those would lose the leading space.
+        let mut context: Vec<u32> = prompt_ids
+            .iter()
+            .rev()
+            .filter(|&&id| !(skip_special_tokens && tokenizer.is_special_id(id)))
+            .take(PROMPT_CONTEXT)
+            .copied()
+            .collect();
+        context.reverse();
+        let context = &context[..];
         let state = match tokenizer.decode_style() {
             DecodeStyle::ByteConcat => {
                 // A prompt that ends inside a character hands its partial bytes on.
@@ -128,6 +138,15 @@ impl DecodeStream {
                     return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
                 }
                 ids.push(id);
+                // A byte-fallback piece (`<0xNN>`) may still turn earlier bytes
+                // into U+FFFD once the run ends: wait for the run to end.
+                if self
+                    .tokenizer
+                    .id_to_token(id)
+                    .is_some_and(|t| t.len() == 6 && t.starts_with("<0x") && t.ends_with('>'))
+                {
+                    return Ok(None);
+                }
                 let (prefix, full) = window_texts(
                     &self.tokenizer,
                     ids,
