@@ -75,8 +75,24 @@ pub(crate) struct TiktokenBackend {
 /// What the chunk encoder needs beyond `CoreBPE`.
 struct Chunker {
     ranks: FxHashMap<Vec<u8>, u32>,
-    /// One clone per pool thread (by index), so threads never share a regex cache.
-    regexes: Vec<fancy_regex::Regex>,
+    /// One regex per thread slot, compiled on the slot's first use: clones
+    /// of one `fancy_regex::Regex` share the inner matchers' caches, so
+    /// threads encoding chunks side by side would serialize on them.
+    regexes: Vec<OnceLock<Option<fancy_regex::Regex>>>,
+}
+
+/// Regex slots for the chunk encoder: every thread gets its own compiled
+/// regex (by a per-thread slot), up to this many threads.
+const REGEX_CLONES: usize = 64;
+
+/// A small number fixed per thread, for picking a regex clone.
+fn thread_slot() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    SLOT.with(|s| *s)
 }
 
 /// The chunk encoder's running state.
@@ -228,7 +244,13 @@ impl TiktokenBackend {
 
     fn chunker(&self) -> Result<&Chunker> {
         let built = self.chunker.get_or_init(|| {
+            // Fail early on a bad pattern (CoreBPE compiled it already).
             let regex = fancy_regex::Regex::new(self.pattern).map_err(|e| e.to_string())?;
+            let regexes: Vec<OnceLock<Option<fancy_regex::Regex>>> =
+                (0..REGEX_CLONES).map(|_| OnceLock::new()).collect();
+            if let Some(first) = regexes.first() {
+                let _ = first.set(Some(regex));
+            }
             let mut ranks =
                 FxHashMap::with_capacity_and_hasher(self.spans.len(), Default::default());
             for id in 0..self.spans.len() {
@@ -240,11 +262,8 @@ impl TiktokenBackend {
                     ranks.insert(bytes.to_vec(), id);
                 }
             }
-            let threads = rayon::current_num_threads().clamp(1, 64);
-            Ok(Chunker {
-                ranks,
-                regexes: vec![regex; threads],
-            })
+
+            Ok(Chunker { ranks, regexes })
         });
         built
             .as_ref()
@@ -256,10 +275,14 @@ impl TiktokenBackend {
     /// near both ends.
     fn encode_chunk_impl(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         let chunker = self.chunker()?;
-        let slot = rayon::current_thread_index().unwrap_or(0) % chunker.regexes.len().max(1);
+        let slot = thread_slot() % chunker.regexes.len().max(1);
         let regex = chunker
             .regexes
             .get(slot)
+            .and_then(|r| {
+                r.get_or_init(|| fancy_regex::Regex::new(self.pattern).ok())
+                    .as_ref()
+            })
             .ok_or_else(|| Error::backend(NAME, "no chunk regex"))?;
         let len = text.len();
         let (head, tail_from, all) = if request.all_offsets {
