@@ -5,7 +5,7 @@ mod common;
 
 use common::{load, raw_hf, shared, snapshot};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use router_tokenizer::LoadOptions;
+use router_tokenizer::{LoadOptions, Tokenizer};
 use std::hint::black_box;
 use std::time::Duration;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken};
@@ -24,52 +24,27 @@ fn text(n: usize) -> String {
 
 const SIZES: [usize; 3] = [1 << 10, 32 << 10, 512 << 10];
 
-fn encode_hf(c: &mut Criterion) {
-    for model in ["meta-llama/Meta-Llama-3-8B-Instruct", "Qwen/Qwen3-8B"] {
-        let tok = load(model);
-        let raw = raw_hf(model);
-        let opts = EncodeOptions {
-            add_special_tokens: false,
-            padding: Override::Off,
-            truncation: Override::Off,
-            ..EncodeOptions::default()
-        };
-        let mut g = c.benchmark_group(format!("encode/hf/{model}"));
-        for size in SIZES {
-            let input = text(size);
-            g.throughput(Throughput::Bytes(size as u64));
-            g.bench_with_input(
-                BenchmarkId::new("router-tokenizer", size),
-                &input,
-                |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
-            );
-            g.bench_with_input(BenchmarkId::new("tokenizers", size), &input, |b, t| {
-                b.iter(|| {
-                    let mut out: Vec<PipelineToken> = Vec::with_capacity(t.len() / 4);
-                    raw.encode_into(black_box(t), &opts, &mut out).unwrap();
-                    out
-                })
-            });
-        }
-        g.finish();
-        let mut g = c.benchmark_group(format!("decode/hf/{model}"));
-        let input = text(32 << 10);
-        let ids = tok.encode(&input, false).unwrap().into_ids();
-        g.throughput(Throughput::Bytes(input.len() as u64));
-        g.bench_function("router-tokenizer", |b| {
-            b.iter(|| tok.decode(black_box(&ids), false).unwrap())
-        });
-        g.bench_function("tokenizers", |b| {
-            b.iter(|| raw.decode(black_box(&ids), false).unwrap())
-        });
-        g.finish();
+/// The raw `tokenizers` options that match `encode(text, false)`.
+fn raw_options() -> EncodeOptions {
+    EncodeOptions {
+        add_special_tokens: false,
+        padding: Override::Off,
+        truncation: Override::Off,
+        ..EncodeOptions::default()
     }
 }
 
-fn encode_tiktoken(c: &mut Criterion) {
-    let tok = load("o200k_base");
-    let raw = tiktoken_rs::o200k_base().unwrap();
-    let mut g = c.benchmark_group("encode/tiktoken/o200k_base");
+/// Encode at every size and decode 32 KB, the facade against a raw library,
+/// each pair in one group so their ratio comes from the same run.
+fn facade_vs_raw<R1, R2>(
+    c: &mut Criterion,
+    name: &str,
+    tok: &Tokenizer,
+    raw_name: &str,
+    raw_encode: impl Fn(&str) -> R1,
+    raw_decode: impl Fn(&[u32]) -> R2,
+) {
+    let mut g = c.benchmark_group(format!("encode/{name}"));
     for size in SIZES {
         let input = text(size);
         g.throughput(Throughput::Bytes(size as u64));
@@ -78,22 +53,51 @@ fn encode_tiktoken(c: &mut Criterion) {
             &input,
             |b, t| b.iter(|| tok.encode(black_box(t), false).unwrap()),
         );
-        g.bench_with_input(BenchmarkId::new("tiktoken-rs", size), &input, |b, t| {
-            b.iter(|| raw.encode_ordinary(black_box(t)))
+        g.bench_with_input(BenchmarkId::new(raw_name, size), &input, |b, t| {
+            b.iter(|| raw_encode(black_box(t)))
         });
     }
     g.finish();
-    let mut g = c.benchmark_group("decode/tiktoken/o200k_base");
+    let mut g = c.benchmark_group(format!("decode/{name}"));
     let input = text(32 << 10);
     let ids = tok.encode(&input, false).unwrap().into_ids();
     g.throughput(Throughput::Bytes(input.len() as u64));
     g.bench_function("router-tokenizer", |b| {
         b.iter(|| tok.decode(black_box(&ids), false).unwrap())
     });
-    g.bench_function("tiktoken-rs", |b| {
-        b.iter(|| raw.decode(black_box(&ids)).unwrap())
-    });
+    g.bench_function(raw_name, |b| b.iter(|| raw_decode(black_box(&ids))));
     g.finish();
+}
+
+fn encode_hf(c: &mut Criterion) {
+    let opts = raw_options();
+    for model in ["meta-llama/Meta-Llama-3-8B-Instruct", "Qwen/Qwen3-8B"] {
+        let raw = raw_hf(model);
+        facade_vs_raw(
+            c,
+            &format!("hf/{model}"),
+            &load(model),
+            "tokenizers",
+            |t| {
+                let mut out: Vec<PipelineToken> = Vec::with_capacity(t.len() / 4);
+                raw.encode_into(t, &opts, &mut out).unwrap();
+                out
+            },
+            |ids| raw.decode(ids, false).unwrap(),
+        );
+    }
+}
+
+fn encode_tiktoken(c: &mut Criterion) {
+    let raw = tiktoken_rs::o200k_base().unwrap();
+    facade_vs_raw(
+        c,
+        "tiktoken/o200k_base",
+        &load("o200k_base"),
+        "tiktoken-rs",
+        |t| raw.encode_ordinary(t),
+        |ids| raw.decode(ids).unwrap(),
+    );
 }
 
 fn load_time(c: &mut Criterion) {
@@ -124,12 +128,7 @@ fn metrics_overhead(c: &mut Criterion) {
     let with_metrics =
         metrics::with_local_recorder(&recorder, || load("meta-llama/Meta-Llama-3-8B-Instruct"));
     let raw = raw_hf("meta-llama/Meta-Llama-3-8B-Instruct");
-    let opts = EncodeOptions {
-        add_special_tokens: false,
-        padding: Override::Off,
-        truncation: Override::Off,
-        ..EncodeOptions::default()
-    };
+    let opts = raw_options();
     let mut g = c.benchmark_group("metrics/encode-30-chars");
     g.bench_function("router-tokenizer+recorder", |b| {
         b.iter(|| with_metrics.encode(black_box(input), false).unwrap())

@@ -69,6 +69,64 @@ impl Encoding {
     }
 }
 
+/// Assembles a backend's [`Encoding`]: the ids `add_special_tokens` puts
+/// before the sequence (empty spans at 0), the sequence, then the ids after
+/// it (empty spans at the end of the text). Every backend wraps its sequence
+/// this way, so it is written once.
+pub(crate) struct EncodingBuilder<'a> {
+    pub(crate) ids: Vec<u32>,
+    pub(crate) offsets: Option<Vec<(usize, usize)>>,
+    suffix: &'a [u32],
+}
+
+impl<'a> EncodingBuilder<'a> {
+    /// Starts with `prefix` when `add_special_tokens`; `capacity` is a guess
+    /// at the sequence length.
+    pub(crate) fn new(
+        prefix: &[u32],
+        suffix: &'a [u32],
+        add_special_tokens: bool,
+        capacity: usize,
+        with_offsets: bool,
+    ) -> Self {
+        let (prefix, suffix) = if add_special_tokens {
+            (prefix, suffix)
+        } else {
+            (&[][..], &[][..])
+        };
+        let capacity = capacity + prefix.len() + suffix.len();
+        let mut ids = Vec::with_capacity(capacity);
+        ids.extend_from_slice(prefix);
+        let offsets = with_offsets.then(|| {
+            let mut offsets = Vec::with_capacity(capacity);
+            offsets.resize(prefix.len(), (0, 0));
+            offsets
+        });
+        Self {
+            ids,
+            offsets,
+            suffix,
+        }
+    }
+
+    /// Appends the suffix; `backend` names the culprit if ids and spans disagree.
+    pub(crate) fn finish(
+        mut self,
+        text_len: usize,
+        backend: &'static str,
+    ) -> crate::Result<Encoding> {
+        self.ids.extend_from_slice(self.suffix);
+        match self.offsets {
+            None => Ok(Encoding::from_ids(self.ids)),
+            Some(mut offsets) => {
+                offsets.resize(offsets.len() + self.suffix.len(), (text_len, text_len));
+                Encoding::with_offsets(self.ids, offsets)
+                    .ok_or_else(|| crate::Error::backend(backend, "offsets do not match ids"))
+            }
+        }
+    }
+}
+
 /// 64-bit FNV-1a over `ids` as little-endian bytes.
 pub(crate) fn stable_hash(ids: &[u32]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

@@ -34,18 +34,27 @@ fn shared_dir() -> PathBuf {
 
 static LOADED: LazyLock<Mutex<HashMap<String, Tokenizer>>> = LazyLock::new(Default::default);
 
-/// Loads a tokenizer once per test binary, offline from the shared cache.
+/// Loads a tokenizer once per test binary, offline from the shared cache;
+/// `fixtures/…` names a file in the shared folder.
 fn tok(source: &str) -> Tokenizer {
     if let Some(t) = LOADED.lock().unwrap().get(source) {
         return t.clone();
     }
+    let path;
+    let name = match source.strip_prefix("fixtures/") {
+        Some(_) => {
+            path = shared_dir().join(source);
+            path.to_str().unwrap()
+        }
+        None => source,
+    };
     let options = LoadOptions {
         cache_dir: Some(shared_dir().join("hf-cache/hub")),
         offline: Some(true),
         ..LoadOptions::default()
     };
     let t = options
-        .load(source)
+        .load(name)
         .unwrap_or_else(|e| panic!("loading {source} (offline, from the shared hf-cache): {e}"));
     LOADED.lock().unwrap().insert(source.to_owned(), t.clone());
     t
@@ -57,6 +66,11 @@ const MISTRAL: &str = "mistralai/Mistral-7B-v0.1";
 const GEMMA: &str = "google/gemma-3-4b-it";
 const DEEPSEEK: &str = "deepseek-ai/DeepSeek-V3";
 const MINILM: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// SentencePiece BPE `.model` files (the native backend), and a Unigram one.
+const SPM_V1: &str = "fixtures/sentencepiece/mistral-tokenizer.model.v1";
+const SPM_V3: &str = "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3";
+const SPM_V7: &str = "fixtures/sentencepiece/mistral_instruct_tokenizer_241114.model.v7";
+const SPM_UNIGRAM: &str = "fixtures/sentencepiece/spm-test_model.model";
 
 /// Every shared tokenizer: the 11 hub ones and two tiktoken encodings.
 const ALL: &[&str] = &[
@@ -326,6 +340,9 @@ corpus_tests! {
     corpus_minilm => MINILM,
     corpus_o200k => "o200k_base",
     corpus_cl100k => "cl100k_base",
+    corpus_spm_mistral_v1 => SPM_V1,
+    corpus_spm_mistral_v3 => SPM_V3,
+    corpus_spm_mistral_v7 => SPM_V7,
 }
 
 /// Whole corpus files with the default options (one chunk per thread), ids
@@ -333,7 +350,7 @@ corpus_tests! {
 #[test]
 fn whole_files_default_options() {
     let mut tally = Tally::default();
-    for source in [LLAMA3, MISTRAL, "o200k_base"] {
+    for source in [LLAMA3, MISTRAL, "o200k_base", SPM_V1] {
         let t = tok(source).with_parallel(ParallelOptions {
             mode: ParallelMode::Always,
             chunks: Some(4),
@@ -626,7 +643,8 @@ fn emoji_sequences() {
 
 #[test]
 fn special_tokens_straddling_chunk_edges() {
-    let cases: [(&str, &str); 6] = [
+    let cases: [(&str, &str); 7] = [
+        (SPM_V3, "[INST]hi[/INST]there<s>x</s>[INST"),
         (
             QWEN3,
             "hi<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant<|im_",
@@ -697,7 +715,7 @@ fn cjk_without_spaces() {
 fn whole_text_bpe_on_english() {
     let full = std::fs::read_to_string(shared_dir().join("corpus/en-prose/botchan.txt")).unwrap();
     let text = slice(&full, 20_000, 200_000);
-    for source in [MISTRAL, GEMMA] {
+    for source in [MISTRAL, GEMMA, SPM_V1, SPM_V7] {
         assert_eq!(tok(source).split_family(), SplitFamily::WholeTextBpe);
         let t = tok(source).with_parallel(ParallelOptions {
             mode: ParallelMode::Always,
@@ -764,7 +782,7 @@ fn hostile_string(max: usize) -> impl Strategy<Value = String> {
     prop::collection::vec(hostile_char(), 0..max).prop_map(|v| v.into_iter().collect())
 }
 
-const PROP_TOKENIZERS: &[&str] = &[LLAMA3, QWEN3, MISTRAL, GEMMA, MINILM, "o200k_base"];
+const PROP_TOKENIZERS: &[&str] = &[LLAMA3, QWEN3, MISTRAL, GEMMA, MINILM, "o200k_base", SPM_V3];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
@@ -890,15 +908,23 @@ fn families_of_the_shared_tokenizers() {
     for (source, family) in expect {
         assert_eq!(tok(source).split_family(), family, "{source}");
     }
-    // The SentencePiece backend declares no family yet: sequential.
-    let spm = shared_dir().join("fixtures/sentencepiece/mistral-tokenizer.model.v1");
-    let spm = tok(&spm.to_string_lossy());
-    assert!(!spm.split_family().is_parallel());
+    // The native SentencePiece backend: BPE models are whole-text BPE,
+    // Unigram stays sequential.
+    for source in [SPM_V1, SPM_V3, SPM_V7] {
+        assert_eq!(
+            tok(source).split_family(),
+            SplitFamily::WholeTextBpe,
+            "{source}"
+        );
+    }
+    let unigram = tok(SPM_UNIGRAM);
+    assert!(!unigram.split_family().is_parallel());
     let text = "hello world ".repeat(20_000);
-    assert_eq!(
-        spm.encode(&text, true).unwrap(),
-        spm.encode_sequential(&text, true).unwrap()
-    );
+    let (got, report) = unigram
+        .encode_parallel_report(&text, true, false, None)
+        .unwrap();
+    assert_eq!(report.fallback, Some("sequential family"));
+    assert_eq!(got, unigram.encode_sequential(&text, true).unwrap());
 }
 
 /// The tiktoken encodings not in the corpus runs, and the Llama-3 rank file,

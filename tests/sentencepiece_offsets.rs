@@ -51,6 +51,41 @@ fn check(model: &SentencePieceModel, name: &str, key: &str, text: &str) -> Resul
             text.len()
         ));
     }
+    spans_spell_pieces(model, name, key, text, &ids, &offs)
+}
+
+/// With the identity normalizer (the Mistral models), each ordinary piece
+/// spells its span with spaces as U+2581, the dummy prefix aside: a check of
+/// where the spans fall, not only that they tile.
+fn spans_spell_pieces(
+    model: &SentencePieceModel,
+    name: &str,
+    key: &str,
+    text: &str,
+    ids: &[u32],
+    offs: &[(usize, usize)],
+) -> Result<(), String> {
+    let settings = model.settings();
+    if settings.has_charsmap || settings.remove_extra_whitespaces || !settings.escape_whitespaces {
+        return Ok(());
+    }
+    for (i, (&id, &(s, e))) in ids.iter().zip(offs).enumerate() {
+        if model.is_byte(id) || model.is_unknown(id) || model.is_control(id) {
+            continue;
+        }
+        let piece = model.id_to_piece(id).unwrap_or_default();
+        let piece = if i == 0 && settings.add_dummy_prefix {
+            piece.strip_prefix('\u{2581}').unwrap_or(piece)
+        } else {
+            piece
+        };
+        let spelled = text[s..e].replace(' ', "\u{2581}");
+        if spelled != piece {
+            return Err(format!(
+                "{name} {key}: token {i} (id {id}, {piece:?}) spans {s}..{e} = {spelled:?}"
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -50,6 +50,9 @@ pub trait Encoder: Send + Sync {
     /// Encodes one chunk of a longer text for the parallel encoder: ids with
     /// no BOS/EOS, spans and pre-token boundaries near both ends.
     ///
+    /// Called only when [`split_spec`](Encoder::split_spec) declares a
+    /// parallel family, so implementations need not check it again.
+    ///
     /// `text` is a slice of the whole input starting and ending at allowed
     /// edges ([`EdgeRule`](crate::traits::EdgeRule)); the ids must be exactly
     /// what [`encode`](Encoder::encode) without special tokens returns for it.
@@ -58,17 +61,27 @@ pub trait Encoder: Send + Sync {
     /// pre-token boundaries, which suits [`WholeTextBpe`](crate::traits::SplitFamily::WholeTextBpe)
     /// backends; families that cut at boundaries must override it.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        let (ids, offsets) = self.encode_with_offsets(text, false)?.into_parts();
-        let offsets = offsets
-            .ok_or_else(|| Error::backend("chunk", "encode_with_offsets returned no offsets"))?;
-        Ok(ChunkEncoding::from_spans(
-            ids,
-            offsets,
-            text.len(),
-            request,
-            Vec::new(),
-        ))
+        chunk_from_offsets(self, text, request)
     }
+}
+
+/// [`Encoder::encode_chunk`]'s default: every span from
+/// [`Encoder::encode_with_offsets`], no pre-token boundaries.
+pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(
+    encoder: &E,
+    text: &str,
+    request: &ChunkRequest,
+) -> Result<ChunkEncoding> {
+    let (ids, offsets) = encoder.encode_with_offsets(text, false)?.into_parts();
+    let offsets = offsets
+        .ok_or_else(|| Error::backend("chunk", "encode_with_offsets returned no offsets"))?;
+    Ok(ChunkEncoding::from_spans(
+        ids,
+        offsets,
+        text.len(),
+        request,
+        Vec::new(),
+    ))
 }
 
 /// How a backend's ids turn back into text, which decides the streaming algorithm.

@@ -122,6 +122,12 @@ enum Command {
         /// Print `{"tokens":N,"sequential_ms":…,"parallel_ms":…,"speedup":…,"identical":…}`.
         #[arg(long)]
         json: bool,
+        /// Also time one sequential encode of the whole input per thread, all at
+        /// once: the throughput this machine gives independent encodes bounds
+        /// any split's speedup (`ceiling_ms` is the per-encode time at that
+        /// throughput, `ceiling_speedup` = sequential / it).
+        #[arg(long)]
+        ceiling: bool,
     },
     /// Whitespace-separated ids in, exact text out (no newline added).
     Decode {
@@ -301,11 +307,13 @@ fn run(cli: Cli) -> Result<()> {
             repeat,
             parallel,
             json,
+            ceiling,
         } => {
             let options = Parallel { parallel, threads }.options()?;
+            let pool = ceiling.then(|| options.pool.clone());
             let tok = load_with(&source, options)?;
             let text = read_input(&Input { input: Some(input) })?;
-            let report = bench(&tok, &text, repeat.max(1))?;
+            let report = bench(&tok, &text, repeat.max(1), pool)?;
             if json {
                 writeln!(out, "{}", report.json())?;
             } else {
@@ -321,6 +329,13 @@ fn run(cli: Cli) -> Result<()> {
                     report.speedup(),
                     report.identical
                 )?;
+                if let Some(ms) = report.ceiling_ms {
+                    writeln!(
+                        out,
+                        "ceiling {ms:.3} ms ({:.2}x): concurrent independent encodes",
+                        report.sequential_ms / ms
+                    )?;
+                }
             }
         }
         Command::Stream {
@@ -443,6 +458,7 @@ struct BenchReport {
     sequential_ms: f64,
     parallel_ms: f64,
     identical: bool,
+    ceiling_ms: Option<f64>,
 }
 
 impl BenchReport {
@@ -455,13 +471,18 @@ impl BenchReport {
     }
 
     fn json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "tokens": self.tokens,
             "sequential_ms": self.sequential_ms,
             "parallel_ms": self.parallel_ms,
             "speedup": self.speedup(),
             "identical": self.identical,
-        })
+        });
+        if let (Some(ms), Some(map)) = (self.ceiling_ms, v.as_object_mut()) {
+            map.insert("ceiling_ms".into(), ms.into());
+            map.insert("ceiling_speedup".into(), (self.sequential_ms / ms).into());
+        }
+        v
     }
 }
 
@@ -470,9 +491,15 @@ impl BenchReport {
 /// Each repeat starts the input one char later, so caches keyed on whole
 /// segments (BPE without a pre-tokenizer caches the whole text as one word)
 /// never answer a timed encode; word caches stay warm, as in a server.
-fn bench(tok: &Tokenizer, text: &str, repeat: usize) -> Result<BenchReport> {
+fn bench(
+    tok: &Tokenizer,
+    text: &str,
+    repeat: usize,
+    ceiling_pool: Option<Option<Arc<rayon::ThreadPool>>>,
+) -> Result<BenchReport> {
     let mut seq = Vec::with_capacity(repeat);
     let mut par = Vec::with_capacity(repeat);
+    let mut ceil = Vec::with_capacity(repeat);
     let mut identical = true;
     let mut tokens = 0;
     let mut starts = text.char_indices().map(|(i, _)| i);
@@ -486,6 +513,13 @@ fn bench(tok: &Tokenizer, text: &str, repeat: usize) -> Result<BenchReport> {
         let b = tok.encode(slice, false)?;
         let p_ms = t.elapsed().as_secs_f64() * 1e3;
         identical &= a.ids() == b.ids();
+        if let Some(pool) = &ceiling_pool {
+            let (c_ms, k) = concurrent_copies(tok, slice, pool.as_deref())?;
+            if round > 0 {
+                // As the time one encode would take at that throughput.
+                ceil.push(c_ms / k as f64);
+            }
+        }
         if round == 0 {
             tokens = a.len();
             continue;
@@ -498,7 +532,36 @@ fn bench(tok: &Tokenizer, text: &str, repeat: usize) -> Result<BenchReport> {
         sequential_ms: median(&mut seq),
         parallel_ms: median(&mut par),
         identical,
+        ceiling_ms: ceiling_pool.map(|_| median(&mut ceil)),
     })
+}
+
+/// Milliseconds for every pool thread to encode all of `text` sequentially
+/// at the same time, and the thread count: `k * sequential / this` is the
+/// throughput the machine gives `k` independent encodes, the bound on any
+/// split's speedup.
+fn concurrent_copies(
+    tok: &Tokenizer,
+    text: &str,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<(f64, usize)> {
+    use rayon::prelude::*;
+    let k = pool.map_or_else(
+        rayon::current_num_threads,
+        rayon::ThreadPool::current_num_threads,
+    );
+    let run = || -> router_tokenizer::Result<Vec<usize>> {
+        (0..k)
+            .into_par_iter()
+            .map(|_| tok.encode_sequential(text, false).map(|e| e.len()))
+            .collect()
+    };
+    let t = Instant::now();
+    match pool {
+        Some(pool) => pool.install(run)?,
+        None => run()?,
+    };
+    Ok((t.elapsed().as_secs_f64() * 1e3, k))
 }
 
 fn median(v: &mut [f64]) -> f64 {

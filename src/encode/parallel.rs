@@ -326,6 +326,11 @@ impl ParallelEncoder {
     where
         F: Fn(&ChunkPlan) -> Result<Slot> + Sync,
     {
+        if self.threads() < 2 {
+            // One thread asked for: no helper thread at all (the caller
+            // would otherwise be a second one).
+            return plans.iter().map(encode).collect();
+        }
         let mut results: Vec<Option<Result<Slot>>> = plans.iter().map(|_| None).collect();
         match &self.options.pool {
             Some(pool) => pool.in_place_scope(|s| fill(s, plans, &mut results, encode)),

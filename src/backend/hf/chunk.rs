@@ -1,4 +1,6 @@
-//! The parallel encoder's chunk encode for `tokenizer.json` tokenizers.
+//! The chunk encode for `tokenizer.json` tokenizers: the parallel encoder's
+//! chunks, and (with every span on) `encode_with_offsets` itself, so one
+//! walk of the pipeline stages serves both.
 //!
 //! It runs exactly the stages of `PipelineTokenizer::encode_into` (added
 //! tokens on raw text, normalize, added tokens on normalized text,
@@ -13,8 +15,9 @@
 //! normalizer joins to its predecessor, plus the marks after it) and checking
 //! every piece against the real normalized text. Where that check fails the
 //! window reports nothing, so the merge finds no cut there: a window is never
-//! approximate. (The offsets path's whole-text alignment is a heuristic; it is
-//! used only for [`ChunkEncoding::offsets`].)
+//! approximate. With every span on ([`ChunkRequest::all_offsets`]), each
+//! pre-token is placed on its own through [`full_map`], exact piece by piece
+//! and heuristic only past a piece whose normalization depends on context.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -407,7 +410,7 @@ impl<'a> SegMap<'a> {
 struct Windows {
     head: usize,
     tail_from: usize,
-    /// Also compute every span the offsets path's way.
+    /// Also compute every span (`encode_with_offsets`, or a chunk asked for all).
     all: bool,
     /// Record pre-token boundaries (the family cuts at them).
     bounds: bool,
@@ -427,7 +430,7 @@ struct Out {
     tokens: Vec<PipelineToken>,
     head: Side,
     tail: Side,
-    /// Every span, the offsets path's way (when `all`).
+    /// Every span (when `all`).
     offsets: Vec<(usize, (usize, usize))>,
 }
 
@@ -607,7 +610,7 @@ impl HfBackend {
         let in_window = pos < windows.head || end > windows.tail_from;
         let normalizers = self.pipe.get_normalizers();
         let mut map = in_window.then(|| SegMap::new(normalizers, &self.pieces, segment, pos, norm));
-        // The offsets path's map, for `all`.
+        // The every-span map, for `all`.
         let full = (windows.all && norm != segment)
             .then(|| full_map(normalizers, &self.pieces, segment, norm));
         let to_full = |n: usize| {
@@ -684,8 +687,8 @@ impl HfBackend {
         Ok(())
     }
 
-    /// Every pre-token tokenized and placed on its own, exactly as the
-    /// offsets path does (its spans go to `out.offsets`).
+    /// Every pre-token tokenized and placed on its own (spans go to
+    /// `out.offsets`): token lengths when they add up to the pre-token.
     fn place_all(
         &self,
         piece: &Piece<'_>,
@@ -1006,7 +1009,7 @@ fn finish_side(
 }
 
 /// The whole map from normalized to input positions of one segment
-/// (`map[n]` for `n` in `0..=norm.len()`), for the offsets path: exact piece
+/// (`map[n]` for `n` in `0..=norm.len()`), for every-span encodes: exact piece
 /// by piece, and aligned heuristically only from the first piece whose
 /// normalization depends on its context (if any).
 pub(super) fn full_map(

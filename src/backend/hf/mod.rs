@@ -9,7 +9,6 @@
 
 mod align;
 mod chunk;
-mod offsets;
 mod vocab;
 
 use std::path::Path;
@@ -18,7 +17,7 @@ use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineToken
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::classify_hf;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
 use crate::load::config::TokenizerConfig;
@@ -288,40 +287,34 @@ impl Encoder for HfBackend {
         if self.file_padding {
             return self.encode_full_pipeline(text, add_special_tokens);
         }
+        let ids = self.sequence_ids(text, text.len() / 4 + 4)?;
         if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
-            return Ok(Encoding::from_ids(
-                self.sequence_ids(text, text.len() / 4 + 4)?,
-            ));
+            return Ok(Encoding::from_ids(ids));
         }
-        let mut ids = self.prefix.clone();
-        ids.reserve(text.len() / 4 + 4 + self.suffix.len());
-        ids.extend(self.sequence_ids(text, text.len() / 4 + 4)?);
-        ids.extend_from_slice(&self.suffix);
-        Ok(Encoding::from_ids(ids))
+        let mut out = EncodingBuilder::new(&self.prefix, &self.suffix, true, ids.len(), false);
+        out.ids.extend_from_slice(&ids);
+        out.finish(text.len(), NAME)
     }
 
+    /// The chunk encoder over the whole text with every span on: one walk
+    /// of the pipeline stages serves both.
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut ids = Vec::with_capacity(text.len() / 4 + 4);
-        let mut offsets = Vec::with_capacity(text.len() / 4 + 4);
-        if add_special_tokens {
-            ids.extend_from_slice(&self.prefix);
-            offsets.resize(self.prefix.len(), (0, 0));
+        let chunk = self.encode_chunk_impl(text, &ChunkRequest::new(0, 0, true), false)?;
+        let spans = chunk
+            .offsets
+            .ok_or_else(|| Error::backend(NAME, "no offsets from the chunk encoder"))?;
+        let mut out = EncodingBuilder::new(
+            &self.prefix,
+            &self.suffix,
+            add_special_tokens,
+            chunk.ids.len(),
+            true,
+        );
+        out.ids.extend_from_slice(&chunk.ids);
+        if let Some(offsets) = out.offsets.as_mut() {
+            offsets.extend_from_slice(&spans);
         }
-        offsets::encode_with_offsets(
-            &self.pipe,
-            &self.vocab,
-            text,
-            self.specials_as_text,
-            &self.pieces,
-            &mut ids,
-            &mut offsets,
-        )?;
-        if add_special_tokens {
-            ids.extend_from_slice(&self.suffix);
-            offsets.resize(ids.len(), (text.len(), text.len()));
-        }
-        Encoding::with_offsets(ids, offsets)
-            .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+        out.finish(text.len(), NAME)
     }
 
     fn split_spec(&self) -> Option<&SplitSpec> {
@@ -329,12 +322,6 @@ impl Encoder for HfBackend {
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        if !self.split.family.is_parallel() {
-            return Err(Error::backend(
-                NAME,
-                "this tokenizer is encoded sequentially",
-            ));
-        }
         self.encode_chunk_impl(text, request, self.split.family.needs_boundaries())
     }
 }

@@ -3,9 +3,11 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::{SentencePieceModel, SpmError};
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
-use crate::encoding::Encoding;
+use super::model::SpanWindows;
+use super::{ModelType, SentencePieceModel, SpmError};
+use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer, chunk_from_offsets};
+use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
 use crate::load::config::TokenizerConfig;
@@ -21,6 +23,7 @@ pub(crate) struct SpmBackend {
     control_matcher: Option<(AhoCorasick, Vec<u32>)>,
     prefix: Vec<u32>,
     suffix: Vec<u32>,
+    split: SplitSpec,
 }
 
 impl SpmBackend {
@@ -75,27 +78,47 @@ impl SpmBackend {
         let has_config = config.raw.is_some();
         let add_bos = config.add_bos_token.unwrap_or(has_config);
         let add_eos = config.add_eos_token.unwrap_or(false);
-        let prefix = special_tokens
+        let prefix: Vec<u32> = special_tokens
             .bos
             .as_ref()
             .filter(|_| add_bos)
             .map(|t| t.id)
             .into_iter()
             .collect();
-        let suffix = special_tokens
+        let suffix: Vec<u32> = special_tokens
             .eos
             .as_ref()
             .filter(|_| add_eos)
             .map(|t| t.id)
             .into_iter()
             .collect();
+        let split = split_spec(&model, control_matcher.as_ref(), &prefix, &suffix);
         Ok(Self {
             model,
             special_tokens,
             control_matcher,
             prefix,
             suffix,
+            split,
         })
+    }
+
+    /// Encodes `text` with or without spans: the body of both `Encoder` methods.
+    fn encode_impl(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        with_offsets: bool,
+    ) -> Result<Encoding> {
+        let mut out = EncodingBuilder::new(
+            &self.prefix,
+            &self.suffix,
+            add_special_tokens,
+            text.len() / 3 + 4,
+            with_offsets,
+        );
+        self.encode_segments(text, &mut out.ids, out.offsets.as_mut());
+        out.finish(text.len(), NAME)
     }
 
     /// Encodes `text`, control pieces split out first when the policy parses them.
@@ -148,6 +171,64 @@ impl SpmBackend {
     }
 }
 
+/// The parallel family of a `.model` file (`docs/lopt.md`, claim C12).
+///
+/// BPE models are whole-text BPE: sentencepiece splits the normalized text
+/// into words before each `▁` and runs score-ordered BPE inside each word,
+/// which is the whole-text argument applied word by word. Unigram (Viterbi
+/// over the whole text) has no lossless cut; WORD and CHAR models are rare
+/// and not measured, so they stay sequential too.
+fn split_spec(
+    model: &SentencePieceModel,
+    controls: Option<&(AhoCorasick, Vec<u32>)>,
+    prefix: &[u32],
+    suffix: &[u32],
+) -> SplitSpec {
+    match model.model_type() {
+        ModelType::Bpe => {}
+        ModelType::Unigram => return SplitSpec::sequential("Unigram over unsplit text"),
+        ModelType::Word | ModelType::Char => {
+            return SplitSpec::sequential("SentencePiece WORD/CHAR model (not measured)");
+        }
+    }
+    let settings = model.settings();
+    let mut edges = EdgeRule::default();
+    // User-defined pieces are matched on the raw text, longest first, like
+    // added tokens; control pieces are split out first under `Parse`.
+    let n = u32::try_from(model.vocab_size()).unwrap_or(u32::MAX);
+    let mut max_token_bytes = 0;
+    for id in 0..n {
+        let Some(piece) = model.id_to_piece(id) else {
+            continue;
+        };
+        max_token_bytes = max_token_bytes.max(piece.len());
+        let parsed_control = controls.is_some_and(|(_, ids)| ids.contains(&id));
+        if model.is_user_defined(id) || parsed_control {
+            edges.add_token(piece);
+            if piece.contains('\u{2581}') {
+                edges.add_token(&piece.replace('\u{2581}', " "));
+            }
+        }
+    }
+    // A charsmap (NFKC and friends) may join a char to the one before it;
+    // collapsing whitespace runs makes a chunk edge beside whitespace move.
+    edges.normalizes = settings.has_charsmap;
+    edges.no_whitespace_edges = settings.remove_extra_whitespaces;
+    // Threshold from `rtok bench` on two cores (Mistral v1 `.model`, prose
+    // and code, 16 KiB to 1 MiB): at 128 KiB two threads win in most runs.
+    SplitSpec::new(
+        SplitFamily::WholeTextBpe,
+        prefix.to_vec(),
+        suffix.to_vec(),
+        max_token_bytes,
+        edges,
+    )
+    .with_min_bytes(SPM_MIN_BYTES)
+}
+
+/// Inputs shorter than this are encoded sequentially in `Auto` mode.
+const SPM_MIN_BYTES: usize = 128 << 10;
+
 fn decode_error(e: SpmError, vocab_size: usize) -> Error {
     match e {
         SpmError::UnknownId(id) => Error::unknown_id(id, vocab_size),
@@ -157,31 +238,43 @@ fn decode_error(e: SpmError, vocab_size: usize) -> Error {
 
 impl Encoder for SpmBackend {
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut ids = Vec::with_capacity(text.len() / 3 + 4);
-        if add_special_tokens {
-            ids.extend_from_slice(&self.prefix);
-        }
-        self.encode_segments(text, &mut ids, None);
-        if add_special_tokens {
-            ids.extend_from_slice(&self.suffix);
-        }
-        Ok(Encoding::from_ids(ids))
+        self.encode_impl(text, add_special_tokens, false)
     }
 
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut ids = Vec::with_capacity(text.len() / 3 + 4);
-        let mut offsets = Vec::with_capacity(text.len() / 3 + 4);
-        if add_special_tokens {
-            ids.extend_from_slice(&self.prefix);
-            offsets.resize(ids.len(), (0, 0));
+        self.encode_impl(text, add_special_tokens, true)
+    }
+
+    fn split_spec(&self) -> Option<&SplitSpec> {
+        Some(&self.split)
+    }
+
+    /// Spans only near the chunk's ends when the model has the raw BPE path
+    /// and the chunk holds no control piece; otherwise every span.
+    fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        let controls = self
+            .control_matcher
+            .as_ref()
+            .is_some_and(|(matcher, _)| matcher.is_match(text));
+        if !request.all_offsets && !controls {
+            let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+            let mut windows = SpanWindows::default();
+            if self
+                .model
+                .encode_windows(text, request.head, request.tail, &mut ids, &mut windows)
+            {
+                let tail_first = windows.tail_first.unwrap_or(ids.len());
+                return Ok(ChunkEncoding {
+                    ids,
+                    head: windows.head,
+                    tail_first,
+                    tail: windows.tail,
+                    boundaries: Vec::new(),
+                    offsets: None,
+                });
+            }
         }
-        self.encode_segments(text, &mut ids, Some(&mut offsets));
-        if add_special_tokens {
-            ids.extend_from_slice(&self.suffix);
-            offsets.resize(ids.len(), (text.len(), text.len()));
-        }
-        Encoding::with_offsets(ids, offsets)
-            .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+        chunk_from_offsets(self, text, request)
     }
 }
 

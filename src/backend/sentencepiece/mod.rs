@@ -15,7 +15,7 @@ mod adapter;
 mod bpe;
 mod cache;
 mod error;
-mod model;
+pub(crate) mod model;
 mod normalizer;
 mod proto;
 mod simple;

@@ -634,6 +634,26 @@ impl SentencePieceModel {
         });
     }
 
+    /// The BPE engine when the raw path applies (identity normalizer).
+    fn raw_engine(&self) -> Option<&Bpe> {
+        match &self.engine {
+            Engine::Bpe(b) if self.raw_bpe => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Runs the raw BPE path over `text` into `sink`.
+    fn run_raw<S: PieceSink>(&self, b: &Bpe, text: &str, scratch: &mut BpeScratch, sink: &mut S) {
+        b.encode_raw(
+            &self.vocab,
+            &self.matcher,
+            text.as_bytes(),
+            self.add_dummy_prefix,
+            scratch,
+            sink,
+        );
+    }
+
     fn encode_uncached(
         &self,
         text: &str,
@@ -648,15 +668,8 @@ impl SentencePieceModel {
             ids,
             is_prev_unk: false,
         };
-        if let (true, Engine::Bpe(b)) = (self.raw_bpe, &self.engine) {
-            b.encode_raw(
-                &self.vocab,
-                &self.matcher,
-                text.as_bytes(),
-                self.add_dummy_prefix,
-                bpe,
-                &mut sink,
-            );
+        if let Some(b) = self.raw_engine() {
+            self.run_raw(b, text, bpe, &mut sink);
             return;
         }
         self.normalizer
@@ -704,13 +717,27 @@ impl SentencePieceModel {
                 unigram,
                 ..
             } = s;
+            if let Some(b) = self.raw_engine() {
+                // The identity normalizer only escapes spaces: positions map
+                // back by a cursor, with no normalized copy nor map (the
+                // parallel encoder asks for spans on every chunk).
+                let mut sink = OffsetSink {
+                    model: self,
+                    ids,
+                    spans: SpanSink::All(offsets),
+                    map: PosMap::Raw(RawCursor::new(text.as_bytes(), self.add_dummy_prefix)),
+                    is_prev_unk: false,
+                };
+                self.run_raw(b, text, bpe, &mut sink);
+                return;
+            }
             self.normalizer
                 .normalize(text.as_bytes(), normalized, Some(n2o), Some(&self.matcher));
             let mut sink = OffsetSink {
                 model: self,
                 ids,
-                offsets,
-                n2o,
+                spans: SpanSink::All(offsets),
+                map: PosMap::N2o(n2o),
                 is_prev_unk: false,
             };
             self.run_model(normalized, bpe, unigram, &mut sink);
@@ -721,14 +748,72 @@ impl SentencePieceModel {
         if let Some(last) = offsets.last_mut() {
             last.1 = text.len();
         }
-        for span in offsets.iter_mut() {
-            while span.0 > 0 && !text.is_char_boundary(span.0) {
-                span.0 -= 1;
-            }
-            while span.1 > 0 && !text.is_char_boundary(span.1) {
-                span.1 -= 1;
+        floor_to_chars(text, offsets.iter_mut());
+    }
+
+    /// Ids of `text`, with the spans [`encode_with_offsets`](Self::encode_with_offsets)
+    /// gives, but only for tokens starting before byte `head` and tokens
+    /// ending after byte `text.len() - tail`: the parallel encoder's chunk
+    /// windows, with no position mapping in between. `false` (and nothing
+    /// written) when the model has no raw BPE path.
+    pub(crate) fn encode_windows(
+        &self,
+        text: &str,
+        head: usize,
+        tail: usize,
+        ids: &mut Vec<u32>,
+        windows: &mut SpanWindows,
+    ) -> bool {
+        let Some(b) = self.raw_engine() else {
+            return false;
+        };
+        ids.clear();
+        let bytes = text.as_bytes();
+        let dummy = self.add_dummy_prefix;
+        *windows = SpanWindows {
+            head_norm: RawCursor::norm_of(bytes, dummy, head),
+            tail_norm: RawCursor::norm_of(bytes, dummy, text.len().saturating_sub(tail)),
+            ..SpanWindows::default()
+        };
+        if text.is_empty() {
+            return true;
+        }
+        with_scratch(|s| {
+            let mut sink = OffsetSink {
+                model: self,
+                ids,
+                spans: SpanSink::Windows(windows),
+                map: PosMap::Raw(RawCursor::new(bytes, dummy)),
+                is_prev_unk: false,
+            };
+            b.encode_raw(
+                &self.vocab,
+                &self.matcher,
+                bytes,
+                dummy,
+                &mut s.bpe,
+                &mut sink,
+            );
+        });
+        // The same edge rules as `encode_with_offsets`.
+        if let Some(first) = windows.head.first_mut() {
+            first.0 = 0;
+        }
+        if windows.tail_first == Some(0) {
+            if let Some(first) = windows.tail.first_mut() {
+                first.0 = 0;
             }
         }
+        if let Some(last) = windows.tail.last_mut() {
+            last.1 = text.len();
+        }
+        if windows.head.len() == ids.len() {
+            if let Some(last) = windows.head.last_mut() {
+                last.1 = text.len();
+            }
+        }
+        floor_to_chars(text, windows.head.iter_mut().chain(windows.tail.iter_mut()));
+        true
     }
 
     /// The normalized form of `text` (as sentencepiece's `Normalize`), for
@@ -989,66 +1074,263 @@ impl PieceSink for IdSink<'_> {
 struct OffsetSink<'a> {
     model: &'a SentencePieceModel,
     ids: &'a mut Vec<u32>,
-    offsets: &'a mut Vec<(usize, usize)>,
-    n2o: &'a [usize],
+    spans: SpanSink<'a>,
+    map: PosMap<'a>,
     is_prev_unk: bool,
 }
 
-impl OffsetSink<'_> {
+/// Which spans an [`OffsetSink`] keeps.
+enum SpanSink<'a> {
+    /// Every token's.
+    All(&'a mut Vec<(usize, usize)>),
+    /// Only those near the two ends (the parallel encoder's chunks).
+    Windows(&'a mut SpanWindows),
+}
+
+/// Spans of the tokens starting before a head limit and of those ending
+/// after a tail limit, both given as normalized positions, so tokens in
+/// between cost no position mapping.
+#[derive(Debug, Default)]
+pub(crate) struct SpanWindows {
+    head_norm: usize,
+    tail_norm: usize,
+    pub(crate) head: Vec<(usize, usize)>,
+    pub(crate) tail: Vec<(usize, usize)>,
+    /// Index of the first tail token.
+    pub(crate) tail_first: Option<usize>,
+    /// Normalized span of the last token, and whether it is in each window.
+    last: (usize, usize),
+    last_in: (bool, bool),
+}
+
+impl SpanWindows {
+    fn emit(&mut self, index: usize, qs: usize, qe: usize, map: &mut PosMap<'_>) {
+        let in_head = qs < self.head_norm;
+        let in_tail = qe > self.tail_norm;
+        if in_head || in_tail {
+            let span = (map.at(qs), map.at(qe));
+            if in_head {
+                self.head.push(span);
+            }
+            if in_tail {
+                self.tail_first.get_or_insert(index);
+                self.tail.push(span);
+            }
+        }
+        self.last = (qs, qe);
+        self.last_in = (in_head, in_tail);
+    }
+
+    /// The last token (index `index`) now ends at `qe` (merged unknowns).
+    fn extend_last(&mut self, index: usize, qe: usize, map: &mut PosMap<'_>) {
+        let qs = self.last.0;
+        let end = map.at(qe);
+        if self.last_in.0 {
+            if let Some(last) = self.head.last_mut() {
+                last.1 = end;
+            }
+        }
+        if self.last_in.1 {
+            if let Some(last) = self.tail.last_mut() {
+                last.1 = end;
+            }
+        } else if qe > self.tail_norm {
+            let start = map.at(qs);
+            self.tail_first.get_or_insert(index);
+            self.tail.push((start, end));
+            self.last_in.1 = true;
+        }
+        self.last.1 = qe;
+    }
+}
+
+/// Normalized position to input position.
+enum PosMap<'a> {
+    /// The normalizer's map, one entry per normalized byte.
+    N2o(&'a [usize]),
+    /// The raw BPE path's normalization, walked forward.
+    Raw(RawCursor<'a>),
+}
+
+impl PosMap<'_> {
     #[inline]
-    fn at(&self, i: usize) -> usize {
-        self.n2o.get(i).copied().unwrap_or(0)
+    fn at(&mut self, q: usize) -> usize {
+        match self {
+            PosMap::N2o(n2o) => n2o.get(q).copied().unwrap_or(0),
+            PosMap::Raw(cursor) => cursor.at(q),
+        }
+    }
+}
+
+/// Maps positions of `[U+2581 if dummy] + text` with every `' '` as U+2581
+/// (the raw BPE path's view) back to `text`, for ascending queries.
+struct RawCursor<'a> {
+    text: &'a [u8],
+    /// Normalized length of the dummy prefix (0 or 3).
+    lead: usize,
+    norm: usize,
+    orig: usize,
+}
+
+impl<'a> RawCursor<'a> {
+    fn new(text: &'a [u8], dummy: bool) -> Self {
+        let lead = if dummy { SPACE_MARK_LEN } else { 0 };
+        Self {
+            text,
+            lead,
+            norm: lead,
+            orig: 0,
+        }
+    }
+
+    /// The normalized position of input position `orig` (a char boundary).
+    fn norm_of(text: &[u8], dummy: bool, orig: usize) -> usize {
+        let orig = orig.min(text.len());
+        let lead = if dummy { SPACE_MARK_LEN } else { 0 };
+        lead + orig + (SPACE_MARK_LEN - 1) * count_spaces(&text[..orig])
+    }
+
+    fn at(&mut self, q: usize) -> usize {
+        if q < self.norm {
+            if q <= self.lead {
+                return 0;
+            }
+            // Only merged unknowns look back; restart from the beginning.
+            self.norm = self.lead;
+            self.orig = 0;
+        }
+        // Whole blocks first (the space count vectorizes), then byte by byte.
+        const BLOCK: usize = 64;
+        while let Some(block) = self.text.get(self.orig..self.orig + BLOCK) {
+            let next = self.norm + BLOCK + (SPACE_MARK_LEN - 1) * count_spaces(block);
+            if next > q {
+                break;
+            }
+            self.norm = next;
+            self.orig += BLOCK;
+        }
+        while self.norm < q {
+            let Some(&b) = self.text.get(self.orig) else {
+                break;
+            };
+            self.norm += if b == b' ' { SPACE_MARK_LEN } else { 1 };
+            self.orig += 1;
+        }
+        self.orig
+    }
+}
+
+/// Moves span ends back onto char boundaries of `text`.
+fn floor_to_chars<'s>(text: &str, spans: impl Iterator<Item = &'s mut (usize, usize)>) {
+    for span in spans {
+        while span.0 > 0 && !text.is_char_boundary(span.0) {
+            span.0 -= 1;
+        }
+        while span.1 > 0 && !text.is_char_boundary(span.1) {
+            span.1 -= 1;
+        }
+    }
+}
+
+fn count_spaces(bytes: &[u8]) -> usize {
+    // Byte-wide counters over 255-byte blocks vectorize far better than a
+    // `usize` count.
+    bytes
+        .chunks(255)
+        .map(|block| {
+            usize::from(
+                block
+                    .iter()
+                    .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b' '))),
+            )
+        })
+        .sum()
+}
+
+/// Byte length of U+2581, the escaped space.
+const SPACE_MARK_LEN: usize = 3;
+
+impl OffsetSink<'_> {
+    /// One token with normalized span `qs..qe`.
+    #[inline(always)]
+    fn emit(&mut self, id: u32, qs: usize, qe: usize) {
+        let index = self.ids.len();
+        self.ids.push(id);
+        match &mut self.spans {
+            SpanSink::All(offsets) => {
+                let span = (self.map.at(qs), self.map.at(qe));
+                offsets.push(span);
+            }
+            SpanSink::Windows(w) => w.emit(index, qs, qe, &mut self.map),
+        }
+    }
+
+    /// The last token now ends at normalized `qe`.
+    fn extend_last(&mut self, qe: usize) {
+        let Some(index) = self.ids.len().checked_sub(1) else {
+            return;
+        };
+        match &mut self.spans {
+            SpanSink::All(offsets) => {
+                let end = self.map.at(qe);
+                if let Some(last) = offsets.last_mut() {
+                    last.1 = end;
+                }
+            }
+            SpanSink::Windows(w) => w.extend_last(index, qe, &mut self.map),
+        }
     }
 }
 
 impl PieceSink for OffsetSink<'_> {
     fn piece(&mut self, start: usize, bytes: &[u8], id: u32) {
         let m = self.model;
-        let (ob, oe) = (self.at(start), self.at(start + bytes.len()));
+        let (qs, qe) = (start, start + bytes.len());
         if id != NO_ID && m.vocab.kind(id) == PieceType::Control {
-            self.ids.push(id);
-            self.offsets.push((ob, ob));
+            self.emit(id, qs, qs);
             self.is_prev_unk = false;
             return;
         }
         let is_unk = m.is_unknown_raw(id);
         if is_unk && m.byte_fallback {
+            // Every byte piece but the last gets an empty span at the
+            // character's start; the last spans the character.
             for (i, &b) in bytes.iter().enumerate() {
                 let bid = m.byte_ids[usize::from(b)];
                 if bid != NO_ID {
-                    self.ids.push(bid);
-                    self.offsets.push(if i + 1 == bytes.len() {
-                        (ob, oe)
-                    } else {
-                        (ob, ob)
-                    });
+                    self.emit(bid, qs, if i + 1 == bytes.len() { qe } else { qs });
                 }
             }
         } else if self.is_prev_unk && is_unk {
-            if let Some(last) = self.offsets.last_mut() {
-                last.1 = oe;
-            }
+            self.extend_last(qe);
         } else if id != NO_ID {
-            self.ids.push(id);
-            self.offsets.push((ob, oe));
+            self.emit(id, qs, qe);
         }
         self.is_prev_unk = is_unk;
     }
 
     fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]) {
+        if let SpanSink::Windows(w) = &self.spans {
+            // A run between the windows needs no spans at all (a piece is at
+            // most 255 bytes). `last` need not be kept: only a merged unknown
+            // reads it, and that follows an unknown piece, not this run.
+            if start >= w.head_norm && start + 255 * lens.len() <= w.tail_norm {
+                self.ids.extend_from_slice(ids);
+                self.is_prev_unk = false;
+                return;
+            }
+        }
         let mut s = start;
         for (&id, &len) in ids.iter().zip(lens) {
             let e = s + usize::from(len);
-            self.ids.push(id);
-            self.offsets.push((self.at(s), self.at(e)));
+            self.emit(id, s, e);
             s = e;
         }
         self.is_prev_unk = false;
     }
 
     fn plain_one(&mut self, start: usize, len: usize, id: u32) {
-        self.ids.push(id);
-        self.offsets.push((self.at(start), self.at(start + len)));
+        self.emit(id, start, start + len);
         self.is_prev_unk = false;
     }
 }

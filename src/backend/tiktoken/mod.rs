@@ -19,7 +19,7 @@ use crate::backend::byte_level;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::is_known_pattern;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::load::SpecialTokenPolicy;
 use crate::special::{SpecialToken, SpecialTokens};
@@ -453,23 +453,28 @@ impl TiktokenBackend {
 
 impl Encoder for TiktokenBackend {
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        if add_special_tokens && let Some(bos) = self.add_bos {
-            ids.push(bos);
-        }
-        self.encode_into(text, &mut ids, |_, _| {})?;
-        Ok(Encoding::from_ids(ids))
+        let mut out = EncodingBuilder::new(
+            self.add_bos.as_slice(),
+            &[],
+            add_special_tokens,
+            text.len() / 3 + 1,
+            false,
+        );
+        self.encode_into(text, &mut out.ids, |_, _| {})?;
+        out.finish(text.len(), NAME)
     }
 
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        let mut offsets = Vec::with_capacity(text.len() / 3 + 1);
-        if add_special_tokens && let Some(bos) = self.add_bos {
-            ids.push(bos);
-            offsets.push((0, 0));
-        }
+        let mut out = EncodingBuilder::new(
+            self.add_bos.as_slice(),
+            &[],
+            add_special_tokens,
+            text.len() / 3 + 1,
+            true,
+        );
+        let mut offsets = out.offsets.take().unwrap_or_default();
         let mut pos = 0usize;
-        self.encode_into(text, &mut ids, |segment, special| {
+        self.encode_into(text, &mut out.ids, |segment, special| {
             if let Some((s, e)) = special {
                 offsets.push((s, e));
                 pos = e;
@@ -481,8 +486,8 @@ impl Encoder for TiktokenBackend {
                 pos += len;
             }
         })?;
-        Encoding::with_offsets(ids, offsets)
-            .ok_or_else(|| Error::backend(NAME, "offsets do not match ids"))
+        out.offsets = Some(offsets);
+        out.finish(text.len(), NAME)
     }
 
     fn split_spec(&self) -> Option<&SplitSpec> {
@@ -490,12 +495,6 @@ impl Encoder for TiktokenBackend {
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        if !self.split.family.is_parallel() {
-            return Err(Error::backend(
-                NAME,
-                "this tokenizer is encoded sequentially",
-            ));
-        }
         self.encode_chunk_impl(text, request)
     }
 }
