@@ -866,7 +866,8 @@ fn fallback_no_allowed_edge_goes_sequential() {
 
 #[test]
 fn sequential_families_and_never_mode() {
-    let text = "hello world ".repeat(10_000);
+    // 300 KB: above the regex-BPE threshold, so the default handle splits.
+    let text = "hello world ".repeat(25_000);
     let t = tok(LLAMA3).with_parallel(ParallelOptions::never());
     let (got, report) = t.encode_parallel_report(&text, false, false, None).unwrap();
     assert_eq!(report.fallback, Some("sequential family"));

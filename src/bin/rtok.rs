@@ -488,9 +488,10 @@ impl BenchReport {
 
 /// Interleaves sequential and parallel encodes of `text` and takes medians.
 ///
-/// Each repeat starts the input one char later, so caches keyed on whole
-/// segments (BPE without a pre-tokenizer caches the whole text as one word)
-/// never answer a timed encode; word caches stay warm, as in a server.
+/// Every encode starts the input one char later than the one before, so
+/// caches keyed on whole segments (BPE without a pre-tokenizer caches the
+/// whole text as one word, SentencePiece memoizes whole inputs) never answer
+/// a timed encode; word caches stay warm, as in a server.
 fn bench(
     tok: &Tokenizer,
     text: &str,
@@ -503,18 +504,29 @@ fn bench(
     let mut identical = true;
     let mut tokens = 0;
     let mut starts = text.char_indices().map(|(i, _)| i);
+    let mut next_slice = || &text[starts.next().unwrap_or(0)..];
+    let time = |f: &dyn Fn() -> router_tokenizer::Result<router_tokenizer::Encoding>| {
+        let t = Instant::now();
+        f().map(|e| (e, t.elapsed().as_secs_f64() * 1e3))
+    };
     for round in 0..=repeat {
-        let start = starts.next().unwrap_or(0);
-        let slice = &text[start..];
-        let t = Instant::now();
-        let a = tok.encode_sequential(slice, false)?;
-        let s_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let b = tok.encode(slice, false)?;
-        let p_ms = t.elapsed().as_secs_f64() * 1e3;
-        identical &= a.ids() == b.ids();
+        // Each timed encode gets its own slice, so no whole-input cache
+        // answers one side with the other's work; the order alternates so
+        // neither side always finds the caches the other just warmed.
+        let (s_slice, p_slice) = (next_slice(), next_slice());
+        let run_seq = || tok.encode_sequential(s_slice, false);
+        let run_par = || tok.encode(p_slice, false);
+        let ((a, s_ms), (b, p_ms)) = if round % 2 == 0 {
+            let a = time(&run_seq)?;
+            (a, time(&run_par)?)
+        } else {
+            let b = time(&run_par)?;
+            (time(&run_seq)?, b)
+        };
+        // Untimed: the parallel ids against the sequential ids of its slice.
+        identical &= b.ids() == tok.encode_sequential(p_slice, false)?.ids();
         if let Some(pool) = &ceiling_pool {
-            let (c_ms, k) = concurrent_copies(tok, slice, pool.as_deref())?;
+            let (c_ms, k) = concurrent_copies(tok, next_slice(), pool.as_deref())?;
             if round > 0 {
                 // As the time one encode would take at that throughput.
                 ceil.push(c_ms / k as f64);

@@ -270,7 +270,7 @@ fn split_spec(
     let min_bytes = match facts.family {
         SplitFamily::WordPiece => 32 << 10,
         SplitFamily::WholeTextBpe => 64 << 10,
-        _ => 128 << 10,
+        _ => 256 << 10,
     };
     SplitSpec::new(
         facts.family,

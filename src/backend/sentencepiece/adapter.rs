@@ -215,7 +215,7 @@ fn split_spec(
     edges.normalizes = settings.has_charsmap;
     edges.no_whitespace_edges = settings.remove_extra_whitespaces;
     // Threshold from `rtok bench` on two cores (Mistral v1 `.model`, prose
-    // and code, 16 KiB to 1 MiB): at 128 KiB two threads win in most runs.
+    // and code, 16 KiB to 1 MiB): from 256 KiB no run was slower.
     SplitSpec::new(
         SplitFamily::WholeTextBpe,
         prefix.to_vec(),
@@ -227,7 +227,7 @@ fn split_spec(
 }
 
 /// Inputs shorter than this are encoded sequentially in `Auto` mode.
-const SPM_MIN_BYTES: usize = 128 << 10;
+const SPM_MIN_BYTES: usize = 256 << 10;
 
 fn decode_error(e: SpmError, vocab_size: usize) -> Error {
     match e {
