@@ -144,3 +144,60 @@ fn chat_prints_the_rendered_prompt_exactly() {
     assert_ne!(code, 0);
     assert!(err.contains("chat template"), "{err}");
 }
+
+#[test]
+fn parallel_encode_and_bench() {
+    let path = common::shared_dir().join("corpus/en-prose/botchan.txt");
+    let file = path.to_str().unwrap();
+    // The same ids whether the input is split or not.
+    let (code, never, err) = rtok(&["encode", "-i", file, "--parallel", "never"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, always, err) = rtok(
+        &[
+            "encode",
+            "-i",
+            file,
+            "--parallel",
+            "always",
+            "--threads",
+            "2",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(never, always);
+    // `bench --json` prints the documented keys; `--ceiling` adds two.
+    let (code, out, err) = rtok(
+        &[
+            "bench",
+            "-i",
+            file,
+            "--threads",
+            "2",
+            "--repeat",
+            "1",
+            "--json",
+            "--ceiling",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["identical"], true);
+    assert_eq!(
+        v["tokens"].as_u64(),
+        Some(never.split_whitespace().count() as u64)
+    );
+    for key in [
+        "sequential_ms",
+        "parallel_ms",
+        "speedup",
+        "ceiling_ms",
+        "ceiling_speedup",
+    ] {
+        assert!(v[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {out}");
+    }
+    let (code, _, err) = rtok(&["bench", "-i", file, "--threads", "0"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("--threads"), "{err}");
+}
