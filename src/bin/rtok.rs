@@ -310,10 +310,11 @@ fn run(cli: Cli) -> Result<()> {
             ceiling,
         } => {
             let options = Parallel { parallel, threads }.options()?;
-            let pool = ceiling.then(|| options.pool.clone());
+            let pool = options.pool.clone();
             let tok = load_with(&source, options)?;
             let text = read_input(&Input { input: Some(input) })?;
-            let report = bench(&tok, &text, repeat.max(1), pool)?;
+            let ceiling = ceiling.then_some(pool.as_deref());
+            let report = bench(&tok, &text, repeat.max(1), ceiling)?;
             if json {
                 writeln!(out, "{}", report.json())?;
             } else {
@@ -329,11 +330,10 @@ fn run(cli: Cli) -> Result<()> {
                     report.speedup(),
                     report.identical
                 )?;
-                if let Some(ms) = report.ceiling_ms {
+                if let (Some(ms), Some(x)) = (report.ceiling_ms, report.ceiling_speedup()) {
                     writeln!(
                         out,
-                        "ceiling {ms:.3} ms ({:.2}x): concurrent independent encodes",
-                        report.sequential_ms / ms
+                        "ceiling {ms:.3} ms ({x:.2}x): concurrent independent encodes"
                     )?;
                 }
             }
@@ -470,6 +470,10 @@ impl BenchReport {
         }
     }
 
+    fn ceiling_speedup(&self) -> Option<f64> {
+        self.ceiling_ms.map(|ms| self.sequential_ms / ms)
+    }
+
     fn json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({
             "tokens": self.tokens,
@@ -478,9 +482,11 @@ impl BenchReport {
             "speedup": self.speedup(),
             "identical": self.identical,
         });
-        if let (Some(ms), Some(map)) = (self.ceiling_ms, v.as_object_mut()) {
+        if let (Some(ms), Some(x), Some(map)) =
+            (self.ceiling_ms, self.ceiling_speedup(), v.as_object_mut())
+        {
             map.insert("ceiling_ms".into(), ms.into());
-            map.insert("ceiling_speedup".into(), (self.sequential_ms / ms).into());
+            map.insert("ceiling_speedup".into(), x.into());
         }
         v
     }
@@ -496,7 +502,8 @@ fn bench(
     tok: &Tokenizer,
     text: &str,
     repeat: usize,
-    ceiling_pool: Option<Option<Arc<rayon::ThreadPool>>>,
+    // `Some(pool)` times the ceiling too, on that pool (`None`: the global one).
+    ceiling: Option<Option<&rayon::ThreadPool>>,
 ) -> Result<BenchReport> {
     let mut seq = Vec::with_capacity(repeat);
     let mut par = Vec::with_capacity(repeat);
@@ -525,8 +532,8 @@ fn bench(
         };
         // Untimed: the parallel ids against the sequential ids of its slice.
         identical &= b.ids() == tok.encode_sequential(p_slice, false)?.ids();
-        if let Some(pool) = &ceiling_pool {
-            let (c_ms, k) = concurrent_copies(tok, next_slice(), pool.as_deref())?;
+        if let Some(pool) = ceiling {
+            let (c_ms, k) = concurrent_copies(tok, next_slice(), pool)?;
             if round > 0 {
                 // As the time one encode would take at that throughput.
                 ceil.push(c_ms / k as f64);
@@ -544,7 +551,7 @@ fn bench(
         sequential_ms: median(&mut seq),
         parallel_ms: median(&mut par),
         identical,
-        ceiling_ms: ceiling_pool.map(|_| median(&mut ceil)),
+        ceiling_ms: ceiling.map(|_| median(&mut ceil)),
     })
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
 use super::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::backend;
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::metrics::{Fallback, ParallelMetrics};
 
@@ -378,15 +378,18 @@ impl ParallelEncoder {
             chunks: plans.len(),
             ..ParallelReport::default()
         };
-        if plans.len() < 2 {
-            return self.fallback(
-                Fallback::Edges,
+        let give_up = |reason: Fallback, report: ParallelReport| {
+            self.fallback(
+                reason,
                 report,
                 backend,
                 text,
                 add_special_tokens,
                 with_offsets,
-            );
+            )
+        };
+        if plans.len() < 2 {
+            return give_up(Fallback::Edges, report);
         }
         self.metrics.encodes.increment(1);
         let encode = |p: &ChunkPlan| -> Result<Slot> {
@@ -403,14 +406,7 @@ impl ParallelEncoder {
         };
         let mut slots: Vec<Slot> = self.encode_all(&plans, &encode)?;
         if !slots.iter().all(|s| s.enc.is_consistent(s.end - s.start)) {
-            return self.fallback(
-                Fallback::Chunk,
-                report,
-                backend,
-                text,
-                add_special_tokens,
-                with_offsets,
-            );
+            return give_up(Fallback::Chunk, report);
         }
 
         let slack = split::window_slack(spec);
@@ -443,14 +439,7 @@ impl ParallelEncoder {
             report.grows += 1;
             self.metrics.retry_no_cut.increment(1);
             if report.grows > self.options.max_retries {
-                return self.fallback(
-                    Fallback::Retries,
-                    report,
-                    backend,
-                    text,
-                    add_special_tokens,
-                    with_offsets,
-                );
+                return give_up(Fallback::Retries, report);
             }
             let start = slots[cur].start;
             let (mut end, mut upto) = (plans[next].end, next + 1);
@@ -469,14 +458,7 @@ impl ParallelEncoder {
                 tail,
             })?;
             if !grown.enc.is_consistent(end - start) {
-                return self.fallback(
-                    Fallback::Chunk,
-                    report,
-                    backend,
-                    text,
-                    add_special_tokens,
-                    with_offsets,
-                );
+                return give_up(Fallback::Chunk, report);
             }
             slots.push(grown);
             let g = slots.len() - 1;
@@ -498,14 +480,7 @@ impl ParallelEncoder {
                         last = Some(LastCut { cut, ..l });
                     }
                     _ => {
-                        return self.fallback(
-                            Fallback::Relocate,
-                            report,
-                            backend,
-                            text,
-                            add_special_tokens,
-                            with_offsets,
-                        );
+                        return give_up(Fallback::Relocate, report);
                     }
                 }
             }
@@ -514,65 +489,51 @@ impl ParallelEncoder {
         }
         pieces.push((cur, cur_from, slots[cur].enc.ids.len()));
 
-        let (prefix, suffix) = if add_special_tokens {
-            (&spec.prefix[..], &spec.suffix[..])
-        } else {
-            (&[][..], &[][..])
-        };
-        let total = prefix.len()
-            + suffix.len()
-            + pieces
-                .iter()
-                .map(|&(_, a, b)| b.saturating_sub(a))
-                .sum::<usize>();
+        let body: usize = pieces.iter().map(|&(_, a, b)| b.saturating_sub(a)).sum();
         let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
-        // The first piece starts the first chunk: reuse its buffer rather
-        // than copy it (offsets still read the slots, so not then).
-        let reuse = prefix.is_empty()
+        // The first piece starts the first chunk: adopt its buffer rather
+        // than copy it (not under a prefix, nor with offsets, which still
+        // read the slots).
+        let adopt = (!add_special_tokens || spec.prefix.is_empty())
             && !with_offsets
             && pieces.first().is_some_and(|&(_, from, _)| from == 0);
-        let mut ids = match pieces.first() {
-            Some(&(s, _, to)) if reuse => {
-                let mut first = std::mem::take(&mut slots[s].enc.ids);
-                if to > first.len() {
-                    return Err(out_of_range());
-                }
-                first.truncate(to);
-                first.reserve(total - to);
-                first
+        let mut out = EncodingBuilder::new(
+            &spec.prefix,
+            &spec.suffix,
+            add_special_tokens,
+            if adopt { 0 } else { body },
+            with_offsets,
+        );
+        let mut rest = &pieces[..];
+        if adopt && let Some((&(s, _, to), tail)) = pieces.split_first() {
+            let mut first = std::mem::take(&mut slots[s].enc.ids);
+            if to > first.len() {
+                return Err(out_of_range());
             }
-            _ => {
-                let mut ids = Vec::with_capacity(total);
-                ids.extend_from_slice(prefix);
-                ids
-            }
-        };
-        for &(s, from, to) in &pieces[usize::from(reuse)..] {
+            first.truncate(to);
+            first.reserve(body - to + spec.suffix.len());
+            out.ids = first;
+            rest = tail;
+        }
+        for &(s, from, to) in rest {
             let chunk_ids = slots[s].enc.ids.get(from..to).ok_or_else(out_of_range)?;
-            ids.extend_from_slice(chunk_ids);
+            out.ids.extend_from_slice(chunk_ids);
         }
-        ids.extend_from_slice(suffix);
-        if !with_offsets {
-            return Ok((Encoding::from_ids(ids), report));
+        if let Some(offsets) = out.offsets.as_mut() {
+            for &(s, from, to) in &pieces {
+                let slot = &slots[s];
+                let spans = slot
+                    .enc
+                    .offsets
+                    .as_ref()
+                    .and_then(|o| o.get(from..to))
+                    .ok_or_else(|| {
+                        Error::backend(backend.backend_name(), "chunk returned no offsets")
+                    })?;
+                offsets.extend(spans.iter().map(|&(a, b)| (slot.start + a, slot.start + b)));
+            }
         }
-        let mut offsets = Vec::with_capacity(total);
-        offsets.resize(prefix.len(), (0, 0));
-        for &(s, from, to) in &pieces {
-            let slot = &slots[s];
-            let spans = slot
-                .enc
-                .offsets
-                .as_ref()
-                .and_then(|o| o.get(from..to))
-                .ok_or_else(|| {
-                    Error::backend(backend.backend_name(), "chunk returned no offsets")
-                })?;
-            offsets.extend(spans.iter().map(|&(a, b)| (slot.start + a, slot.start + b)));
-        }
-        offsets.resize(total, (n, n));
-        let encoding = Encoding::with_offsets(ids, offsets)
-            .ok_or_else(|| Error::backend(backend.backend_name(), "offsets do not match ids"))?;
-        Ok((encoding, report))
+        Ok((out.finish(n, backend.backend_name())?, report))
     }
 }
 

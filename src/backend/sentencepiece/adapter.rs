@@ -92,7 +92,7 @@ impl SpmBackend {
             .map(|t| t.id)
             .into_iter()
             .collect();
-        let split = split_spec(&model, control_matcher.as_ref(), &prefix, &suffix);
+        let split = split_spec(&model, control_matcher.is_some(), &prefix, &suffix);
         Ok(Self {
             model,
             special_tokens,
@@ -180,7 +180,7 @@ impl SpmBackend {
 /// and not measured, so they stay sequential too.
 fn split_spec(
     model: &SentencePieceModel,
-    controls: Option<&(AhoCorasick, Vec<u32>)>,
+    parses_controls: bool,
     prefix: &[u32],
     suffix: &[u32],
 ) -> SplitSpec {
@@ -202,7 +202,8 @@ fn split_spec(
             continue;
         };
         max_token_bytes = max_token_bytes.max(piece.len());
-        let parsed_control = controls.is_some_and(|(_, ids)| ids.contains(&id));
+        // The control matcher holds exactly the CONTROL and UNKNOWN pieces.
+        let parsed_control = parses_controls && (model.is_control(id) || model.is_unknown(id));
         if model.is_user_defined(id) || parsed_control {
             edges.add_token(piece);
             if piece.contains('\u{2581}') {

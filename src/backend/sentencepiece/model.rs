@@ -1098,8 +1098,8 @@ pub(crate) struct SpanWindows {
     pub(crate) tail: Vec<(usize, usize)>,
     /// Index of the first tail token.
     pub(crate) tail_first: Option<usize>,
-    /// Normalized span of the last token, and whether it is in each window.
-    last: (usize, usize),
+    /// Normalized start of the last token, and whether it is in each window.
+    last_start: usize,
     last_in: (bool, bool),
 }
 
@@ -1117,13 +1117,13 @@ impl SpanWindows {
                 self.tail.push(span);
             }
         }
-        self.last = (qs, qe);
+        self.last_start = qs;
         self.last_in = (in_head, in_tail);
     }
 
     /// The last token (index `index`) now ends at `qe` (merged unknowns).
     fn extend_last(&mut self, index: usize, qe: usize, map: &mut PosMap<'_>) {
-        let qs = self.last.0;
+        let qs = self.last_start;
         let end = map.at(qe);
         if self.last_in.0 {
             if let Some(last) = self.head.last_mut() {
@@ -1140,7 +1140,6 @@ impl SpanWindows {
             self.tail.push((start, end));
             self.last_in.1 = true;
         }
-        self.last.1 = qe;
     }
 }
 
@@ -1312,7 +1311,7 @@ impl PieceSink for OffsetSink<'_> {
     fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]) {
         if let SpanSink::Windows(w) = &self.spans {
             // A run between the windows needs no spans at all (a piece is at
-            // most 255 bytes). `last` need not be kept: only a merged unknown
+            // most 255 bytes). `last_start` need not be kept: only a merged unknown
             // reads it, and that follows an unknown piece, not this run.
             if start >= w.head_norm && start + 255 * lens.len() <= w.tail_norm {
                 self.ids.extend_from_slice(ids);
