@@ -335,6 +335,11 @@ impl Tokenizer {
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.inner.backend.token_bytes(id)
     }
+
+    /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).
+    pub(crate) fn byte_piece(&self, id: u32) -> Option<u8> {
+        self.inner.backend.byte_piece(id)
+    }
 }
 
 #[cfg(test)]

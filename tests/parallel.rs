@@ -6,59 +6,19 @@
 //! Chunks are forced small (64–4,096 bytes, random starts) so every file
 //! gives hundreds of merges; each test prints how many cuts it checked.
 
+mod common;
+
 use proptest::prelude::*;
 use router_tokenizer::{
     Encoding, LoadOptions, ParallelMode, ParallelOptions, ParallelReport, SplitFamily, Tokenizer,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::LazyLock;
 
 // ---------------------------------------------------------------- data ----
 
-/// The shared data folder: `RTOK_SHARED_DIR` (relative to the crate root when
-/// relative), else `../shared`. Panics with instructions when it is missing.
-fn shared_dir() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("RTOK_SHARED_DIR")
-        .map(|d| root.join(d))
-        .unwrap_or_else(|| root.join("../shared"));
-    assert!(
-        dir.join("hf-cache/hub").is_dir() && dir.join("corpus").is_dir(),
-        "test data not found at {}: check out the project's shared/ folder beside the \
-         repository (hf-cache/, corpus/), or point RTOK_SHARED_DIR at it",
-        dir.display()
-    );
-    dir
-}
-
-static LOADED: LazyLock<Mutex<HashMap<String, Tokenizer>>> = LazyLock::new(Default::default);
-
-/// Loads a tokenizer once per test binary, offline from the shared cache;
-/// `fixtures/…` names a file in the shared folder.
-fn tok(source: &str) -> Tokenizer {
-    if let Some(t) = LOADED.lock().unwrap().get(source) {
-        return t.clone();
-    }
-    let path;
-    let name = match source.strip_prefix("fixtures/") {
-        Some(_) => {
-            path = shared_dir().join(source);
-            path.to_str().unwrap()
-        }
-        None => source,
-    };
-    let options = LoadOptions {
-        cache_dir: Some(shared_dir().join("hf-cache/hub")),
-        offline: Some(true),
-        ..LoadOptions::default()
-    };
-    let t = options
-        .load(name)
-        .unwrap_or_else(|e| panic!("loading {source} (offline, from the shared hf-cache): {e}"));
-    LOADED.lock().unwrap().insert(source.to_owned(), t.clone());
-    t
-}
+use common::{shared_dir, tokenizer as tok};
 
 const LLAMA3: &str = "meta-llama/Meta-Llama-3-8B-Instruct";
 const QWEN3: &str = "Qwen/Qwen3-8B";
@@ -785,7 +745,7 @@ fn hostile_string(max: usize) -> impl Strategy<Value = String> {
 const PROP_TOKENIZERS: &[&str] = &[LLAMA3, QWEN3, MISTRAL, GEMMA, MINILM, "o200k_base", SPM_V3];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(200), ..ProptestConfig::default() })]
 
     /// Every pair of chunk starts on short hostile strings.
     #[test]

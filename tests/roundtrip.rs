@@ -131,7 +131,7 @@ fn decode_encode_is_identity_where_lossless() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn any_utf8_round_trips(text in "\\PC{0,64}|[\\s\\p{N}\\p{M}\u{1F600}-\u{1F64F}<|>]{0,64}") {

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use router_tokenizer::{
     DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder, Tokenizer,
 };
@@ -114,7 +115,7 @@ fn check_stream(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(512), ..ProptestConfig::default() })]
 
     #[test]
     fn stream_equals_decode_on_corpus_ids(start in 0usize..1_000_000, plen in 0usize..200, glen in 1usize..400, skip in any::<bool>()) {
@@ -219,7 +220,7 @@ fn run_stop(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(512), ..ProptestConfig::default() })]
 
     /// Stop strings cut from the decoded text at random byte positions (so they
     /// span tokens and start inside multi-byte characters' tokens).
@@ -456,4 +457,127 @@ fn public_types_are_send_and_sync() {
     check::<router_tokenizer::Encoding>();
     check::<router_tokenizer::Error>();
     check::<router_tokenizer::LoadOptions>();
+}
+
+/// Found by CI: the context window began inside the prompt's byte run
+/// (`<0xBE><0x8C>` of a 澌), so `tokenizers` rendered the run, and the
+/// generated `<0x0D>` with it, as U+FFFD.
+#[test]
+fn stream_after_a_prompt_ending_in_a_byte_run() {
+    let tok = tokenizer("google/gemma-3-4b-it");
+    let prompt = tok.encode("菱花空对雪澌澌", false).unwrap().into_ids();
+    assert!(
+        prompt.ends_with(&[468, 428, 378, 468, 428, 378]),
+        "{prompt:?}"
+    );
+    let cr = tok.token_to_id("<0x0D>").unwrap();
+    check_stream(&tok, &prompt, &[cr], false).unwrap();
+    assert_eq!(stream(&tok, &prompt, &[cr], false).concat(), "\r");
+}
+
+/// Windowed tokenizers whose decoders reassemble byte-fallback runs: the
+/// `tokenizers` ones (a run with one invalid byte renders as U+FFFD
+/// throughout) and the native SentencePiece ones (U+FFFD per invalid byte).
+const BYTE_RUN_SOURCES: &[&str] = &[
+    "google/gemma-3-4b-it",
+    "mistralai/Mistral-7B-v0.1",
+    "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+    "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+];
+
+/// Rule 1 across byte-fallback runs, at every prompt/generation split of
+/// sequences built to straddle them: valid and invalid runs, runs cut by
+/// specials, runs that begin in the prompt. Seeded, so a failure reproduces.
+#[test]
+fn stream_across_byte_fallback_runs() {
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut below = |n: usize| rng.next_u32() as usize % n;
+    // Characters most of these vocabularies spell with byte pieces.
+    let rare: Vec<char> = "澌痴菱𝔘𝔫😀👩‍💻\r\u{0}é€ꙮ𓀀".chars().collect();
+    for source in BYTE_RUN_SOURCES {
+        let tok = tokenizer(source);
+        let byte_ids: Vec<u32> = (0..=255u8)
+            .map(|b| {
+                tok.token_to_id(&format!("<0x{b:02X}>"))
+                    .unwrap_or_else(|| panic!("{source}: no <0x{b:02X}> piece"))
+            })
+            .collect();
+        let specials: Vec<u32> = tok
+            .special_tokens()
+            .named()
+            .map(|(_, t)| t.id)
+            .chain(tok.special_tokens().additional.iter().map(|t| t.id))
+            .collect();
+        assert!(!specials.is_empty(), "{source}: no special tokens");
+        let (mut checked, mut runs) = (0usize, 0usize);
+        for _ in 0..120 {
+            let mut ids: Vec<u32> = Vec::new();
+            for _ in 0..1 + below(10) {
+                match below(6) {
+                    0 => ids.extend(
+                        tok.encode(slice(below(1_000_000), 1 + below(24)), false)
+                            .unwrap()
+                            .ids(),
+                    ),
+                    1 | 2 => {
+                        let mut buf = [0u8; 4];
+                        for &b in rare[below(rare.len())].encode_utf8(&mut buf).as_bytes() {
+                            ids.push(byte_ids[usize::from(b)]);
+                        }
+                    }
+                    3 => ids.extend((0..1 + below(3)).map(|_| byte_ids[below(256)])),
+                    4 => ids.push(specials[below(specials.len())]),
+                    _ => ids.push(byte_ids[below(256)]),
+                }
+            }
+            runs += ids
+                .windows(2)
+                .filter(|w| byte_ids.contains(&w[0]) && byte_ids.contains(&w[1]))
+                .count();
+            for skip in [false, true] {
+                let full = tok.decode(&ids, skip).unwrap();
+                for split in 0..ids.len() {
+                    let (prompt, generated) = ids.split_at(split);
+                    let pre = tok.decode(prompt, skip).unwrap();
+                    let Some(want) = full.strip_prefix(pre.as_str()) else {
+                        continue; // the prompt's own text changes: no exact answer
+                    };
+                    let got: String = stream(&tok, prompt, generated, skip).concat();
+                    assert_eq!(
+                        got, want,
+                        "{source} skip={skip} prompt {prompt:?} generated {generated:?}"
+                    );
+                    // The stop decoder starts from the same prompt context, and
+                    // `reset` returns to it.
+                    let config = StopConfig {
+                        skip_special_tokens: skip,
+                        ..StopConfig::default()
+                    };
+                    let mut d = StopSequenceDecoder::new(&tok, prompt, config).unwrap();
+                    for round in 0..2 {
+                        let mut text = String::new();
+                        for &id in generated {
+                            if let Output::Text(t) = d.process_token(id).unwrap() {
+                                text.push_str(&t);
+                            }
+                        }
+                        if let Output::Text(t) = d.flush().unwrap() {
+                            text.push_str(&t);
+                        }
+                        assert_eq!(
+                            text, want,
+                            "{source} stop decoder, round {round}, prompt {prompt:?} generated {generated:?}"
+                        );
+                        d.reset();
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        eprintln!("{source}: {checked} splits checked, {runs} byte-piece pairs");
+        assert!(
+            checked > 2_000 && runs > 500,
+            "{source}: too few cases ({checked}, {runs})"
+        );
+    }
 }

@@ -107,6 +107,16 @@ pub trait Decoder: Send + Sync {
     /// The bytes one id contributes to a decode, for [`DecodeStyle::ByteConcat`]
     /// backends. `None` for unknown ids, or when the style is `Windowed`.
     fn token_bytes(&self, id: u32) -> Option<&[u8]>;
+
+    /// The byte a byte-fallback piece (`<0x0D>`) stands for, when
+    /// [`decode`](Decoder::decode) reassembles runs of them into UTF-8.
+    ///
+    /// Streaming waits for such a run to end before it emits any of it: in
+    /// `tokenizers`, one invalid byte turns every piece of its run into U+FFFD.
+    fn byte_piece(&self, id: u32) -> Option<u8> {
+        let _ = id;
+        None
+    }
 }
 
 /// A complete tokenizer: encoder, decoder and vocabulary.

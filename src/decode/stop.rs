@@ -66,7 +66,8 @@ pub enum MatchedStop {
 pub struct StopSequenceDecoder {
     stream: DecodeStream,
     tokenizer: Tokenizer,
-    prompt: Vec<u32>,
+    /// The stream as it stood before the first generated id, for `reset`.
+    start: DecodeStream,
     config: StopConfig,
     /// All stop strings, hidden first, then visible.
     matcher: Option<AhoCorasick>,
@@ -109,11 +110,11 @@ impl StopSequenceDecoder {
                 starts[usize::from(b)] = true;
             }
         }
-        let keep = prompt_ids[prompt_ids.len().saturating_sub(8)..].to_vec();
+        let start = DecodeStream::new(tokenizer, prompt_ids, config.skip_special_tokens);
         Ok(Self {
-            stream: DecodeStream::new(tokenizer, &keep, config.skip_special_tokens),
+            stream: start.clone(),
+            start,
             tokenizer: tokenizer.clone(),
-            prompt: keep,
             longest_stop: all.iter().map(|s| s.len()).max().unwrap_or(0),
             matcher,
             prefixes,
@@ -177,11 +178,7 @@ impl StopSequenceDecoder {
 
     /// Starts over for a new generation after the same prompt, keeping the configuration.
     pub fn reset(&mut self) {
-        self.stream = DecodeStream::new(
-            &self.tokenizer,
-            &self.prompt,
-            self.config.skip_special_tokens,
-        );
+        self.stream = self.start.clone();
         self.jail.clear();
         self.tokens_seen = 0;
         self.matched = None;

@@ -38,12 +38,16 @@ const PROMPT_CONTEXT: usize = 5;
 /// assert_eq!(text, "Fraktur: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢");
 /// # Ok::<(), router_tokenizer::Error>(())
 /// ```
+///
+/// Cloning is cheap (a few ids): one prompt's stream can start several generations.
+#[derive(Clone)]
 pub struct DecodeStream {
     tokenizer: Tokenizer,
     skip_special_tokens: bool,
     state: State,
 }
 
+#[derive(Clone)]
 enum State {
     /// Byte-concatenative backends: O(1) per token, no re-decoding.
     Bytes {
@@ -63,25 +67,19 @@ enum State {
 impl DecodeStream {
     /// A stream whose first token follows `prompt_ids` (only the last few are kept).
     pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
-        // The last few prompt ids that render: skipped specials decode to
-        // nothing, so a window of only those would lose the leading space.
-        let mut context: Vec<u32> = prompt_ids
-            .iter()
-            .rev()
-            .filter(|&&id| !(skip_special_tokens && tokenizer.is_special_id(id)))
-            .take(PROMPT_CONTEXT)
-            .copied()
-            .collect();
-        context.reverse();
-        let context = &context[..];
         let state = match tokenizer.decode_style() {
             DecodeStyle::ByteConcat => {
                 // A prompt that ends inside a character hands its partial bytes on.
+                // Skipped specials contribute no bytes, so they are left out.
                 let mut tail: Vec<u8> = Vec::new();
-                for &id in context {
-                    if let Some(b) = tokenizer.token_bytes(id)
-                        && !(skip_special_tokens && tokenizer.is_special_id(id))
-                    {
+                let rendered = prompt_ids
+                    .iter()
+                    .rev()
+                    .filter(|&&id| !(skip_special_tokens && tokenizer.is_special_id(id)))
+                    .take(PROMPT_CONTEXT)
+                    .collect::<Vec<_>>();
+                for &&id in rendered.iter().rev() {
+                    if let Some(b) = tokenizer.token_bytes(id) {
                         tail.extend_from_slice(b);
                     }
                 }
@@ -91,11 +89,14 @@ impl DecodeStream {
                     ids: Vec::new(),
                 }
             }
-            _ => State::Window {
-                ids: context.to_vec(),
-                prefix_offset: 0,
-                read_offset: context.len(),
-            },
+            _ => {
+                let ids = window_context(tokenizer, prompt_ids, skip_special_tokens);
+                State::Window {
+                    read_offset: ids.len(),
+                    ids,
+                    prefix_offset: 0,
+                }
+            }
         };
         Self {
             tokenizer: tokenizer.clone(),
@@ -137,14 +138,19 @@ impl DecodeStream {
                 if id as usize >= self.tokenizer.vocab_size() {
                     return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
                 }
+                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
+                    // Renders nothing, so no text can complete. One is kept
+                    // between two others: a decoder may end a byte run there.
+                    let last_skipped = ids.last().is_some_and(|&l| self.tokenizer.is_special_id(l));
+                    if !last_skipped {
+                        ids.push(id);
+                    }
+                    return Ok(None);
+                }
                 ids.push(id);
-                // A byte-fallback piece (`<0xNN>`) may still turn earlier bytes
+                // A byte-fallback piece (`<0xNN>`) may still turn its whole run
                 // into U+FFFD once the run ends: wait for the run to end.
-                if self
-                    .tokenizer
-                    .id_to_token(id)
-                    .is_some_and(|t| t.len() == 6 && t.starts_with("<0x") && t.ends_with('>'))
-                {
+                if self.tokenizer.byte_piece(id).is_some() {
                     return Ok(None);
                 }
                 let (prefix, full) = window_texts(
@@ -218,6 +224,114 @@ impl DecodeStream {
             State::Bytes { ids, .. } | State::Window { ids, .. } => ids,
         }
     }
+}
+
+/// The prompt ids a windowed stream starts with: the last [`PROMPT_CONTEXT`]
+/// that render, and the skipped specials among them collapsed to one each.
+///
+/// The window must decode its suffix exactly as the whole prompt would, so
+/// it never starts inside a byte-fallback run where that could change the
+/// run's text: it moves back to a character start, or to the run's last
+/// invalid byte (`tokenizers` renders a run with one as U+FFFD throughout).
+fn window_context(tokenizer: &Tokenizer, prompt: &[u32], skip: bool) -> Vec<u32> {
+    let skipped = |id: u32| skip && tokenizer.is_special_id(id);
+    // Walked backwards, so `ctx` is reversed until the end.
+    let mut ctx: Vec<u32> = Vec::new();
+    let push = |ctx: &mut Vec<u32>, id: u32| {
+        if !(skipped(id) && ctx.last().is_some_and(|&l| skipped(l))) {
+            ctx.push(id);
+        }
+    };
+    let mut rendered = 0;
+    let mut i = prompt.len();
+    while i > 0 && rendered < PROMPT_CONTEXT {
+        i -= 1;
+        let id = prompt[i];
+        rendered += usize::from(!skipped(id));
+        push(&mut ctx, id);
+    }
+    let nominal = ctx.len();
+    let starts_in_run = ctx
+        .iter()
+        .rev()
+        .find(|&&id| !skipped(id))
+        .is_some_and(|&id| tokenizer.byte_piece(id).is_some());
+    if starts_in_run {
+        while i > 0 {
+            let id = prompt[i - 1];
+            if !(skipped(id) || tokenizer.byte_piece(id).is_some()) {
+                break;
+            }
+            i -= 1;
+            push(&mut ctx, id);
+        }
+    }
+    ctx.reverse();
+    if ctx.len() > nominal {
+        let start = run_safe_start(tokenizer, &ctx, ctx.len() - nominal, &skipped);
+        ctx.drain(..start);
+    }
+    ctx
+}
+
+/// The latest index `<= nominal` in `ids` (which begins with a byte-fallback
+/// run) from which the run decodes as it does whole.
+fn run_safe_start(
+    tokenizer: &Tokenizer,
+    ids: &[u32],
+    nominal: usize,
+    skipped: &dyn Fn(u32) -> bool,
+) -> usize {
+    // (index, byte) of the run's pieces up to the nominal start.
+    let mut run: Vec<(usize, u8)> = Vec::new();
+    for (i, &id) in ids.iter().enumerate().take(nominal + 1) {
+        match tokenizer.byte_piece(id) {
+            Some(b) => run.push((i, b)),
+            None if skipped(id) && run.is_empty() => {}
+            // A skipped special inside the run: some decoders end the run
+            // there, others do not. Keeping the whole run is right for both.
+            None if skipped(id) => return 0,
+            None => break,
+        }
+    }
+    let bytes: Vec<u8> = run.iter().map(|&(_, b)| b).collect();
+    // Byte index of the nominal start: every run byte before it is "earlier".
+    let limit = run.iter().take_while(|&&(i, _)| i < nominal).count();
+    let mut cut = 0;
+    let mut last_error = None;
+    let mut pos = 0;
+    while pos < bytes.len() && pos <= limit {
+        let (valid, error) = match std::str::from_utf8(&bytes[pos..]) {
+            Ok(_) => (bytes.len() - pos, None),
+            Err(e) => (e.valid_up_to(), Some(e.error_len())),
+        };
+        let mut k = pos;
+        while k < pos + valid && k <= limit {
+            if !is_continuation(bytes[k]) {
+                cut = k;
+            }
+            k += 1;
+        }
+        let at = pos + valid;
+        match error {
+            Some(Some(n)) if at <= limit => {
+                cut = at;
+                last_error = Some(at);
+                pos = at + n;
+            }
+            Some(None) if at <= limit => {
+                cut = at;
+                break;
+            }
+            _ => break,
+        }
+    }
+    let byte = last_error.unwrap_or(cut);
+    run.get(byte).map_or(nominal, |&(i, _)| i)
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
 }
 
 /// The already-emitted prefix of a window and the whole window, decoded.

@@ -32,16 +32,34 @@ pub fn offline_options() -> LoadOptions {
     }
 }
 
+/// Cases per proptest: `default`, or `PROPTEST_CASES` when set (for long
+/// local runs; CI uses the defaults).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 static LOADED: LazyLock<Mutex<HashMap<String, Tokenizer>>> = LazyLock::new(Default::default);
 
-/// Loads (once per test binary) a tokenizer by source, offline from the shared cache.
+/// Loads (once per test binary) a tokenizer by source, offline from the shared
+/// cache; `fixtures/…` names a file in the shared folder.
 pub fn tokenizer(source: &str) -> Tokenizer {
     if let Some(t) = LOADED.lock().unwrap().get(source) {
         return t.clone();
     }
+    // `fixtures/…` names a file in the shared folder.
+    let path = source
+        .starts_with("fixtures/")
+        .then(|| shared_dir().join(source));
+    let name = match &path {
+        Some(p) => p.to_str().expect("shared dir path is UTF-8"),
+        None => source,
+    };
     let tok = offline_options()
-        .load(source)
-        .unwrap_or_else(|e| panic!("loading {source}: {e}"));
+        .load(name)
+        .unwrap_or_else(|e| panic!("loading {source} (offline, from the shared folder): {e}"));
     LOADED
         .lock()
         .unwrap()

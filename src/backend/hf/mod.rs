@@ -364,6 +364,10 @@ impl Decoder for HfBackend {
         }
     }
 
+    fn byte_piece(&self, id: u32) -> Option<u8> {
+        self.vocab.byte_piece(id)
+    }
+
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         let table = self.vocab.decode_bytes.as_ref()?;
         self.vocab

@@ -92,6 +92,9 @@ pub(crate) struct Vocab {
     pub decode_bytes: Option<Vec<Box<[u8]>>>,
     /// Ids `tokenizers` 1.0 emits wrongly, with the ids the merges give instead.
     pub fold_fixups: FxHashMap<u32, Vec<u32>>,
+    /// `(id, byte)` of every `<0xNN>` token, sorted by id, when the decoder has
+    /// a `ByteFallback` step (which reassembles their runs); else empty.
+    pub byte_pieces: Vec<(u32, u8)>,
 }
 
 impl Vocab {
@@ -194,7 +197,19 @@ impl Vocab {
         } else {
             FxHashMap::default()
         };
+        let byte_pieces = if view.decoder.as_ref().is_some_and(has_byte_fallback) {
+            tokens
+                .iter()
+                .enumerate()
+                .filter_map(|(id, t)| {
+                    Some((u32::try_from(id).ok()?, byte_piece_value(t.as_deref()?)?))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Self {
+            byte_pieces,
             fold_fixups,
             kind,
             tokens,
@@ -212,6 +227,36 @@ impl Vocab {
     pub(crate) fn contains(&self, id: u32) -> bool {
         self.tokens.get(id as usize).is_some_and(Option::is_some)
     }
+
+    /// The byte a `<0xNN>` token stands for, when the decoder reassembles them.
+    pub(crate) fn byte_piece(&self, id: u32) -> Option<u8> {
+        let i = self
+            .byte_pieces
+            .binary_search_by_key(&id, |&(i, _)| i)
+            .ok()?;
+        self.byte_pieces.get(i).map(|&(_, b)| b)
+    }
+}
+
+/// Whether a decoder (or a `Sequence` of them) has a `ByteFallback` step.
+fn has_byte_fallback(decoder: &serde_json::Value) -> bool {
+    match decoder.get("type").and_then(serde_json::Value::as_str) {
+        Some("ByteFallback") => true,
+        Some("Sequence") => decoder
+            .get("decoders")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|steps| steps.iter().any(has_byte_fallback)),
+        _ => false,
+    }
+}
+
+/// The byte of a `<0xNN>` token, read exactly as `tokenizers`' `ByteFallback`
+/// decoder reads it (`from_str_radix` also takes lower case and `<0x+A>`).
+fn byte_piece_value(token: &str) -> Option<u8> {
+    if token.len() != 6 || !token.starts_with("<0x") || !token.ends_with('>') {
+        return None;
+    }
+    u8::from_str_radix(token.get(3..5)?, 16).ok()
 }
 
 /// Works around a `tokenizers` 1.0.0-rc.3 bug. Some byte-level vocabularies

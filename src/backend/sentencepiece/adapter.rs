@@ -295,6 +295,10 @@ impl Decoder for SpmBackend {
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.model.piece_bytes(id)
     }
+
+    fn byte_piece(&self, id: u32) -> Option<u8> {
+        self.model.byte_value(id)
+    }
 }
 
 impl Tokenizer for SpmBackend {

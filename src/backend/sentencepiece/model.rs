@@ -980,6 +980,13 @@ impl SentencePieceModel {
     pub fn is_byte(&self, id: u32) -> bool {
         self.piece_type(id) == Some(PieceType::Byte)
     }
+    /// The byte a BYTE piece (`<0x0D>`) stands for; `None` for other ids.
+    pub fn byte_value(&self, id: u32) -> Option<u8> {
+        if !self.is_byte(id) {
+            return None;
+        }
+        byte_piece_value(self.vocab.piece(id))
+    }
     /// Whether `id` is the unknown piece.
     pub fn is_unknown(&self, id: u32) -> bool {
         (id as usize) < self.vocab.len() && self.is_unknown_raw(id)
