@@ -6,8 +6,11 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod common;
+
+use common::snapshot;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value as Json;
 
@@ -20,26 +23,6 @@ const MODELS: [&str; 4] = [
     "meta-llama/Meta-Llama-3-8B-Instruct",
 ];
 
-fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("RTOK_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    assert!(
-        dir.join("hf-cache/hub").is_dir(),
-        "shared data missing at {}: set RTOK_SHARED_DIR",
-        dir.display()
-    );
-    dir
-}
-
-fn snapshot(shared: &Path, model: &str) -> PathBuf {
-    let repo = shared
-        .join("hf-cache/hub")
-        .join(format!("models--{}", model.replace('/', "--")));
-    let commit = std::fs::read_to_string(repo.join("refs/main")).unwrap();
-    repo.join("snapshots").join(commit.trim())
-}
-
 fn request(case: &Json, now: FixedNow) -> ChatRequest {
     let messages: Vec<Message> = serde_json::from_value(case["messages"].clone()).unwrap();
     let mut r = ChatRequest::new(messages);
@@ -50,7 +33,6 @@ fn request(case: &Json, now: FixedNow) -> ChatRequest {
 }
 
 fn bench(c: &mut Criterion) {
-    let shared = shared_dir();
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/chat/conversations.json");
     let conv: Json = serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
     let now = FixedNow::parse(conv["fixed_now"].as_str().unwrap()).unwrap();
@@ -70,7 +52,7 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("chat_template");
     for model in MODELS {
-        let dir = snapshot(&shared, model);
+        let dir = snapshot(model);
         let cfg_path = dir.join("tokenizer_config.json");
         let cfg: Json = serde_json::from_str(&std::fs::read_to_string(cfg_path).unwrap()).unwrap();
         let template = load_chat_template(&dir, None, Some(&cfg)).unwrap();

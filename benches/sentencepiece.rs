@@ -13,41 +13,17 @@
 //!   sees. The native engine's per-chunk memo stays warm; HF runs BPE over
 //!   the whole input.
 //!
-//! Data: `$RTOK_SHARED_DIR` (default `../shared`, then `/work/shared`).
+//! Data: `$RTOK_SHARED_DIR` (default `../shared`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{shared, snapshot};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use router_tokenizer::sentencepiece::SentencePieceModel;
 use tokenizers::pipeline::EncodeOptions;
-
-fn shared_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("RTOK_SHARED_DIR") {
-        return PathBuf::from(d);
-    }
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if local.join("corpus").is_dir() {
-        return local;
-    }
-    let dev = PathBuf::from("/work/shared");
-    assert!(
-        dev.join("corpus").is_dir(),
-        "shared data not found: set RTOK_SHARED_DIR to the directory with corpus/ and hf-cache/"
-    );
-    dev
-}
-
-fn mistral_snapshot(shared: &Path) -> PathBuf {
-    let snaps = shared.join("hf-cache/hub/models--mistralai--Mistral-7B-v0.1/snapshots");
-    let entry = std::fs::read_dir(&snaps)
-        .unwrap_or_else(|e| panic!("{}: {e}", snaps.display()))
-        .filter_map(Result::ok)
-        .find(|e| e.path().join("tokenizer.model").is_file())
-        .expect("a Mistral-7B snapshot with tokenizer.model");
-    entry.path()
-}
 
 /// `text[start..start + n]`, both ends moved back to character boundaries.
 fn window(text: &str, start: usize, n: usize) -> &str {
@@ -63,8 +39,8 @@ fn window(text: &str, start: usize, n: usize) -> &str {
 }
 
 fn bench_encode(c: &mut Criterion) {
-    let shared = shared_dir();
-    let snap = mistral_snapshot(&shared);
+    let shared = shared();
+    let snap = snapshot("mistralai/Mistral-7B-v0.1");
     let spm = SentencePieceModel::from_bytes(&std::fs::read(snap.join("tokenizer.model")).unwrap())
         .unwrap();
     // The hub file is a 1.0-format tokenizer.json; rc.3 reads the canonical 2.0 form.

@@ -58,8 +58,8 @@ enum State {
     },
     /// Other decoders: re-decode a window with the prefix/read-offset rule.
     Window {
+        /// The emitted prefix (`..read_offset`), then the ids not emitted yet.
         ids: Vec<u32>,
-        prefix_offset: usize,
         read_offset: usize,
     },
 }
@@ -94,7 +94,6 @@ impl DecodeStream {
                 State::Window {
                     read_offset: ids.len(),
                     ids,
-                    prefix_offset: 0,
                 }
             }
         };
@@ -130,11 +129,7 @@ impl DecodeStream {
                 }
                 Ok((!text.is_empty()).then_some(text))
             }
-            State::Window {
-                ids,
-                prefix_offset,
-                read_offset,
-            } => {
+            State::Window { ids, read_offset } => {
                 if id as usize >= self.tokenizer.vocab_size() {
                     return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
                 }
@@ -153,23 +148,13 @@ impl DecodeStream {
                 if self.tokenizer.byte_piece(id).is_some() {
                     return Ok(None);
                 }
-                let (prefix, full) = window_texts(
+                advance_window(
                     &self.tokenizer,
                     ids,
-                    *prefix_offset,
-                    *read_offset,
+                    read_offset,
                     self.skip_special_tokens,
-                )?;
-                if full.len() <= prefix.len() || full.ends_with('\u{FFFD}') {
-                    return Ok(None);
-                }
-                let new_text = new_suffix(&prefix, &full).to_owned();
-                // The ids just emitted become the next prefix (TGI's rule); the
-                // ones before them are never read again, so memory stays bounded.
-                ids.drain(..*read_offset);
-                *prefix_offset = 0;
-                *read_offset = ids.len();
-                Ok((!new_text.is_empty()).then_some(new_text))
+                    false,
+                )
             }
         }
     }
@@ -188,33 +173,25 @@ impl DecodeStream {
     /// Ends the stream: whatever is still held (a partial character becomes U+FFFD,
     /// exactly as a one-shot decode renders it).
     pub fn flush(&mut self) -> Result<Option<String>> {
-        let text = match &mut self.state {
+        match &mut self.state {
             State::Bytes { pending, ids } => {
                 ids.clear();
-                take_complete(pending, true)
+                let text = take_complete(pending, true);
+                Ok((!text.is_empty()).then_some(text))
             }
-            State::Window {
-                ids,
-                prefix_offset,
-                read_offset,
-            } => {
+            State::Window { ids, read_offset } => {
                 if *read_offset >= ids.len() {
                     return Ok(None);
                 }
-                let (prefix, full) = window_texts(
+                advance_window(
                     &self.tokenizer,
                     ids,
-                    *prefix_offset,
-                    *read_offset,
+                    read_offset,
                     self.skip_special_tokens,
-                )?;
-                let text = new_suffix(&prefix, &full).to_owned();
-                *prefix_offset = *read_offset;
-                *read_offset = ids.len();
-                text
+                    true,
+                )
             }
-        };
-        Ok((!text.is_empty()).then_some(text))
+        }
     }
 
     /// The ids whose text is not fully emitted yet (plus, for windowed
@@ -334,18 +311,27 @@ fn is_continuation(b: u8) -> bool {
     b & 0xC0 == 0x80
 }
 
-/// The already-emitted prefix of a window and the whole window, decoded.
-fn window_texts(
+/// Decodes a window and its emitted prefix, and emits the difference unless
+/// it must wait (`!flush` and the text is not longer yet, or ends in U+FFFD).
+/// The ids just emitted become the next prefix (TGI's rule); the ones before
+/// them are never read again and are dropped, so memory stays bounded.
+fn advance_window(
     tokenizer: &Tokenizer,
-    ids: &[u32],
-    prefix_offset: usize,
-    read_offset: usize,
+    ids: &mut Vec<u32>,
+    read_offset: &mut usize,
     skip_special_tokens: bool,
-) -> Result<(String, String)> {
-    Ok((
-        tokenizer.decode(&ids[prefix_offset..read_offset], skip_special_tokens)?,
-        tokenizer.decode(&ids[prefix_offset..], skip_special_tokens)?,
-    ))
+    flush: bool,
+) -> Result<Option<String>> {
+    let read = (*read_offset).min(ids.len());
+    let prefix = tokenizer.decode(&ids[..read], skip_special_tokens)?;
+    let full = tokenizer.decode(ids, skip_special_tokens)?;
+    if !flush && (full.len() <= prefix.len() || full.ends_with('\u{FFFD}')) {
+        return Ok(None);
+    }
+    let text = new_suffix(&prefix, &full).to_owned();
+    ids.drain(..read);
+    *read_offset = ids.len();
+    Ok((!text.is_empty()).then_some(text))
 }
 
 /// The part of `full` after `prefix`. When a decoder rewrote the prefix
