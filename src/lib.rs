@@ -55,6 +55,7 @@
 
 mod backend;
 pub mod chat;
+mod config;
 mod decode;
 mod encode;
 mod encoding;
@@ -69,8 +70,8 @@ pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSe
 pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
-pub use load::{Format, LoadOptions, SpecialTokenPolicy, create_tokenizer, create_tokenizer_async};
-pub use special::{SpecialToken, SpecialTokens};
+pub use load::{Format, LoadOptions, create_tokenizer, create_tokenizer_async};
+pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
 /// The backend traits, for plugging in a tokenizer of your own with

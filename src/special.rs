@@ -1,4 +1,16 @@
-//! Special tokens and the eos ids a router stops on.
+//! Special tokens, the policy for special-token text in the input, and the eos
+//! ids a router stops on. Shared by backends and the loader (below both).
+
+/// What to do with special-token text (`<|im_start|>`) found inside the input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SpecialTokenPolicy {
+    /// Parse it as that special token, as Hugging Face tokenizers do.
+    #[default]
+    Parse,
+    /// Encode it as ordinary text (safe for untrusted user input).
+    PlainText,
+}
 
 /// One special token: its text and id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

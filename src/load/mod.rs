@@ -1,6 +1,5 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
-pub(crate) mod config;
 pub(crate) mod detect;
 pub(crate) mod hub;
 mod registry;
@@ -13,24 +12,13 @@ use std::time::Instant;
 use crate::backend::hf::HfBackend;
 use crate::backend::tiktoken::encodings::{BuiltinEncoding, RankFamily};
 use crate::backend::tiktoken::{SpecialRoles, TiktokenBackend, TiktokenSpec, ranks};
+use crate::config::{self, TokenizerConfig};
 use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::special::merge_eos_ids;
+use crate::special::{SpecialTokenPolicy, merge_eos_ids};
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
-use config::TokenizerConfig;
 pub use detect::Format;
 pub(crate) use source::Source;
-
-/// What to do with special-token text (`<|im_start|>`) found inside the input.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SpecialTokenPolicy {
-    /// Parse it as that special token, as Hugging Face tokenizers do.
-    #[default]
-    Parse,
-    /// Encode it as ordinary text (safe for untrusted user input).
-    PlainText,
-}
 
 /// Everything that changes how a tokenizer is found and built.
 ///

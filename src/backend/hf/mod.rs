@@ -15,12 +15,12 @@ use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::config::TokenizerConfig;
 use crate::encode::family::classify_hf;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
-use crate::load::SpecialTokenPolicy;
-use crate::load::config::TokenizerConfig;
+use crate::special::SpecialTokenPolicy;
 use crate::special::{SpecialToken, SpecialTokens};
 pub(crate) use vocab::ModelKind;
 use vocab::Vocab;

@@ -6,11 +6,11 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use super::model::SpanWindows;
 use super::{ModelType, SentencePieceModel, SpmError};
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer, chunk_from_offsets};
+use crate::config::TokenizerConfig;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
-use crate::load::SpecialTokenPolicy;
-use crate::load::config::TokenizerConfig;
+use crate::special::SpecialTokenPolicy;
 use crate::special::{SpecialToken, SpecialTokens};
 
 const NAME: &str = "sentencepiece";

@@ -21,7 +21,7 @@ use crate::encode::family::is_known_pattern;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
-use crate::load::SpecialTokenPolicy;
+use crate::special::SpecialTokenPolicy;
 use crate::special::{SpecialToken, SpecialTokens};
 
 const NAME: &str = "tiktoken";
