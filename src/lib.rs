@@ -46,7 +46,7 @@
 //!
 //! # Metrics
 //!
-//! Encodes, decodes and loads report through the [`metrics`] crate under
+//! Encodes, decodes and loads report through the [`metrics`](::metrics) crate under
 //! `rtok_*` names with a `backend` label; install a recorder before loading.
 
 #![deny(missing_docs)]
