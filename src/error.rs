@@ -90,6 +90,14 @@ pub enum ErrorKind {
         /// What happened.
         detail: String,
     },
+    /// A model alias is malformed, cyclic, or points to nothing.
+    #[error("model alias {name:?}: {reason}")]
+    Alias {
+        /// The alias (or the `NAME=SOURCE` text) at fault.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {

@@ -70,7 +70,7 @@ pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSe
 pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
-pub use load::{Format, LoadOptions, create_tokenizer, create_tokenizer_async};
+pub use load::{Format, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async};
 pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 

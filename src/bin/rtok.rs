@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use router_tokenizer::chat::{ChatCliInput, ChatRequest};
 use router_tokenizer::{
-    LoadOptions, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy, StopConfig,
-    StopSequenceDecoder, Tokenizer,
+    LoadOptions, ModelAliases, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy,
+    StopConfig, StopSequenceDecoder, Tokenizer,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -30,6 +30,26 @@ struct Source {
     /// Encode special-token text in the input as plain text.
     #[arg(long)]
     specials_as_text: bool,
+    /// A model alias `NAME=SOURCE` (repeatable); `--tokenizer NAME` then loads SOURCE.
+    #[arg(long = "alias", value_name = "NAME=SOURCE")]
+    aliases: Vec<String>,
+    /// A JSON (`{"name": "source"}`) or TOML (`name = "source"`) file of aliases.
+    #[arg(long = "aliases", value_name = "FILE")]
+    alias_file: Option<PathBuf>,
+}
+
+impl Source {
+    /// The aliases from `--aliases FILE`, then each `--alias` (later ones win).
+    fn aliases(&self) -> Result<ModelAliases> {
+        let mut aliases = ModelAliases::new();
+        if let Some(file) = &self.alias_file {
+            aliases.extend_from_file(file)?;
+        }
+        for pair in &self.aliases {
+            aliases.insert_pair(pair)?;
+        }
+        Ok(aliases)
+    }
 }
 
 #[derive(Args)]
@@ -229,6 +249,7 @@ fn load_with(source: &Source, parallel: ParallelOptions) -> Result<Tokenizer> {
             SpecialTokenPolicy::Parse
         },
         progress: true,
+        aliases: source.aliases()?,
         ..LoadOptions::default()
     };
     options

@@ -1,5 +1,6 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
+mod alias;
 pub(crate) mod detect;
 pub(crate) mod hub;
 mod registry;
@@ -17,6 +18,7 @@ use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::{SpecialTokenPolicy, merge_eos_ids};
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
+pub use alias::ModelAliases;
 pub use detect::Format;
 pub(crate) use source::Source;
 
@@ -49,6 +51,9 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Load a fresh copy instead of sharing the process-wide one.
     pub bypass_registry: bool,
+    /// Model names mapped to sources, resolved before anything else (an alias
+    /// may shadow a built-in OpenAI model name).
+    pub aliases: ModelAliases,
     /// How long inputs are encoded in parallel (every tokenizer is wrapped;
     /// the default splits above a measured size on the global rayon pool).
     pub parallel: ParallelOptions,
@@ -60,11 +65,22 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
+        let resolved = self.aliases.resolve(source)?;
         let tokenizer = if self.bypass_registry {
-            self.load_uncached(source)?
+            self.load_uncached(resolved)
         } else {
-            registry::load_shared(source, self, || self.load_uncached(source))?
+            registry::load_shared(resolved, self, || self.load_uncached(resolved))
         };
+        let tokenizer = tokenizer.map_err(|e| {
+            if resolved == source {
+                return e;
+            }
+            Error::new(ErrorKind::Alias {
+                name: source.to_owned(),
+                reason: format!("its source {resolved:?} does not load"),
+            })
+            .with_source(e)
+        })?;
         Ok(tokenizer.with_parallel(self.parallel.clone()))
     }
 
