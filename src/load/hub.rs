@@ -117,14 +117,31 @@ fn token(options: &LoadOptions) -> Option<String> {
         })
 }
 
+/// The hub endpoint: the option, else `HF_ENDPOINT`, else hf-hub's default.
+fn endpoint(options: &LoadOptions) -> Option<String> {
+    options
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("HF_ENDPOINT").ok())
+        .map(|e| e.trim_end_matches('/').to_owned())
+        .filter(|e| !e.is_empty())
+}
+
 #[cfg(feature = "hub")]
 fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> Result<PathBuf> {
     use hf_hub::api::sync::ApiBuilder;
     use hf_hub::{Cache, Repo, RepoType};
 
-    let api = ApiBuilder::from_cache(Cache::new(cache.to_path_buf()))
+    use std::io::IsTerminal;
+
+    let mut builder = ApiBuilder::from_cache(Cache::new(cache.to_path_buf()))
         .with_token(token(options))
-        .with_progress(options.progress)
+        // A progress bar is for a person watching, never for logs or pipes.
+        .with_progress(options.progress && std::io::stderr().is_terminal());
+    if let Some(endpoint) = endpoint(options) {
+        builder = builder.with_endpoint(endpoint);
+    }
+    let api = builder
         .build()
         // The error text never includes the token: hf-hub reports the request, not headers.
         .map_err(|e| hub_error(repo, None, false, format!("client setup failed: {e}")))?;
@@ -170,7 +187,7 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
 
 #[cfg(not(feature = "hub"))]
 fn download(_cache: &Path, repo: &str, _revision: &str, options: &LoadOptions) -> Result<PathBuf> {
-    let _ = (COMPANIONS, token(options));
+    let _ = (COMPANIONS, token(options), endpoint(options));
     Err(hub_error(
         repo,
         None,

@@ -47,7 +47,10 @@ pub struct LoadOptions {
     pub special_tokens: SpecialTokenPolicy,
     /// Keep padding/truncation switched on in a `tokenizer.json` (off by default).
     pub keep_padding_and_truncation: bool,
-    /// Show a progress bar while downloading.
+    /// The hub's address; defaults to `HF_ENDPOINT`, then `https://huggingface.co`
+    /// (a mirror or a test server).
+    pub endpoint: Option<String>,
+    /// Show a progress bar while downloading (only when stderr is a terminal).
     pub progress: bool,
     /// Load a fresh copy instead of sharing the process-wide one.
     pub bypass_registry: bool,
