@@ -414,3 +414,60 @@ fn split_reports_budgets_too_small() {
     ));
     assert_eq!(tok.split("", 4, false).count(), 0);
 }
+
+/// `rtok truncate` prints the kept text exactly; `rtok split --json` prints
+/// byte ranges and counts that re-encode.
+#[test]
+fn cli_truncate_and_split() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rtok"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = "Hello, world! How are you today? 🙂🙂 fine.\n";
+    let tok = tokenizer("o200k_base");
+    for n in [0, 3, 7, 100] {
+        let n_arg = n.to_string();
+        let right = run(&["truncate", "--max-tokens", &n_arg], text);
+        assert_eq!(right, tok.prefix_within(text, n, false).unwrap());
+        let left = run(
+            &["truncate", "--max-tokens", &n_arg, "--side", "left"],
+            text,
+        );
+        assert_eq!(left, tok.suffix_within(text, n, false).unwrap());
+    }
+    let out = run(&["split", "--tokens", "4", "--json"], text);
+    let chunks: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let mut at = 0;
+    for c in &chunks {
+        let (s, e, t) = (
+            c["start"].as_u64().unwrap() as usize,
+            c["end"].as_u64().unwrap() as usize,
+            c["tokens"].as_u64().unwrap() as usize,
+        );
+        assert_eq!(s, at);
+        assert!(t <= 4);
+        assert_eq!(tok.count(&text[s..e], false).unwrap(), t);
+        at = e;
+    }
+    assert_eq!(at, text.len());
+}
