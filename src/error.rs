@@ -98,6 +98,28 @@ pub enum ErrorKind {
         /// What is wrong.
         reason: String,
     },
+    /// A prompt and its completion budget do not fit the model's context
+    /// (a router answers HTTP 400).
+    #[error(
+        "prompt of {prompt_tokens} tokens plus max_tokens {max_tokens} exceeds the model's context length of {context_length} tokens"
+    )]
+    ContextLengthExceeded {
+        /// Tokens in the prompt.
+        prompt_tokens: usize,
+        /// Tokens asked for the completion.
+        max_tokens: usize,
+        /// The model's context length.
+        context_length: usize,
+    },
+    /// A token budget too small for even one character: splitting cannot
+    /// make progress.
+    #[error("a budget of {max_tokens} tokens cannot hold the character at byte {at}")]
+    BudgetTooSmall {
+        /// The budget per chunk.
+        max_tokens: usize,
+        /// Byte offset of the character that does not fit alone.
+        at: usize,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {

@@ -67,7 +67,9 @@ mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
 pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
-pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
+pub use encode::{
+    Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,
+};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
 pub use load::{Format, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async};

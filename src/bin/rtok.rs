@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use router_tokenizer::chat::{ChatCliInput, ChatRequest};
 use router_tokenizer::{
-    LoadOptions, ModelAliases, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy,
+    LoadOptions, ModelAliases, Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy,
     StopConfig, StopSequenceDecoder, Tokenizer,
 };
 use std::io::{Read, Write};
@@ -57,6 +57,15 @@ struct Input {
     /// Input file; `-` or absent reads stdin.
     #[arg(long, short = 'i')]
     input: Option<PathBuf>,
+}
+
+/// Which end `truncate` cuts off.
+#[derive(Clone, Copy, ValueEnum)]
+enum SideArg {
+    /// Cut the start, keep the end.
+    Left,
+    /// Cut the end, keep the start.
+    Right,
 }
 
 /// When long inputs are encoded in parallel chunks.
@@ -165,6 +174,40 @@ enum Command {
         source: Source,
         #[command(flatten)]
         input: Input,
+    },
+    /// The longest part of the input within a token budget, cut on a
+    /// character boundary, printed exactly (no newline added).
+    Truncate {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
+        /// The budget in tokens.
+        #[arg(long)]
+        max_tokens: usize,
+        /// Which end to cut off: `right` keeps the start, `left` the end.
+        #[arg(long, value_enum, default_value = "right")]
+        side: SideArg,
+        /// Count BOS/EOS as the model adds them.
+        #[arg(long)]
+        add_special_tokens: bool,
+    },
+    /// Cut the input into consecutive chunks, each the longest within the
+    /// budget; prints `[{"start":…,"end":…,"tokens":…},…]` (byte ranges).
+    Split {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
+        /// The budget per chunk in tokens.
+        #[arg(long)]
+        tokens: usize,
+        /// Count BOS/EOS in each chunk as the model adds them.
+        #[arg(long)]
+        add_special_tokens: bool,
+        /// Print JSON (the only output format; accepted for clarity).
+        #[arg(long)]
+        json: bool,
     },
     /// Feed ids one at a time through the stop-sequence decoder, printing
     /// one JSON object per step and one for the flush.
@@ -319,7 +362,42 @@ fn run(cli: Cli) -> Result<()> {
         Command::Count { source, input } => {
             let tok = load(&source)?;
             let text = read_input(&input)?;
-            writeln!(out, "{}", tok.encode(&text, false)?.len())?;
+            writeln!(out, "{}", tok.count(&text, false)?)?;
+        }
+        Command::Truncate {
+            source,
+            input,
+            max_tokens,
+            side,
+            add_special_tokens,
+        } => {
+            let tok = load(&source)?;
+            let text = read_input(&input)?;
+            let side = match side {
+                SideArg::Left => Side::Left,
+                SideArg::Right => Side::Right,
+            };
+            let kept = tok.truncate(&text, max_tokens, side, add_special_tokens)?;
+            out.write_all(kept.as_bytes())?;
+        }
+        Command::Split {
+            source,
+            input,
+            tokens,
+            add_special_tokens,
+            json: _,
+        } => {
+            let tok = load(&source)?;
+            let text = read_input(&input)?;
+            let chunks = tok
+                .split(&text, tokens, add_special_tokens)
+                .map(|c| {
+                    c.map(
+                        |c| serde_json::json!({"start": c.start, "end": c.end, "tokens": c.tokens}),
+                    )
+                })
+                .collect::<router_tokenizer::Result<Vec<_>>>()?;
+            writeln!(out, "{}", serde_json::Value::Array(chunks))?;
         }
         Command::Bench {
             source,
@@ -459,6 +537,7 @@ fn run(cli: Cli) -> Result<()> {
                 "special_tokens": named,
                 "additional_special_tokens": specials.additional.len(),
                 "eos_token_ids": tok.eos_token_ids(),
+                "context_length": tok.context_length(),
                 "chat_template": has_template,
             });
             if json {
