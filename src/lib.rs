@@ -60,6 +60,7 @@ mod decode;
 mod encode;
 mod encoding;
 mod error;
+mod limits;
 mod load;
 mod metrics;
 mod special;
@@ -70,7 +71,7 @@ pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSe
 pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
-pub use load::{Format, LoadOptions, create_tokenizer, create_tokenizer_async};
+pub use load::{Format, HubTimeouts, LoadOptions, create_tokenizer, create_tokenizer_async};
 pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
@@ -95,6 +96,18 @@ pub mod __fuzz {
     /// Loads `data` as a SentencePiece model and exercises it; never panics.
     pub fn sentencepiece_model(data: &[u8]) {
         crate::backend::sentencepiece::fuzz_model(data);
+    }
+    /// A `tokenizer.json` through the loader's HF path; never panics.
+    pub fn tokenizer_json(data: &[u8]) {
+        crate::load::fuzz::tokenizer_json(data);
+    }
+    /// A tiktoken rank file through the loader's checks; never panics.
+    pub fn rank_file(data: &[u8]) {
+        crate::load::fuzz::rank_file(data);
+    }
+    /// A `tokenizer_config.json` beside a small rank file; never panics.
+    pub fn tokenizer_config(data: &[u8]) {
+        crate::load::fuzz::tokenizer_config(data);
     }
 }
 
