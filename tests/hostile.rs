@@ -502,3 +502,44 @@ fn a_failing_hub_is_retried_then_reported() {
     assert!(err.to_string().contains("3 attempt"), "{err}");
     assert!(server.join().unwrap() >= 3);
 }
+
+/// A smoke run of the fuzz targets' entry points (CI has no cargo-fuzz):
+/// each seed, then deterministic one-byte mutations and truncations of it.
+#[test]
+fn fuzz_entry_points_survive_their_seeds_mutated() {
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    type Target = (&'static str, fn(&[u8]));
+    let targets: [Target; 3] = [
+        ("tokenizer_json", router_tokenizer::__fuzz::tokenizer_json),
+        ("rank_file", router_tokenizer::__fuzz::rank_file),
+        (
+            "tokenizer_config",
+            router_tokenizer::__fuzz::tokenizer_config,
+        ),
+    ];
+    for (name, run) in targets {
+        let mut files: Vec<_> = std::fs::read_dir(seeds.join(name))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{name}: no seeds");
+        for file in files {
+            let seed = std::fs::read(&file).unwrap();
+            run(&seed);
+            let mut state = 0x9E37_79B9_7F4A_7C15u64;
+            for _ in 0..64 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let mut bytes = seed.clone();
+                let at = (state as usize) % bytes.len().max(1);
+                if let Some(b) = bytes.get_mut(at) {
+                    *b = (state >> 32) as u8;
+                }
+                run(&bytes);
+                run(&seed[..at]);
+            }
+        }
+    }
+}
