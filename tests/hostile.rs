@@ -543,3 +543,84 @@ fn fuzz_entry_points_survive_their_seeds_mutated() {
         }
     }
 }
+
+/// A local hub that serves `tokenizer.json` (through a redirect, as the hub
+/// does for LFS files) and `tokenizer_config.json`, 404 for the rest: the
+/// download writes the standard cache layout, which an offline load then reads.
+#[test]
+fn a_download_writes_the_standard_cache_layout() {
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(10);
+        let mut served = Vec::new();
+        while Instant::now() < end && served.len() < 8 {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let (head, body): (String, String) = match path.as_str() {
+                "/org/model/resolve/main/tokenizer.json" => (
+                    format!(
+                        "HTTP/1.1 302 Found\r\nlocation: /cdn/blob1\r\nx-repo-commit: {COMMIT}\r\nx-linked-etag: \"abc123\"\r\ncontent-length: 0\r\n"
+                    ),
+                    String::new(),
+                ),
+                "/cdn/blob1" => (
+                    "HTTP/1.1 200 OK\r\n".into(),
+                    bpe_json(r#"{"a":0,"b":1,"ab":2}"#, r#""a b""#, ""),
+                ),
+                p if p == format!("/org/model/resolve/{COMMIT}/tokenizer_config.json") => (
+                    format!("HTTP/1.1 200 OK\r\nx-repo-commit: {COMMIT}\r\netag: \"def456\"\r\n"),
+                    r#"{"tokenizer_class":"PreTrainedTokenizerFast","eos_token":"ab"}"#.into(),
+                ),
+                _ => ("HTTP/1.1 404 Not Found\r\n".into(), String::new()),
+            };
+            let head = if head.contains("content-length") {
+                head
+            } else {
+                format!("{head}content-length: {}\r\n", body.len())
+            };
+            let _ = stream.write_all(format!("{head}connection: close\r\n\r\n{body}").as_bytes());
+            served.push(path);
+        }
+        served
+    });
+    let cache = scratch_dir("download-cache");
+    let options = LoadOptions {
+        endpoint: Some(endpoint),
+        offline: Some(false),
+        cache_dir: Some(cache.clone()),
+        bypass_registry: true,
+        ..LoadOptions::default()
+    };
+    let tok = options.load("org/model").unwrap();
+    assert_eq!(tok.encode("ab", false).unwrap().ids(), [2]);
+    let served = server.join().unwrap();
+    assert!(served.iter().any(|p| p == "/cdn/blob1"), "{served:?}");
+    let folder = cache.join("models--org--model");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("refs/main")).unwrap(),
+        COMMIT
+    );
+    assert!(folder.join("blobs/abc123").is_file());
+    let snapshot = folder.join("snapshots").join(COMMIT);
+    assert!(snapshot.join("tokenizer.json").is_file());
+    assert!(snapshot.join("tokenizer_config.json").is_file());
+    // Offline, from the cache just written.
+    let offline = LoadOptions {
+        offline: Some(true),
+        endpoint: None,
+        ..options
+    };
+    let again = offline.load("org/model").unwrap();
+    assert_eq!(again.eos_token_ids(), [2]);
+}

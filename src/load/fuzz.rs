@@ -59,15 +59,21 @@ pub fn rank_file(data: &[u8]) {
     if super::check_single_bytes(path, &ranks).is_err() {
         return;
     }
-    let spec = TiktokenSpec {
+    let next = ranks.values().copied().max().unwrap_or(0).saturating_add(1);
+    let spec = |ranks, id| TiktokenSpec {
         ranks,
-        specials: vec![("<|endoftext|>".into(), u32::MAX - 1)],
+        specials: vec![("<|endoftext|>".into(), id)],
         pattern: CL100K_PATTERN,
         roles: SpecialRoles::default(),
         add_bos: None,
     };
-    // The special's id is out of proportion on purpose: the backend must refuse it.
-    let _ = TiktokenBackend::new(spec, SpecialTokenPolicy::Parse);
+    // An id out of proportion with the entries must be refused, never sized.
+    assert!(
+        TiktokenBackend::new(spec(ranks.clone(), u32::MAX - 1), SpecialTokenPolicy::Parse).is_err()
+    );
+    if let Ok(b) = TiktokenBackend::new(spec(ranks, next), SpecialTokenPolicy::Parse) {
+        exercise(Arc::new(b));
+    }
 }
 
 /// A `tokenizer_config.json` beside a small rank file (all 256 bytes and a

@@ -351,6 +351,11 @@ mod http {
                         };
                     }
                     404 => return Err(Failure::Absent),
+                    401 | 403 => {
+                        return Err(Failure::Fatal(format!(
+                            "HTTP {status} (a gated or private repository needs a token: LoadOptions::token or HF_TOKEN)"
+                        )));
+                    }
                     429 | 500..=599 => return Err(Failure::Transient(format!("HTTP {status}"))),
                     _ => return Err(Failure::Fatal(format!("HTTP {status}"))),
                 }
