@@ -26,8 +26,20 @@ pub(crate) struct TokenizerConfig {
 impl TokenizerConfig {
     /// Reads `tokenizer_config.json` and `special_tokens_map.json` from `dir`.
     pub(crate) fn read_dir(dir: &Path) -> Result<Self> {
+        let mut config = match read_json(&dir.join("tokenizer_config.json"))? {
+            Some(raw) => Self::from_value(raw),
+            None => Self::default(),
+        };
+        if let Some(map) = read_json(&dir.join("special_tokens_map.json"))? {
+            config.collect_roles(&map);
+        }
+        Ok(config)
+    }
+
+    /// The fields of a parsed `tokenizer_config.json`.
+    pub(crate) fn from_value(raw: Value) -> Self {
         let mut config = Self::default();
-        if let Some(raw) = read_json(&dir.join("tokenizer_config.json"))? {
+        {
             config.tokenizer_class = raw
                 .get("tokenizer_class")
                 .and_then(Value::as_str)
@@ -50,10 +62,7 @@ impl TokenizerConfig {
             }
             config.raw = Some(raw);
         }
-        if let Some(map) = read_json(&dir.join("special_tokens_map.json"))? {
-            config.collect_roles(&map);
-        }
-        Ok(config)
+        config
     }
 
     /// Role tokens from `{"bos_token": "<s>" | {"content": "<s>", …}}`; first value wins.
@@ -91,12 +100,12 @@ pub(crate) fn token_content(v: &Value) -> Option<String> {
 
 /// Reads a JSON file if it exists.
 pub(crate) fn read_json(path: &Path) -> Result<Option<Value>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(path, e)),
+    let Some(bytes) = crate::limits::read_optional(path, crate::limits::MAX_CONFIG_JSON)? else {
+        return Ok(None);
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text =
+        std::str::from_utf8(&bytes).map_err(|e| Error::parse(path, format!("not UTF-8: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(text).map(Some).map_err(|e| {
         Error::parse(
             path,

@@ -120,6 +120,16 @@ pub enum ErrorKind {
         /// Byte offset of the character that does not fit alone.
         at: usize,
     },
+    /// A file was refused before or while it was read: not a regular file,
+    /// over a size limit, or holding ids or lengths out of proportion with
+    /// its contents (DESIGN.md, "Limits").
+    #[error("{}: refused: {reason}", path.display())]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// Which limit it broke.
+        reason: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {
@@ -157,10 +167,11 @@ impl Error {
         Self::new(ErrorKind::Io { path }).with_source(err)
     }
 
+    /// A parse error; values quoted from the file are shortened.
     pub(crate) fn parse(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Parse {
             path: path.into(),
-            detail: detail.into(),
+            detail: crate::limits::short_quotes(&detail.into()),
         })
     }
 

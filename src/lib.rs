@@ -60,6 +60,7 @@ mod decode;
 mod encode;
 mod encoding;
 mod error;
+mod limits;
 mod load;
 mod metrics;
 mod special;
@@ -72,7 +73,9 @@ pub use encode::{
 };
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
-pub use load::{Format, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async};
+pub use load::{
+    Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
+};
 pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
@@ -97,6 +100,18 @@ pub mod __fuzz {
     /// Loads `data` as a SentencePiece model and exercises it; never panics.
     pub fn sentencepiece_model(data: &[u8]) {
         crate::backend::sentencepiece::fuzz_model(data);
+    }
+    /// A `tokenizer.json` through the loader's HF path; never panics.
+    pub fn tokenizer_json(data: &[u8]) {
+        crate::load::fuzz::tokenizer_json(data);
+    }
+    /// A tiktoken rank file through the loader's checks; never panics.
+    pub fn rank_file(data: &[u8]) {
+        crate::load::fuzz::rank_file(data);
+    }
+    /// A `tokenizer_config.json` beside a small rank file; never panics.
+    pub fn tokenizer_config(data: &[u8]) {
+        crate::load::fuzz::tokenizer_config(data);
     }
 }
 

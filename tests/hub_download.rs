@@ -7,8 +7,9 @@ mod common;
 mod hub_server;
 
 use hub_server::{Behaviour, HubServer};
-use router_tokenizer::{ErrorKind, LoadOptions};
+use router_tokenizer::{ErrorKind, HubTimeouts, LoadOptions};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const QWEN: &str = "Qwen/Qwen3-8B";
 const QWEN_COMMIT: &str = "c296ed0a908dbc97718d2b2ff8de659b2fedf052";
@@ -343,4 +344,50 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn a_server_that_never_answers_fails_within_the_timeouts_and_is_retried() {
+    // Every answer waits a minute; the client gives each attempt 300 ms.
+    let server = HubServer::start(
+        &served_cache(),
+        Behaviour {
+            delay: Some(Duration::from_secs(60)),
+            ..Behaviour::default()
+        },
+    );
+    let cache = empty_cache("stalled");
+    let opts = LoadOptions {
+        hub: HubTimeouts::new(
+            Duration::from_millis(300),
+            Duration::from_millis(300),
+            Duration::from_millis(600),
+            1,
+        )
+        .with_backoff(Duration::from_millis(10)),
+        ..options(&server, &cache)
+    };
+    let started = std::time::Instant::now();
+    let err = opts.load(MINILM).unwrap_err();
+    // Not a speed check: a missing timeout would hang here for minutes.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the load gave up on a stalled server: {:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err.kind(), ErrorKind::Hub { .. }), "{err}");
+    assert!(err.to_string().contains(MINILM), "{err}");
+    // One attempt and one retry of the first file.
+    let tries = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("tokenizer.json"))
+        .count();
+    assert_eq!(tries, 2, "{:?}", server.requests());
+    assert!(
+        !cache
+            .join("models--sentence-transformers--all-MiniLM-L6-v2/snapshots")
+            .exists(),
+        "no snapshot left behind"
+    );
 }
