@@ -89,12 +89,23 @@ pub mod sentencepiece {
     };
 }
 
+/// The GGUF container reader behind the GGUF backend: header and metadata
+/// key/values, borrowed from the bytes, every length checked.
+pub mod gguf {
+    pub use crate::backend::gguf::reader::{Array, Gguf, GgufError, Value, ValueType};
+}
+
 /// Fuzzing entry points (not a stable API).
 #[doc(hidden)]
 pub mod __fuzz {
     /// Loads `data` as a SentencePiece model and exercises it; never panics.
     pub fn sentencepiece_model(data: &[u8]) {
         crate::backend::sentencepiece::fuzz_model(data);
+    }
+
+    /// Reads `data` as GGUF and, when it holds a tokenizer, exercises it; never panics.
+    pub fn gguf(data: &[u8]) {
+        crate::backend::gguf::fuzz_gguf(data);
     }
 }
 

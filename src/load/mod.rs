@@ -1,6 +1,7 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
 pub(crate) mod detect;
+mod gguf;
 pub(crate) mod hub;
 mod registry;
 mod source;
@@ -87,6 +88,14 @@ impl LoadOptions {
                 let dir = hub::resolve(&repo, revision.as_deref(), self)?;
                 self.load_dir(&dir, source)?
             }
+            Source::HubFile {
+                repo,
+                revision,
+                file,
+            } => {
+                let dir = hub::resolve(&repo, revision.as_deref(), self)?;
+                self.load_gguf(&gguf::file_in_snapshot(&dir, &repo, &file)?, source)?
+            }
         };
         crate::metrics::record_load(tokenizer.backend_name(), start.elapsed());
         Ok(tokenizer)
@@ -134,10 +143,16 @@ impl LoadOptions {
                 ),
             })
         })?;
+        if file.extension().is_some_and(|e| e == "gguf") {
+            gguf::check_unambiguous(dir, source)?;
+        }
         self.load_file(&file, dir, source)
     }
 
     fn load_file(&self, file: &Path, dir: &Path, source: &str) -> Result<Tokenizer> {
+        if gguf::is_gguf(file) {
+            return self.load_gguf(file, source);
+        }
         let bytes = std::fs::read(file).map_err(|e| Error::io(file, e))?;
         let format = detect::detect(&bytes[..bytes.len().min(512)]).ok_or_else(|| {
             Error::new(ErrorKind::UnsupportedFormat {
