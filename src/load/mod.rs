@@ -193,12 +193,8 @@ impl LoadOptions {
                     self.special_tokens,
                 )?)
             }
-            Format::Gguf => {
-                return Err(Error::new(ErrorKind::UnsupportedFormat {
-                    path: file.to_path_buf(),
-                    detected: format!("{format} (backend not built yet)"),
-                }));
-            }
+            // Sniffed above; reached only if the file changed in between.
+            Format::Gguf => return self.load_gguf(file, source),
         };
         let tokenizer_eos = backend.special_tokens().eos.as_ref().map(|t| t.id);
         let eos = merge_eos_ids(
