@@ -94,6 +94,12 @@ pub mod sentencepiece {
     };
 }
 
+/// The GGUF container reader behind the GGUF backend: header and metadata
+/// key/values, borrowed from the bytes, every length checked.
+pub mod gguf {
+    pub use crate::backend::gguf::reader::{Array, Gguf, GgufError, Value, ValueType};
+}
+
 /// Fuzzing entry points (not a stable API).
 #[doc(hidden)]
 pub mod __fuzz {
@@ -112,6 +118,11 @@ pub mod __fuzz {
     /// A `tokenizer_config.json` beside a small rank file; never panics.
     pub fn tokenizer_config(data: &[u8]) {
         crate::load::fuzz::tokenizer_config(data);
+    }
+
+    /// Reads `data` as GGUF and, when it holds a tokenizer, exercises it; never panics.
+    pub fn gguf(data: &[u8]) {
+        crate::backend::gguf::fuzz_gguf(data);
     }
 }
 

@@ -117,7 +117,7 @@ fn too_large(path: &Path, limit: u64) -> Error {
     )
 }
 
-fn open_regular(path: &Path) -> Result<std::fs::File> {
+pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File> {
     // Checked before opening: opening a FIFO with no writer blocks.
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {

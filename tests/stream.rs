@@ -25,6 +25,9 @@ const STREAM_SOURCES: &[&str] = &[
     "Xenova/gpt-3.5-turbo",
     "o200k_base",
     "cl100k_base",
+    // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN claim 93).
+    "fixtures/gguf/ggml-vocab-llama-spm.gguf",
+    "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
 ];
 
 /// A mixed text: prose, CJK, emoji, code, special tokens.
@@ -483,6 +486,7 @@ const BYTE_RUN_SOURCES: &[&str] = &[
     "mistralai/Mistral-7B-v0.1",
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
     "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+    "fixtures/gguf/ggml-vocab-llama-spm.gguf",
 ];
 
 /// Rule 1 across byte-fallback runs, at every prompt/generation split of

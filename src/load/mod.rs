@@ -3,6 +3,7 @@
 mod alias;
 pub(crate) mod detect;
 pub(crate) mod fuzz;
+mod gguf;
 pub(crate) mod hub;
 mod registry;
 mod source;
@@ -237,6 +238,14 @@ impl LoadOptions {
                 let dir = hub::resolve(&repo, revision.as_deref(), self)?;
                 self.load_dir(&dir, source)?
             }
+            Source::HubFile {
+                repo,
+                revision,
+                file,
+            } => {
+                let dir = hub::resolve(&repo, revision.as_deref(), self)?;
+                self.load_gguf(&gguf::file_in_snapshot(&dir, &repo, &file)?, source)?
+            }
         };
         crate::metrics::record_load(tokenizer.backend_name(), start.elapsed());
         Ok(tokenizer)
@@ -284,10 +293,16 @@ impl LoadOptions {
                 ),
             })
         })?;
+        if file.extension().is_some_and(|e| e == "gguf") {
+            gguf::check_unambiguous(dir, source)?;
+        }
         self.load_file(&file, dir, source)
     }
 
     fn load_file(&self, file: &Path, dir: &Path, source: &str) -> Result<Tokenizer> {
+        if gguf::is_gguf(file) {
+            return self.load_gguf(file, source);
+        }
         let bytes = crate::limits::read_capped_by(file, DETECT_HEAD, |head| {
             detect::detect(head).map_or(crate::limits::MAX_TOKENIZER_JSON, detect::max_file_bytes)
         })?;
@@ -335,12 +350,8 @@ impl LoadOptions {
                     self.special_tokens,
                 )?)
             }
-            Format::Gguf => {
-                return Err(Error::new(ErrorKind::UnsupportedFormat {
-                    path: file.to_path_buf(),
-                    detected: format!("{format} (backend not built yet)"),
-                }));
-            }
+            // Sniffed above; reached only if the file changed in between.
+            Format::Gguf => return self.load_gguf(file, source),
         };
         let tokenizer_eos = backend.special_tokens().eos.as_ref().map(|t| t.id);
         let eos = merge_eos_ids(
