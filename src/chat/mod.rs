@@ -46,6 +46,7 @@
 //! threads with a generous stack (stack is reserved, not committed, so e.g. 64 MiB is cheap) in
 //! a process with a memory limit, or under lower [`RenderLimits`].
 
+mod budget;
 mod content_format;
 mod env;
 mod error;
