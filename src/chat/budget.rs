@@ -116,6 +116,16 @@ pub(crate) fn charge_bytes(bytes: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// Fails if a value being built (not yet charged) has grown to `bytes` past what the budget has
+/// left; writers of long values call it as they go.
+pub(crate) fn check_room(bytes: usize) -> Result<(), Error> {
+    let meter = METER.get();
+    if meter.bytes.saturating_add(bytes) > meter.byte_limit {
+        return Err(size_error());
+    }
+    Ok(())
+}
+
 /// Charges a list of `items` items about to be built.
 pub(crate) fn charge_items(items: usize) -> Result<(), Error> {
     charge_bytes(items.saturating_mul(ITEM_BYTES))
@@ -141,7 +151,9 @@ pub(crate) fn charge_work(units: u64) -> Result<(), Error> {
 pub(crate) fn size_of(value: &Value) -> usize {
     match value.kind() {
         ValueKind::String => value.as_str().map_or(0, str::len),
-        ValueKind::Seq | ValueKind::Map => value.len().unwrap_or(0).saturating_mul(ITEM_BYTES),
+        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => {
+            value.len().unwrap_or(0).saturating_mul(ITEM_BYTES)
+        }
         _ => 0,
     }
 }
@@ -176,7 +188,10 @@ fn operand(value: &Value) -> Operand {
         count,
         size: size_of(value),
         safe_str: value.kind() == ValueKind::String && value.is_safe(),
-        repeatable: matches!(value.kind(), ValueKind::String | ValueKind::Seq),
+        repeatable: matches!(
+            value.kind(),
+            ValueKind::String | ValueKind::Seq | ValueKind::Iterable
+        ),
     }
 }
 

@@ -94,7 +94,9 @@ pub(crate) fn tojson(value: &Value, args: &[Value], kwargs: Kwargs) -> Result<Va
             }
         }
     }
-    pyfmt::json_dumps(value, &opts).map(Value::from)
+    let text = pyfmt::json_dumps(value, &opts)?;
+    budget::charge_bytes(text.len())?;
+    Ok(Value::from(text))
 }
 
 /// Jinja2's `string` filter: `str(value)`.
