@@ -410,11 +410,27 @@ impl FixedNow {
             .map_err(|e| ChatTemplateError::request(format!("invalid fixed time: {e}")))
     }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS` (local time, as Python's naive `datetime`).
+    /// Parses `YYYY-MM-DDTHH:MM:SS` (local time, as Python's naive `datetime`), or an RFC 3339
+    /// timestamp (`2024-09-03T12:34:56Z`, `...+02:00`), whose wall clock as written is used.
     pub fn parse(text: &str) -> Result<Self, ChatTemplateError> {
-        text.parse::<jiff::civil::DateTime>()
+        let invalid = |e: &dyn std::fmt::Display| {
+            ChatTemplateError::request(format!("invalid time {text:?}: {e}"))
+        };
+        if let Ok(civil) = text.parse::<jiff::civil::DateTime>()
+            && !text.ends_with(['Z', 'z'])
+        {
+            return Ok(FixedNow(civil));
+        }
+        let timestamp: jiff::Timestamp = text.parse().map_err(|e| invalid(&e))?;
+        let offset = text
+            .rfind(['+', '-', 'Z', 'z'])
+            .filter(|&i| i > 10)
+            .ok_or_else(|| invalid(&"no UTC offset"))?;
+        let _ = timestamp;
+        text[..offset]
+            .parse::<jiff::civil::DateTime>()
             .map(FixedNow)
-            .map_err(|e| ChatTemplateError::request(format!("invalid fixed time {text:?}: {e}")))
+            .map_err(|e| invalid(&e))
     }
 
     pub(crate) fn to_iso(self) -> String {
@@ -474,8 +490,8 @@ pub struct ChatCliInput<'a> {
     pub documents: Option<&'a str>,
     /// `--add-generation-prompt`.
     pub add_generation_prompt: bool,
-    /// `--continue-final-message`.
-    pub continue_final_message: bool,
+    /// `--continue-final-message[=FIELD]`.
+    pub continue_final_message: ContinueFinalMessage,
     /// `--template NAME`: one of the tokenizer's named templates.
     pub template: Option<&'a str>,
     /// `--kwargs JSON`: an object of extra template variables.
@@ -509,9 +525,7 @@ impl ChatRequest {
             request.documents = Some(parse_json("--documents", documents)?);
         }
         request.add_generation_prompt = input.add_generation_prompt;
-        if input.continue_final_message {
-            request.continue_final_message = ContinueFinalMessage::Content;
-        }
+        request.continue_final_message = input.continue_final_message.clone();
         request.chat_template_name = input.template.map(str::to_owned);
         if let Some(kwargs) = input.kwargs {
             request.chat_template_kwargs = parse_json("--kwargs", kwargs)?;

@@ -1,5 +1,6 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
+mod chat_only;
 pub(crate) mod detect;
 pub(crate) mod hub;
 mod registry;
