@@ -30,8 +30,10 @@ pub struct RenderLimits {
     /// minijinja's recursion budget (capped at 500 by minijinja; a macro call costs more than a
     /// loop level).
     pub recursion: usize,
-    /// The most bytes a render may produce, counting both the final prompt and every value the
-    /// template prints (also inside macros and `{% set %}` blocks).
+    /// The render's byte budget: the final prompt may not exceed it, and every value the
+    /// template prints (also inside macros and `{% set %}` blocks) or builds with a builtin,
+    /// `~`, `+` or `*` is charged to it before it is allocated (a list item counts 32 bytes).
+    /// Builtins also charge their work to `64 ×` the render's fuel.
     pub max_output_bytes: usize,
 }
 
