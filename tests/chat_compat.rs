@@ -123,3 +123,10 @@ fn request_errors_name_the_message_and_field() {
     let err = ChatRequest::from_cli(&input).unwrap_err().to_string();
     assert!(err.contains("message 1") && err.contains("`role`"), "{err}");
 }
+
+#[test]
+fn replace_takes_a_count() {
+    assert_eq!(render("{{ 'aXbX'|replace('X', 'y', 1) }}").unwrap(), "aybX");
+    assert_eq!(render("{{ 'abc'.replace('', '-', 2) }}").unwrap(), "-a-bc");
+    assert_eq!(render("{{ 'abc'|replace('', '-') }}").unwrap(), "-a-b-c-");
+}

@@ -576,10 +576,7 @@ fn string_method(s: &str, method: &str, args: &[Value]) -> Option<Result<Value, 
         }),
         "replace" => from_args::<(&str, &str, Option<i64>)>(args).and_then(|(from, to, count)| {
             charge_replace(s, from, to)?;
-            Ok(Value::from(match usize::try_from(count.unwrap_or(-1)) {
-                Ok(n) => s.replacen(from, to, n),
-                Err(_) => s.replace(from, to),
-            }))
+            Ok(Value::from(py_replace(s, from, to, count)))
         }),
         "isspace" => from_args::<()>(args)
             .map(|()| Value::from(!s.is_empty() && s.chars().all(pyfmt::is_py_space))),
@@ -886,12 +883,12 @@ fn charge_replace(s: &str, from: &str, to: &str) -> Result<(), Error> {
     budget::charge_bytes(s.len().saturating_add(count.saturating_mul(grow)))
 }
 
-/// Jinja2's `replace(old, new)`, size-checked.
+/// Jinja2's `replace(old, new, count=None)`, size-checked.
 pub(crate) fn replace(
-    state: &mut State,
     value: &Value,
     from: &Value,
     to: &Value,
+    count: Option<i64>,
 ) -> Result<Value, Error> {
     let (s, f, t) = (
         pyfmt::py_str(value)?,
@@ -899,8 +896,15 @@ pub(crate) fn replace(
         pyfmt::py_str(to)?,
     );
     charge_replace(&s, &f, &t)?;
-    let _ = state;
-    Ok(Value::from(s.replace(&f, &t)))
+    Ok(Value::from(py_replace(&s, &f, &t, count)))
+}
+
+/// Python's `str.replace(old, new, count)`: a negative or absent count replaces all.
+fn py_replace(s: &str, from: &str, to: &str, count: Option<i64>) -> String {
+    match count.and_then(|n| usize::try_from(n).ok()) {
+        Some(n) => s.replacen(from, to, n),
+        None => s.replace(from, to),
+    }
 }
 
 /// The widths and precisions of a `%` format string, summed: what padding it can produce.
