@@ -1,6 +1,7 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
 mod alias;
+mod chat_only;
 pub(crate) mod detect;
 pub(crate) mod fuzz;
 mod gguf;
