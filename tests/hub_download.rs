@@ -391,3 +391,39 @@ fn a_server_that_never_answers_fails_within_the_timeouts_and_is_retried() {
         "no snapshot left behind"
     );
 }
+
+#[test]
+fn rtok_draws_a_progress_bar_on_a_terminal() {
+    // util-linux `script` runs rtok on a pseudo-terminal and copies what it
+    // draws to our stdout.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: util-linux `script` is not installed");
+        return;
+    }
+    let server = HubServer::start(&served_cache(), Behaviour::default());
+    let cache = empty_cache("progress-tty");
+    let command = format!(
+        "{} count --tokenizer {MINILM} </dev/null",
+        env!("CARGO_BIN_EXE_rtok")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("HF_ENDPOINT", server.endpoint())
+        .env("HF_HUB_CACHE", &cache)
+        .env_remove("HF_HOME")
+        .env_remove("HF_HUB_OFFLINE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("{MINILM}/tokenizer.json")) && shown.contains('['),
+        "a progress bar names the file: {shown:?}"
+    );
+    assert_eq!(body_fetches(&server, "/tokenizer.json"), 1);
+}

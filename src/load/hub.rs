@@ -208,6 +208,8 @@ mod http {
         token: Option<String>,
         retries: u32,
         backoff: Duration,
+        /// Draw a progress bar (asked for, and stderr is a terminal).
+        progress: bool,
     }
 
     /// What a failed attempt means.
@@ -244,6 +246,7 @@ mod http {
                 token,
                 retries: t.retries,
                 backoff: t.backoff,
+                progress: options.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             }
         }
 
@@ -320,12 +323,9 @@ mod http {
                 let status = response.status().as_u16();
                 match status {
                     200 => {
-                        let body = response
-                            .body_mut()
-                            .with_config()
-                            .limit(limit)
-                            .read_to_vec()
-                            .map_err(transport)?;
+                        let size = response.body().content_length();
+                        let reader = response.body_mut().with_config().limit(limit).reader();
+                        let body = self.read_body(reader, size, &url)?;
                         let commit = commit.filter(|c| is_commit_hash(c)).ok_or_else(|| {
                             Failure::Fatal("no commit hash in the response".into())
                         })?;
@@ -361,6 +361,73 @@ mod http {
                 }
             }
             Err(Failure::Fatal("too many redirects".into()))
+        }
+    }
+
+    impl Client<'_> {
+        /// Reads a response body, drawing a progress bar when one was asked
+        /// for and stderr is a terminal (never in logs or pipes).
+        fn read_body(
+            &self,
+            mut reader: impl std::io::Read,
+            size: Option<u64>,
+            url: &str,
+        ) -> Result<Vec<u8>, Failure> {
+            let file = url.rsplit('/').next().unwrap_or(url);
+            let bar = self.progress.then(|| {
+                let bar = indicatif::ProgressBar::with_draw_target(
+                    size,
+                    indicatif::ProgressDrawTarget::stderr(),
+                );
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+                ) {
+                    bar.set_style(style.progress_chars("=> "));
+                }
+                bar.set_message(format!("{}/{file}", self.repo));
+                bar
+            });
+            let mut body = Vec::with_capacity(
+                size.map_or(0, |n| usize::try_from(n.min(1 << 26)).unwrap_or(0)),
+            );
+            let mut buf = [0u8; 64 * 1024];
+            loop {
+                let n = match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        if let Some(bar) = &bar {
+                            bar.abandon();
+                        }
+                        return Err(read_failure(e));
+                    }
+                };
+                body.extend_from_slice(&buf[..n]);
+                if let Some(bar) = &bar {
+                    bar.inc(n as u64);
+                }
+            }
+            if let Some(bar) = bar {
+                bar.finish();
+            }
+            if size.is_some_and(|n| n != body.len() as u64) {
+                return Err(Failure::Transient(format!(
+                    "the body ended after {} of {} bytes",
+                    body.len(),
+                    size.unwrap_or(0)
+                )));
+            }
+            Ok(body)
+        }
+    }
+
+    /// A failed body read: over the limit is fatal, anything else may pass.
+    fn read_failure(e: std::io::Error) -> Failure {
+        match e.into_inner().map(|inner| inner.downcast::<ureq::Error>()) {
+            Some(Ok(inner)) => transport(*inner),
+            Some(Err(other)) => Failure::Transient(other.to_string()),
+            None => Failure::Transient("the connection failed while reading".into()),
         }
     }
 
