@@ -66,7 +66,10 @@ mod special;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
-pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
+pub use decode::{
+    BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
+    UnknownIds,
+};
 pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
@@ -77,7 +80,7 @@ pub use tokenizer::Tokenizer;
 /// The backend traits, for plugging in a tokenizer of your own with
 /// [`Tokenizer::from_backend`].
 pub mod traits {
-    pub use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+    pub use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
     pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 }
 

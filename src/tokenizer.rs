@@ -331,9 +331,20 @@ impl Tokenizer {
         self.inner.backend.decode_style()
     }
 
-    /// The bytes an id decodes to, for [`DecodeStyle::ByteConcat`] backends.
+    /// The bytes an id decodes to, for the byte styles ([`DecodeStyle::ByteConcat`],
+    /// [`DecodeStyle::ByteConcatWithStart`], away from the start of the text).
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.inner.backend.token_bytes(id)
+    }
+
+    /// The bytes an id renders as at the start of a text (see [`StartRule`](crate::traits::StartRule)).
+    pub(crate) fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.inner.backend.first_token_bytes(id)
+    }
+
+    /// Counts an id a stream skipped because it is outside the vocabulary.
+    pub(crate) fn count_skipped_unknown_id(&self) {
+        self.inner.metrics.stream_unknown_ids.increment(1);
     }
 
     /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).

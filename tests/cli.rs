@@ -90,6 +90,12 @@ fn stream_prints_one_json_line_per_step() {
             .any(|l| l["kind"] == "stopped" || l["kind"] == "stopped_with_text")
     );
     assert_eq!(lines.last().unwrap()["id"], serde_json::Value::Null);
+    // The stop and the stop reason (vLLM's `stop_reason`: the string).
+    let stop = &lines.last().unwrap()["stop"];
+    assert_eq!(stop["type"], "string");
+    assert_eq!(stop["stop_reason"], " STOP");
+    assert_eq!(stop["finish_reason"], "stop");
+    assert_eq!(stop["index"], 0);
 }
 
 #[test]

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use router_tokenizer::chat::{ChatCliInput, ChatRequest};
 use router_tokenizer::{
-    LoadOptions, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy, StopConfig,
-    StopSequenceDecoder, Tokenizer,
+    LoadOptions, MatchedStop, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy,
+    StopConfig, StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -175,6 +175,12 @@ enum Command {
         /// Leave special tokens out of the text.
         #[arg(long)]
         skip_special_tokens: bool,
+        /// Generate past the tokenizer's EOS ids (they are plain tokens).
+        #[arg(long)]
+        ignore_eos: bool,
+        /// Fail on ids outside the vocabulary instead of skipping them.
+        #[arg(long)]
+        strict_unknown_ids: bool,
         /// Print JSON lines (the only output format).
         #[arg(long)]
         json: bool,
@@ -348,6 +354,8 @@ fn run(cli: Cli) -> Result<()> {
             visible_stop_token,
             min_tokens,
             skip_special_tokens,
+            ignore_eos,
+            strict_unknown_ids,
             json: _,
         } => {
             let tok = load(&source)?;
@@ -372,22 +380,35 @@ fn run(cli: Cli) -> Result<()> {
                     visible_stop_strings: visible_stop,
                     min_tokens,
                     skip_special_tokens,
+                    ignore_eos,
+                    unknown_ids: if strict_unknown_ids {
+                        UnknownIds::Error
+                    } else {
+                        UnknownIds::Skip
+                    },
+                    ..StopConfig::default()
                 },
             )?;
-            let line = |id: Option<u32>, output: Output| {
+            let line = |id: Option<u32>, output: Output, matched: Option<&MatchedStop>| {
                 let (kind, text) = match output {
                     Output::Text(t) => ("text", t),
                     Output::Held => ("held", String::new()),
                     Output::Stopped => ("stopped", String::new()),
                     Output::StoppedWithText(t) => ("stopped_with_text", t),
                 };
-                serde_json::json!({"id": id, "kind": kind, "text": text})
+                let mut v = serde_json::json!({"id": id, "kind": kind, "text": text});
+                if kind.starts_with("stopped") {
+                    v["stop"] = stop_json(matched);
+                }
+                v
             };
+            // After a stop, every later line (and the flush's) says `stopped`.
             for id in ids {
                 let output = decoder.process_token(id)?;
-                writeln!(out, "{}", line(Some(id), output))?;
+                writeln!(out, "{}", line(Some(id), output, decoder.matched_stop()))?;
             }
-            writeln!(out, "{}", line(None, decoder.flush()?))?;
+            let output = decoder.flush()?;
+            writeln!(out, "{}", line(None, output, decoder.matched_stop()))?;
         }
         Command::Chat {
             source,
@@ -602,5 +623,29 @@ fn main() {
         let chain: Vec<String> = err.chain().map(ToString::to_string).collect();
         eprintln!("rtok: error: {}", chain.join(": "));
         std::process::exit(1);
+    }
+}
+
+/// The matched stop as `rtok stream` prints it: vLLM's `finish_reason` and
+/// `stop_reason` (the stop token id or string; `null` for EOS), and which stop it was.
+fn stop_json(matched: Option<&MatchedStop>) -> serde_json::Value {
+    match matched {
+        Some(MatchedStop::Eos { id }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "eos", "id": id})
+        }
+        Some(MatchedStop::Token { id, visible }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": id, "type": "token", "id": id, "visible": visible})
+        }
+        Some(MatchedStop::String {
+            index,
+            text,
+            visible,
+        }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": text, "type": "string", "index": index, "visible": visible})
+        }
+        Some(MatchedStop::TokenSequence { index }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "token_sequence", "index": index})
+        }
+        None => serde_json::Value::Null,
     }
 }

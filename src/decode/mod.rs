@@ -1,9 +1,10 @@
 //! Streaming detokenization: [`DecodeStream`], [`Sequence`], [`StopSequenceDecoder`].
 
+mod kmp;
 mod sequence;
 mod stop;
 mod stream;
 
 pub use sequence::Sequence;
-pub use stop::{MatchedStop, Output, StopConfig, StopSequenceDecoder};
-pub use stream::DecodeStream;
+pub use stop::{BatchOutput, MatchedStop, Output, StopConfig, StopSequenceDecoder};
+pub use stream::{DecodeStream, UnknownIds};

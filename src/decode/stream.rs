@@ -1,6 +1,6 @@
 //! [`DecodeStream`]: ids in one at a time, text out as soon as it is final.
 
-use crate::backend::DecodeStyle;
+use crate::backend::{DecodeStyle, StartRule};
 use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
@@ -40,22 +40,34 @@ const PROMPT_CONTEXT: usize = 5;
 /// ```
 ///
 /// Cloning is cheap (a few ids): one prompt's stream can start several generations.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct DecodeStream {
     tokenizer: Tokenizer,
     skip_special_tokens: bool,
+    unknown_ids: UnknownIds,
     state: State,
 }
 
-#[derive(Clone)]
+/// What a stream does with an id outside the vocabulary.
+///
+/// Models generate such ids: embedding matrices are padded past the
+/// tokenizer's vocabulary (Qwen3 has 151,669 tokens and more rows), and
+/// vLLM renders them as nothing. [`Tokenizer::decode`] stays strict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum UnknownIds {
+    /// The step fails with [`ErrorKind::UnknownTokenId`](crate::ErrorKind::UnknownTokenId).
+    Error,
+    /// The id renders nothing, the stream goes on, and the
+    /// `rtok_stream_unknown_ids_total` counter goes up.
+    #[default]
+    Skip,
+}
+
+#[derive(Debug, Clone)]
 enum State {
-    /// Byte-concatenative backends: O(1) per token, no re-decoding.
-    Bytes {
-        /// Bytes not yet emitted: an incomplete UTF-8 character.
-        pending: Vec<u8>,
-        /// Ids whose bytes are (partly) in `pending`.
-        ids: Vec<u32>,
-    },
+    /// Byte styles: O(1) per token, no re-decoding.
+    Bytes(ByteState),
     /// Other decoders: re-decode a window with the prefix/read-offset rule.
     Window {
         /// The emitted prefix (`..read_offset`), then the ids not emitted yet.
@@ -64,31 +76,106 @@ enum State {
     },
 }
 
-impl DecodeStream {
-    /// A stream whose first token follows `prompt_ids` (only the last few are kept).
-    pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
-        let state = match tokenizer.decode_style() {
-            DecodeStyle::ByteConcat => {
-                // A prompt that ends inside a character hands its partial bytes on.
-                // Skipped specials contribute no bytes, so they are left out.
-                let mut tail: Vec<u8> = Vec::new();
-                let rendered = prompt_ids
-                    .iter()
-                    .rev()
-                    .filter(|&&id| !(skip_special_tokens && tokenizer.is_special_id(id)))
-                    .take(PROMPT_CONTEXT)
-                    .collect::<Vec<_>>();
-                for &&id in rendered.iter().rev() {
-                    if let Some(b) = tokenizer.token_bytes(id) {
-                        tail.extend_from_slice(b);
+/// A windowed stream emits at the latest once this many ids wait beyond the
+/// emitted prefix, so a decoder that keeps ending in U+FFFD (a token whose
+/// text is U+FFFD, an endless invalid byte run) costs O(1) per step.
+const MAX_WAITING: usize = 16;
+
+#[derive(Debug, Clone)]
+struct ByteState {
+    rule: StartRule,
+    /// The start rule still applies (nothing rendered yet, as the rule counts it).
+    at_start: bool,
+    /// Bytes not yet emitted: an incomplete UTF-8 character (≤ 3 bytes).
+    pending: Vec<u8>,
+    /// Ids whose bytes are (partly) in `pending`.
+    ids: Vec<u32>,
+}
+
+impl ByteState {
+    fn new(rule: StartRule) -> Self {
+        Self {
+            rule,
+            at_start: rule != StartRule::None,
+            pending: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+
+    /// The bytes `id` renders here (a known id that is not skipped), moving
+    /// past the start of the text as the rule says (DESIGN.md, 45).
+    fn bytes_for<'t>(&mut self, tok: &'t Tokenizer, id: u32) -> &'t [u8] {
+        let plain = tok.token_bytes(id).unwrap_or_default();
+        if !self.at_start {
+            return plain;
+        }
+        match self.rule {
+            StartRule::StripSpace => {
+                if plain.is_empty() {
+                    return plain;
+                }
+                self.at_start = false;
+                plain.strip_prefix(b" ").unwrap_or(plain)
+            }
+            StartRule::FirstToken => {
+                self.at_start = false;
+                tok.first_token_bytes(id).unwrap_or(plain)
+            }
+            StartRule::SentencePiece { repeat } => {
+                let mut bytes = plain;
+                if tok.byte_piece(id).is_none() && !tok.is_special_id(id) {
+                    let first = tok.first_token_bytes(id).unwrap_or(plain);
+                    if first.len() != plain.len() {
+                        bytes = first;
+                        self.at_start &= repeat;
                     }
                 }
-                let keep = incomplete_suffix_len(&tail);
-                State::Bytes {
-                    pending: tail[tail.len() - keep..].to_vec(),
-                    ids: Vec::new(),
-                }
+                self.at_start &= bytes.is_empty();
+                bytes
             }
+            _ => {
+                self.at_start = false;
+                plain
+            }
+        }
+    }
+
+    /// Appends `id`'s bytes and returns the text that is final.
+    fn push(&mut self, tok: &Tokenizer, id: u32) -> Option<String> {
+        let bytes = self.bytes_for(tok, id);
+        // Fast path: nothing pending and the token is whole characters.
+        if self.pending.is_empty()
+            && let Ok(text) = std::str::from_utf8(bytes)
+        {
+            return (!text.is_empty()).then(|| text.to_owned());
+        }
+        self.pending.extend_from_slice(bytes);
+        self.ids.push(id);
+        let text = take_complete(&mut self.pending, false);
+        if self.pending.is_empty() {
+            self.ids.clear();
+        }
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+impl DecodeStream {
+    /// A stream whose first token follows `prompt_ids` (only the last few are kept).
+    /// Unknown ids are skipped; see [`with_unknown_ids`](Self::with_unknown_ids).
+    pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
+        let state = match tokenizer.decode_style() {
+            DecodeStyle::ByteConcat => State::Bytes(byte_context(
+                tokenizer,
+                StartRule::None,
+                prompt_ids,
+                skip_special_tokens,
+            )),
+            DecodeStyle::ByteConcatWithStart(rule) => State::Bytes(byte_context(
+                tokenizer,
+                rule,
+                prompt_ids,
+                skip_special_tokens,
+            )),
             _ => {
                 let ids = window_context(tokenizer, prompt_ids, skip_special_tokens);
                 State::Window {
@@ -100,38 +187,35 @@ impl DecodeStream {
         Self {
             tokenizer: tokenizer.clone(),
             skip_special_tokens,
+            unknown_ids: UnknownIds::default(),
             state,
         }
+    }
+
+    /// The same stream with another policy for ids outside the vocabulary.
+    #[must_use]
+    pub fn with_unknown_ids(mut self, policy: UnknownIds) -> Self {
+        self.unknown_ids = policy;
+        self
     }
 
     /// Feeds one id; returns the text it completes, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>> {
         match &mut self.state {
-            State::Bytes { pending, ids } => {
-                let bytes = self
-                    .tokenizer
-                    .token_bytes(id)
-                    .ok_or_else(|| Error::unknown_id(id, self.tokenizer.vocab_size()))?;
+            State::Bytes(st) => {
+                if self.tokenizer.token_bytes(id).is_none() {
+                    return self.unknown(id);
+                }
                 if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
                     return Ok(None);
                 }
-                // Fast path: nothing pending and the token is whole characters.
-                if pending.is_empty()
-                    && let Ok(text) = std::str::from_utf8(bytes)
-                {
-                    return Ok((!text.is_empty()).then(|| text.to_owned()));
-                }
-                pending.extend_from_slice(bytes);
-                ids.push(id);
-                let text = take_complete(pending, false);
-                if pending.is_empty() {
-                    ids.clear();
-                }
-                Ok((!text.is_empty()).then_some(text))
+                Ok(st.push(&self.tokenizer, id))
             }
             State::Window { ids, read_offset } => {
-                if id as usize >= self.tokenizer.vocab_size() {
-                    return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
+                if id as usize >= self.tokenizer.vocab_size()
+                    || self.tokenizer.id_to_token(id).is_none()
+                {
+                    return self.unknown(id);
                 }
                 if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
                     // Renders nothing, so no text can complete. One is kept
@@ -143,9 +227,10 @@ impl DecodeStream {
                     return Ok(None);
                 }
                 ids.push(id);
+                let force = ids.len() - *read_offset > MAX_WAITING;
                 // A byte-fallback piece (`<0xNN>`) may still turn its whole run
                 // into U+FFFD once the run ends: wait for the run to end.
-                if self.tokenizer.byte_piece(id).is_some() {
+                if !force && self.tokenizer.byte_piece(id).is_some() {
                     return Ok(None);
                 }
                 advance_window(
@@ -153,30 +238,40 @@ impl DecodeStream {
                     ids,
                     read_offset,
                     self.skip_special_tokens,
-                    false,
+                    force,
                 )
             }
         }
     }
 
-    /// Feeds several ids; returns the text they complete together.
-    pub fn step_batch(&mut self, ids: &[u32]) -> Result<Option<String>> {
-        let mut out = String::new();
+    /// Feeds several ids (speculative decoding); returns the text they
+    /// complete together, the same as one [`step`](Self::step) per id.
+    pub fn step_many(&mut self, ids: &[u32]) -> Result<Option<String>> {
+        let mut out: Option<String> = None;
         for &id in ids {
             if let Some(text) = self.step(id)? {
-                out.push_str(&text);
+                match &mut out {
+                    Some(o) => o.push_str(&text),
+                    None => out = Some(text),
+                }
             }
         }
-        Ok((!out.is_empty()).then_some(out))
+        Ok(out)
+    }
+
+    /// Former name of [`step_many`](Self::step_many).
+    #[deprecated(note = "renamed to `step_many`")]
+    pub fn step_batch(&mut self, ids: &[u32]) -> Result<Option<String>> {
+        self.step_many(ids)
     }
 
     /// Ends the stream: whatever is still held (a partial character becomes U+FFFD,
     /// exactly as a one-shot decode renders it).
     pub fn flush(&mut self) -> Result<Option<String>> {
         match &mut self.state {
-            State::Bytes { pending, ids } => {
-                ids.clear();
-                let text = take_complete(pending, true);
+            State::Bytes(st) => {
+                st.ids.clear();
+                let text = take_complete(&mut st.pending, true);
                 Ok((!text.is_empty()).then_some(text))
             }
             State::Window { ids, read_offset } => {
@@ -198,9 +293,54 @@ impl DecodeStream {
     /// decoders, the few before them kept as context).
     pub fn tokens(&self) -> &[u32] {
         match &self.state {
-            State::Bytes { ids, .. } | State::Window { ids, .. } => ids,
+            State::Bytes(st) => &st.ids,
+            State::Window { ids, .. } => ids,
         }
     }
+
+    fn unknown(&self, id: u32) -> Result<Option<String>> {
+        match self.unknown_ids {
+            UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
+            UnknownIds::Skip => {
+                self.tokenizer.count_skipped_unknown_id();
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The state a byte-style stream starts in after `prompt`: whether the start
+/// rule still applies, and the prompt's incomplete trailing character.
+///
+/// The rule's state comes from the prompt's first ids (it ends at the first
+/// that renders, so this is O(1) for real prompts); the pending bytes from the
+/// last [`PROMPT_CONTEXT`] ids that render.
+fn byte_context(tok: &Tokenizer, rule: StartRule, prompt: &[u32], skip: bool) -> ByteState {
+    let renders = |id: u32| tok.token_bytes(id).is_some() && !(skip && tok.is_special_id(id));
+    let mut st = ByteState::new(rule);
+    let mut i = 0;
+    while i < prompt.len() && st.at_start {
+        if renders(prompt[i]) {
+            st.push(tok, prompt[i]);
+        }
+        i += 1;
+    }
+    let mut tail = prompt.len();
+    let mut n = 0;
+    while tail > i && n < PROMPT_CONTEXT {
+        tail -= 1;
+        n += usize::from(renders(prompt[tail]));
+    }
+    if tail > i {
+        st.pending.clear();
+    }
+    for &id in &prompt[tail.max(i)..] {
+        if renders(id) {
+            st.push(tok, id);
+        }
+    }
+    st.ids.clear();
+    st
 }
 
 /// The prompt ids a windowed stream starts with: the last [`PROMPT_CONTEXT`]
@@ -388,23 +528,6 @@ pub(crate) fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
     }
     pending.drain(..start);
     out
-}
-
-/// Length of a trailing incomplete (but so far valid) UTF-8 sequence.
-fn incomplete_suffix_len(bytes: &[u8]) -> usize {
-    match std::str::from_utf8(bytes) {
-        Ok(_) => 0,
-        Err(e) if e.error_len().is_none() => bytes.len() - e.valid_up_to(),
-        Err(_) => {
-            // Invalid bytes earlier: only a valid-looking tail can continue.
-            let tail_start = bytes.len().saturating_sub(3);
-            (tail_start..bytes.len())
-                .find(|&i| {
-                    matches!(std::str::from_utf8(&bytes[i..]), Err(e) if e.valid_up_to() == 0 && e.error_len().is_none())
-                })
-                .map_or(0, |i| bytes.len() - i)
-        }
-    }
 }
 
 #[cfg(test)]
