@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{load, raw_hf, shared, snapshot};
+use common::{load, raw_hf, snapshot};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use router_tokenizer::{LoadOptions, Tokenizer};
 use std::hint::black_box;
@@ -12,14 +12,7 @@ use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken};
 
 /// English prose, cut to `n` bytes on a char boundary.
 fn text(n: usize) -> String {
-    let all =
-        std::fs::read_to_string(shared().join("corpus/en-prose/pride-and-prejudice.txt")).unwrap();
-    let all = all.repeat(n / all.len() + 1);
-    let mut end = n;
-    while !all.is_char_boundary(end) {
-        end -= 1;
-    }
-    all[..end].to_owned()
+    common::prose(n)
 }
 
 const SIZES: [usize; 3] = [1 << 10, 32 << 10, 512 << 10];

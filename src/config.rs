@@ -26,8 +26,20 @@ pub(crate) struct TokenizerConfig {
 impl TokenizerConfig {
     /// Reads `tokenizer_config.json` and `special_tokens_map.json` from `dir`.
     pub(crate) fn read_dir(dir: &Path) -> Result<Self> {
+        let mut config = match read_json(&dir.join("tokenizer_config.json"))? {
+            Some(raw) => Self::from_value(raw),
+            None => Self::default(),
+        };
+        if let Some(map) = read_json(&dir.join("special_tokens_map.json"))? {
+            config.collect_roles(&map);
+        }
+        Ok(config)
+    }
+
+    /// The fields of a parsed `tokenizer_config.json`.
+    pub(crate) fn from_value(raw: Value) -> Self {
         let mut config = Self::default();
-        if let Some(raw) = read_json(&dir.join("tokenizer_config.json"))? {
+        {
             config.tokenizer_class = raw
                 .get("tokenizer_class")
                 .and_then(Value::as_str)
@@ -50,10 +62,7 @@ impl TokenizerConfig {
             }
             config.raw = Some(raw);
         }
-        if let Some(map) = read_json(&dir.join("special_tokens_map.json"))? {
-            config.collect_roles(&map);
-        }
-        Ok(config)
+        config
     }
 
     /// Role tokens from `{"bos_token": "<s>" | {"content": "<s>", …}}`; first value wins.
@@ -91,12 +100,12 @@ pub(crate) fn token_content(v: &Value) -> Option<String> {
 
 /// Reads a JSON file if it exists.
 pub(crate) fn read_json(path: &Path) -> Result<Option<Value>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(path, e)),
+    let Some(bytes) = crate::limits::read_optional(path, crate::limits::MAX_CONFIG_JSON)? else {
+        return Ok(None);
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text =
+        std::str::from_utf8(&bytes).map_err(|e| Error::parse(path, format!("not UTF-8: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(text).map(Some).map_err(|e| {
         Error::parse(
             path,
@@ -121,9 +130,91 @@ pub(crate) fn eos_ids(dir: &Path, file: &str) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// Keys of `config.json` that bound the positions a model attends to, as
+/// vLLM reads them (`_get_and_verify_max_len`): the smallest one present wins.
+const CONTEXT_KEYS: &[&str] = &[
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+];
+
+/// `model_max_length` values at or above this are transformers' "no limit"
+/// sentinel (`int(1e30)`), not a context length.
+const NO_LIMIT: u64 = 1 << 53;
+
+fn positive(v: &Value) -> Option<usize> {
+    let n = v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < NO_LIMIT as f64)
+            .map(|f| f as u64)
+    })?;
+    (n > 0 && n < NO_LIMIT)
+        .then(|| usize::try_from(n).ok())
+        .flatten()
+}
+
+/// The context length `config.json` declares: the smallest of
+/// [`CONTEXT_KEYS`] at the top level, else in `text_config` (multimodal
+/// models such as Gemma-3 nest the language model's config).
+pub(crate) fn config_context_length(config: &Value) -> Option<usize> {
+    let smallest = |v: &Value| {
+        CONTEXT_KEYS
+            .iter()
+            .filter_map(|k| v.get(*k).and_then(positive))
+            .min()
+    };
+    smallest(config).or_else(|| config.get("text_config").and_then(smallest))
+}
+
+/// The model's context length: `config.json`'s (see
+/// [`config_context_length`]), else `model_max_length` of
+/// `tokenizer_config.json` when it is not the "no limit" sentinel.
+/// A missing or unreadable `config.json` counts as absent: the loader has
+/// already reported a malformed one.
+pub(crate) fn context_length(
+    dir: Option<&Path>,
+    tokenizer_config: Option<&Value>,
+) -> Option<usize> {
+    let from_config = dir
+        .and_then(|d| read_json(&d.join("config.json")).ok().flatten())
+        .and_then(|c| config_context_length(&c));
+    from_config.or_else(|| {
+        tokenizer_config
+            .and_then(|t| t.get("model_max_length"))
+            .and_then(positive)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_length_prefers_config_and_ignores_the_sentinel() {
+        use serde_json::json;
+        assert_eq!(
+            config_context_length(&json!({"max_position_embeddings": 40960, "n_positions": 8192})),
+            Some(8192)
+        );
+        assert_eq!(
+            config_context_length(&json!({"text_config": {"max_position_embeddings": 131072}})),
+            Some(131072)
+        );
+        assert_eq!(
+            config_context_length(&json!({"max_position_embeddings": 0})),
+            None
+        );
+        let tc = json!({"model_max_length": 1000000000000000019884624838656u128 as f64});
+        assert_eq!(context_length(None, Some(&tc)), None);
+        assert_eq!(
+            context_length(None, Some(&json!({"model_max_length": 2048}))),
+            Some(2048)
+        );
+    }
 
     #[test]
     fn tokens_may_be_strings_or_dicts() {

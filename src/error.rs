@@ -90,6 +90,46 @@ pub enum ErrorKind {
         /// What happened.
         detail: String,
     },
+    /// A model alias is malformed, cyclic, or points to nothing.
+    #[error("model alias {name:?}: {reason}")]
+    Alias {
+        /// The alias (or the `NAME=SOURCE` text) at fault.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A prompt and its completion budget do not fit the model's context
+    /// (a router answers HTTP 400).
+    #[error(
+        "prompt of {prompt_tokens} tokens plus max_tokens {max_tokens} exceeds the model's context length of {context_length} tokens"
+    )]
+    ContextLengthExceeded {
+        /// Tokens in the prompt.
+        prompt_tokens: usize,
+        /// Tokens asked for the completion.
+        max_tokens: usize,
+        /// The model's context length.
+        context_length: usize,
+    },
+    /// A token budget too small for even one character: splitting cannot
+    /// make progress.
+    #[error("a budget of {max_tokens} tokens cannot hold the character at byte {at}")]
+    BudgetTooSmall {
+        /// The budget per chunk.
+        max_tokens: usize,
+        /// Byte offset of the character that does not fit alone.
+        at: usize,
+    },
+    /// A file was refused before or while it was read: not a regular file,
+    /// over a size limit, or holding ids or lengths out of proportion with
+    /// its contents (DESIGN.md, "Limits").
+    #[error("{}: refused: {reason}", path.display())]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// Which limit it broke.
+        reason: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {
@@ -127,10 +167,11 @@ impl Error {
         Self::new(ErrorKind::Io { path }).with_source(err)
     }
 
+    /// A parse error; values quoted from the file are shortened.
     pub(crate) fn parse(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Parse {
             path: path.into(),
-            detail: detail.into(),
+            detail: crate::limits::short_quotes(&detail.into()),
         })
     }
 

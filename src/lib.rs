@@ -46,7 +46,7 @@
 //!
 //! # Metrics
 //!
-//! Encodes, decodes and loads report through the [`metrics`] crate under
+//! Encodes, decodes and loads report through the [`metrics`](::metrics) crate under
 //! `rtok_*` names with a `backend` label; install a recorder before loading.
 
 #![deny(missing_docs)]
@@ -60,6 +60,7 @@ mod decode;
 mod encode;
 mod encoding;
 mod error;
+mod limits;
 mod load;
 mod metrics;
 mod special;
@@ -70,10 +71,14 @@ pub use decode::{
     BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
     UnknownIds,
 };
-pub use encode::{ParallelMode, ParallelOptions, ParallelReport, SplitFamily};
+pub use encode::{
+    Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,
+};
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
-pub use load::{Format, LoadOptions, create_tokenizer, create_tokenizer_async};
+pub use load::{
+    Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
+};
 pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
@@ -92,12 +97,35 @@ pub mod sentencepiece {
     };
 }
 
+/// The GGUF container reader behind the GGUF backend: header and metadata
+/// key/values, borrowed from the bytes, every length checked.
+pub mod gguf {
+    pub use crate::backend::gguf::reader::{Array, Gguf, GgufError, Value, ValueType};
+}
+
 /// Fuzzing entry points (not a stable API).
 #[doc(hidden)]
 pub mod __fuzz {
     /// Loads `data` as a SentencePiece model and exercises it; never panics.
     pub fn sentencepiece_model(data: &[u8]) {
         crate::backend::sentencepiece::fuzz_model(data);
+    }
+    /// A `tokenizer.json` through the loader's HF path; never panics.
+    pub fn tokenizer_json(data: &[u8]) {
+        crate::load::fuzz::tokenizer_json(data);
+    }
+    /// A tiktoken rank file through the loader's checks; never panics.
+    pub fn rank_file(data: &[u8]) {
+        crate::load::fuzz::rank_file(data);
+    }
+    /// A `tokenizer_config.json` beside a small rank file; never panics.
+    pub fn tokenizer_config(data: &[u8]) {
+        crate::load::fuzz::tokenizer_config(data);
+    }
+
+    /// Reads `data` as GGUF and, when it holds a tokenizer, exercises it; never panics.
+    pub fn gguf(data: &[u8]) {
+        crate::backend::gguf::fuzz_gguf(data);
     }
 }
 

@@ -73,7 +73,7 @@ fn detection_table_over_every_fixture() {
     for entry in std::fs::read_dir(shared.join("fixtures/gguf")).unwrap() {
         let p = entry.unwrap().path();
         let want = if p.extension().is_some_and(|e| e == "gguf") {
-            Unsupported("GGUF")
+            Loads(Format::Gguf)
         } else {
             Unsupported("unknown content")
         };

@@ -27,6 +27,9 @@ const STREAM_SOURCES: &[&str] = &[
     "o200k_base",
     "cl100k_base",
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+    // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN claim 93).
+    "fixtures/gguf/ggml-vocab-llama-spm.gguf",
+    "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
 ];
 
 /// The byte a `<0xNN>` byte-fallback piece stands for.
@@ -553,6 +556,7 @@ const BYTE_RUN_SOURCES: &[&str] = &[
     "mistralai/Mistral-7B-v0.1",
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
     "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+    "fixtures/gguf/ggml-vocab-llama-spm.gguf",
 ];
 
 /// Rule 1 across byte-fallback runs, at every prompt/generation split of

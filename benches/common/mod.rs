@@ -37,3 +37,16 @@ pub fn raw_hf(model: &str) -> tokenizers::pipeline::PipelineTokenizer {
     let json = std::fs::read_to_string(snapshot(model).join("tokenizer.json")).unwrap();
     tokenizers::from_json(&tokenizers::canonicalize_str(&json).unwrap()).unwrap()
 }
+
+/// English prose (Pride and Prejudice, repeated as needed), cut to `n`
+/// bytes on a char boundary.
+pub fn prose(n: usize) -> String {
+    let all =
+        std::fs::read_to_string(shared().join("corpus/en-prose/pride-and-prejudice.txt")).unwrap();
+    let all = all.repeat(n / all.len() + 1);
+    let mut end = n;
+    while !all.is_char_boundary(end) {
+        end -= 1;
+    }
+    all[..end].to_owned()
+}

@@ -28,7 +28,7 @@ pub(crate) fn unspell(token: &str) -> Option<Vec<u8>> {
     token.chars().map(char_to_byte).collect()
 }
 
-fn char_to_byte(c: char) -> Option<u8> {
+pub(crate) fn char_to_byte(c: char) -> Option<u8> {
     let u = u32::from(c);
     match u {
         0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF => u8::try_from(u).ok(),

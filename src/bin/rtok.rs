@@ -5,10 +5,12 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use router_tokenizer::chat::{ChatCliInput, ChatRequest};
+use router_tokenizer::chat::{
+    ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
+};
 use router_tokenizer::{
-    LoadOptions, MatchedStop, Output, ParallelMode, ParallelOptions, SpecialTokenPolicy,
-    StopConfig, StopSequenceDecoder, Tokenizer, UnknownIds,
+    LoadOptions, MatchedStop, ModelAliases, Output, ParallelMode, ParallelOptions, Side,
+    SpecialTokenPolicy, StopConfig, StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -30,6 +32,26 @@ struct Source {
     /// Encode special-token text in the input as plain text.
     #[arg(long)]
     specials_as_text: bool,
+    /// A model alias `NAME=SOURCE` (repeatable); `--tokenizer NAME` then loads SOURCE.
+    #[arg(long = "alias", value_name = "NAME=SOURCE")]
+    aliases: Vec<String>,
+    /// A JSON (`{"name": "source"}`) or TOML (`name = "source"`) file of aliases.
+    #[arg(long = "aliases", value_name = "FILE")]
+    alias_file: Option<PathBuf>,
+}
+
+impl Source {
+    /// The aliases from `--aliases FILE`, then each `--alias` (later ones win).
+    fn aliases(&self) -> Result<ModelAliases> {
+        let mut aliases = ModelAliases::new();
+        if let Some(file) = &self.alias_file {
+            aliases.extend_from_file(file)?;
+        }
+        for pair in &self.aliases {
+            aliases.insert_pair(pair)?;
+        }
+        Ok(aliases)
+    }
 }
 
 #[derive(Args)]
@@ -37,6 +59,15 @@ struct Input {
     /// Input file; `-` or absent reads stdin.
     #[arg(long, short = 'i')]
     input: Option<PathBuf>,
+}
+
+/// Which end `truncate` cuts off.
+#[derive(Clone, Copy, ValueEnum)]
+enum SideArg {
+    /// Cut the start, keep the end.
+    Left,
+    /// Cut the end, keep the start.
+    Right,
 }
 
 /// When long inputs are encoded in parallel chunks.
@@ -146,6 +177,40 @@ enum Command {
         #[command(flatten)]
         input: Input,
     },
+    /// The longest part of the input within a token budget, cut on a
+    /// character boundary, printed exactly (no newline added).
+    Truncate {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
+        /// The budget in tokens.
+        #[arg(long)]
+        max_tokens: usize,
+        /// Which end to cut off: `right` keeps the start, `left` the end.
+        #[arg(long, value_enum, default_value = "right")]
+        side: SideArg,
+        /// Count BOS/EOS as the model adds them.
+        #[arg(long)]
+        add_special_tokens: bool,
+    },
+    /// Cut the input into consecutive chunks, each the longest within the
+    /// budget; prints `[{"start":…,"end":…,"tokens":…},…]` (byte ranges).
+    Split {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
+        /// The budget per chunk in tokens.
+        #[arg(long)]
+        tokens: usize,
+        /// Count BOS/EOS in each chunk as the model adds them.
+        #[arg(long)]
+        add_special_tokens: bool,
+        /// Print JSON (the only output format; accepted for clarity).
+        #[arg(long)]
+        json: bool,
+    },
     /// Feed ids one at a time through the stop-sequence decoder, printing
     /// one JSON object per step and one for the flush.
     Stream {
@@ -187,10 +252,11 @@ enum Command {
     },
     /// Render a chat conversation with the tokenizer's template, exactly as
     /// transformers' `apply_chat_template(..., tokenize=False)`; no newline added.
+    /// Only the template and the special tokens are read, not the vocabulary.
     Chat {
         #[command(flatten)]
         source: Source,
-        /// A JSON list of OpenAI-style messages.
+        /// A JSON list of OpenAI-style messages (or an object with `messages`); `-` reads stdin.
         #[arg(long)]
         messages: PathBuf,
         /// A JSON list of tool schemas.
@@ -202,17 +268,23 @@ enum Command {
         /// End with the assistant header.
         #[arg(long)]
         add_generation_prompt: bool,
-        /// Leave the final message open for the model to continue.
-        #[arg(long)]
-        continue_final_message: bool,
-        /// One of the tokenizer's named templates.
+        /// Leave the final message open for the model to continue; `=FIELD` continues
+        /// another field (e.g. `reasoning_content`) instead of `content`.
+        #[arg(long, num_args = 0..=1, default_missing_value = "content", require_equals = true)]
+        continue_final_message: Option<String>,
+        /// The template: one of the tokenizer's named templates (`tool_use`, `rag`, ...), a
+        /// template file, or the template text itself (anything with `{{` or `{%`).
         #[arg(long)]
         template: Option<String>,
         /// Extra template variables, a JSON object (e.g. `{"enable_thinking": false}`).
         #[arg(long)]
         kwargs: Option<String>,
+        /// Pin `strftime_now` to this time (RFC 3339, e.g. `2024-09-03T12:34:56Z`; the wall
+        /// clock as written is used, as Python's naive `datetime.now()`).
+        #[arg(long)]
+        now: Option<String>,
     },
-    /// Format, vocabulary size, special tokens, eos ids.
+    /// Format, vocabulary size, special tokens, eos ids, chat template names.
     Inspect {
         #[command(flatten)]
         source: Source,
@@ -227,7 +299,13 @@ fn load(source: &Source) -> Result<Tokenizer> {
 }
 
 fn load_with(source: &Source, parallel: ParallelOptions) -> Result<Tokenizer> {
-    let options = LoadOptions {
+    load_options(source, parallel)?
+        .load(&source.tokenizer)
+        .with_context(|| format!("loading tokenizer {:?}", source.tokenizer))
+}
+
+fn load_options(source: &Source, parallel: ParallelOptions) -> Result<LoadOptions> {
+    Ok(LoadOptions {
         parallel,
         special_tokens: if source.specials_as_text {
             SpecialTokenPolicy::PlainText
@@ -235,11 +313,9 @@ fn load_with(source: &Source, parallel: ParallelOptions) -> Result<Tokenizer> {
             SpecialTokenPolicy::Parse
         },
         progress: true,
+        aliases: source.aliases()?,
         ..LoadOptions::default()
-    };
-    options
-        .load(&source.tokenizer)
-        .with_context(|| format!("loading tokenizer {:?}", source.tokenizer))
+    })
 }
 
 fn read_input(input: &Input) -> Result<String> {
@@ -304,7 +380,42 @@ fn run(cli: Cli) -> Result<()> {
         Command::Count { source, input } => {
             let tok = load(&source)?;
             let text = read_input(&input)?;
-            writeln!(out, "{}", tok.encode(&text, false)?.len())?;
+            writeln!(out, "{}", tok.count(&text, false)?)?;
+        }
+        Command::Truncate {
+            source,
+            input,
+            max_tokens,
+            side,
+            add_special_tokens,
+        } => {
+            let tok = load(&source)?;
+            let text = read_input(&input)?;
+            let side = match side {
+                SideArg::Left => Side::Left,
+                SideArg::Right => Side::Right,
+            };
+            let kept = tok.truncate(&text, max_tokens, side, add_special_tokens)?;
+            out.write_all(kept.as_bytes())?;
+        }
+        Command::Split {
+            source,
+            input,
+            tokens,
+            add_special_tokens,
+            json: _,
+        } => {
+            let tok = load(&source)?;
+            let text = read_input(&input)?;
+            let chunks = tok
+                .split(&text, tokens, add_special_tokens)
+                .map(|c| {
+                    c.map(
+                        |c| serde_json::json!({"start": c.start, "end": c.end, "tokens": c.tokens}),
+                    )
+                })
+                .collect::<router_tokenizer::Result<Vec<_>>>()?;
+            writeln!(out, "{}", serde_json::Value::Array(chunks))?;
         }
         Command::Bench {
             source,
@@ -419,24 +530,64 @@ fn run(cli: Cli) -> Result<()> {
             continue_final_message,
             template,
             kwargs,
+            now,
         } => {
-            let tok = load(&source)?;
-            let read = |p: &PathBuf| {
+            let read = |p: &PathBuf| -> Result<String> {
+                if p.as_os_str() == "-" {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .context("reading messages from stdin")?;
+                    return Ok(text);
+                }
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
             };
             let messages = read(&messages)?;
             let tools = tools.as_ref().map(read).transpose()?;
             let documents = documents.as_ref().map(read).transpose()?;
-            let request = ChatRequest::from_cli(&ChatCliInput {
+            // `--template`: a file, the template text, or one of the tokenizer's names.
+            let (template_text, template_name) = match template {
+                Some(t) if std::path::Path::new(&t).is_file() => (
+                    Some(
+                        std::fs::read_to_string(&t)
+                            .with_context(|| format!("reading template {t}"))?,
+                    ),
+                    None,
+                ),
+                Some(t) if t.contains("{{") || t.contains("{%") => (Some(t), None),
+                other => (None, other),
+            };
+            let continue_final_message = match continue_final_message.as_deref() {
+                None => ContinueFinalMessage::Off,
+                Some("content") => ContinueFinalMessage::Content,
+                Some(field) => ContinueFinalMessage::Field(field.to_owned()),
+            };
+            let mut request = ChatRequest::from_cli(&ChatCliInput {
                 messages: &messages,
                 tools: tools.as_deref(),
                 documents: documents.as_deref(),
                 add_generation_prompt,
                 continue_final_message,
-                template: template.as_deref(),
+                template: template_name.as_deref(),
                 kwargs: kwargs.as_deref(),
             })?;
-            out.write_all(tok.apply_chat_template(&request)?.as_bytes())?;
+            if let Some(now) = now {
+                request.fixed_now = Some(FixedNow::parse(&now)?);
+            }
+            let options = load_options(&source, ParallelOptions::default())?;
+            let compiled = match template_text {
+                // The tokenizer's special tokens still apply to a template given here.
+                Some(text) => ChatTemplate::from_text(
+                    &text,
+                    &options.load_special_tokens(&source.tokenizer)?,
+                )?,
+                None => options
+                    .load_chat_template(&source.tokenizer)
+                    .with_context(|| {
+                        format!("loading the chat template of {:?}", source.tokenizer)
+                    })?,
+            };
+            out.write_all(compiled.render(&request)?.as_bytes())?;
         }
         Command::Inspect { source, json } => {
             let tok = load(&source)?;
@@ -450,7 +601,10 @@ fn run(cli: Cli) -> Result<()> {
                     )
                 })
                 .collect();
-            let has_template = tok.chat_template().is_ok();
+            let templates: Vec<String> = tok
+                .chat_template()
+                .map(|t| t.names().map(str::to_owned).collect())
+                .unwrap_or_default();
             let value = serde_json::json!({
                 "source": tok.source(),
                 "format": tok.format().name(),
@@ -459,7 +613,9 @@ fn run(cli: Cli) -> Result<()> {
                 "special_tokens": named,
                 "additional_special_tokens": specials.additional.len(),
                 "eos_token_ids": tok.eos_token_ids(),
-                "chat_template": has_template,
+                "context_length": tok.context_length(),
+                "chat_template": !templates.is_empty(),
+                "chat_template_names": templates,
             });
             if json {
                 writeln!(out, "{value}")?;
@@ -620,7 +776,13 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() {
     let cli = Cli::parse();
     if let Err(err) = run(cli) {
-        let chain: Vec<String> = err.chain().map(ToString::to_string).collect();
+        // Each cause once: a message that already ends with its cause's text is not repeated.
+        let mut chain: Vec<String> = Vec::new();
+        for cause in err.chain().map(ToString::to_string) {
+            if !chain.last().is_some_and(|prev| prev.ends_with(&cause)) {
+                chain.push(cause);
+            }
+        }
         eprintln!("rtok: error: {}", chain.join(": "));
         std::process::exit(1);
     }

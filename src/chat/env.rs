@@ -3,12 +3,11 @@
 //! with its `tojson`, `raise_exception` and `strftime_now`, plus Python value formatting and
 //! methods, a fuel budget, a recursion limit, and no way to load other templates or files.
 
-use std::cell::Cell;
-
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::Value;
-use minijinja::{AutoEscape, Environment, Error, ErrorKind, Output, State, UndefinedBehavior};
+use minijinja::value::{Kwargs, Rest, Value};
+use minijinja::{AutoEscape, Environment, Error, Output, State, UndefinedBehavior};
 
+use super::budget;
 use super::content_format::{self, ContentFormat};
 use super::error::ChatTemplateError;
 use super::functions;
@@ -31,8 +30,10 @@ pub struct RenderLimits {
     /// minijinja's recursion budget (capped at 500 by minijinja; a macro call costs more than a
     /// loop level).
     pub recursion: usize,
-    /// The most bytes a render may produce, counting both the final prompt and every value the
-    /// template prints (also inside macros and `{% set %}` blocks).
+    /// The render's byte budget: the final prompt may not exceed it, and every value the
+    /// template prints (also inside macros and `{% set %}` blocks) or builds with a builtin,
+    /// `~`, `+` or `*` is charged to it before it is allocated (a list item counts 32 bytes).
+    /// Builtins also charge their work to `64 ×` the render's fuel.
     pub max_output_bytes: usize,
 }
 
@@ -57,66 +58,15 @@ impl RenderLimits {
     }
 }
 
-/// Marks the error a render stops with when it prints more than its output limit.
-#[derive(Debug)]
-pub(crate) struct OutputLimitExceeded;
-
-impl std::fmt::Display for OutputLimitExceeded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the template printed more than the output limit")
-    }
-}
-
-impl std::error::Error for OutputLimitExceeded {}
-
-thread_local! {
-    /// Bytes printed by the render running on this thread, and its limit.
-    static PRINTED: Cell<(usize, usize)> = const { Cell::new((0, usize::MAX)) };
-}
-
-/// Installs a fresh print budget for one render on this thread; restores the previous one
-/// (if renders ever nest) when dropped.
-pub(crate) struct PrintBudget {
-    previous: (usize, usize),
-}
-
-impl PrintBudget {
-    pub(crate) fn start(limit: usize) -> Self {
-        PrintBudget {
-            previous: PRINTED.replace((0, limit)),
-        }
-    }
-}
-
-impl Drop for PrintBudget {
-    fn drop(&mut self) {
-        PRINTED.set(self.previous);
-    }
-}
-
-fn charge(bytes: usize) -> Result<(), Error> {
-    let (used, limit) = PRINTED.get();
-    let used = used.saturating_add(bytes);
-    if used > limit {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "the template printed more than the output limit",
-        )
-        .with_source(OutputLimitExceeded));
-    }
-    PRINTED.set((used, limit));
-    Ok(())
-}
-
 /// `{{ value }}`: Python's `str(value)` (`None`, `True`, `1e-05`, `['a', 1]`, ...).
 fn python_formatter(out: &mut Output, _state: &mut State, value: &Value) -> Result<(), Error> {
     if let Some(s) = value.as_str() {
-        charge(s.len())?;
+        budget::charge_bytes(s.len())?;
         return out.write_str(s).map_err(Error::from);
     }
     let mut buf = String::new();
     pyfmt::write_py_str(&mut buf, value)?;
-    charge(buf.len())?;
+    budget::charge_bytes(buf.len())?;
     out.write_str(&buf).map_err(Error::from)
 }
 
@@ -141,7 +91,7 @@ impl std::io::Write for LimitedWriter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         if self.buf.len().saturating_add(data.len()) > self.limit {
             self.exceeded = true;
-            return Err(std::io::Error::other(OutputLimitExceeded));
+            return Err(std::io::Error::other(budget::SizeLimitExceeded));
         }
         self.buf.extend_from_slice(data);
         Ok(data.len())
@@ -184,6 +134,8 @@ pub(crate) fn build(
         }
         Err(e) => return Err(syntax_error(describe(&e))),
     };
+    let instrumented = syntax::instrument(source, &syntax);
+    let source = instrumented.as_deref().unwrap_or(source);
     env.set_syntax(syntax);
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -205,6 +157,42 @@ pub(crate) fn build(
     env.add_function("cycler", minijinja_contrib::globals::cycler);
     env.add_function("joiner", minijinja_contrib::globals::joiner);
 
+    env.add_filter(syntax::FOR_ITER_FILTER, functions::for_iter);
+    env.add_filter(syntax::SIZED_FILTER, budget::sized);
+    env.add_filter(syntax::MUL_LHS_FILTER, budget::push_lhs);
+    env.add_filter(syntax::ADD_LHS_FILTER, budget::push_lhs);
+    env.add_filter(syntax::ADD_RHS_FILTER, budget::add_rhs);
+    env.add_filter(syntax::MUL_RHS_FILTER, budget::mul_rhs);
+    // Jinja2's map/select/reject/selectattr/rejectattr return generators: minijinja's list
+    // results are kept under hidden names and handed out as one-shot iterators.
+    env.add_filter("__rtok_map", minijinja::filters::map);
+    env.add_filter("__rtok_select", minijinja::filters::select);
+    env.add_filter("__rtok_reject", minijinja::filters::reject);
+    env.add_filter("__rtok_selectattr", minijinja::filters::selectattr);
+    env.add_filter("__rtok_rejectattr", minijinja::filters::rejectattr);
+    for (name, hidden) in [
+        ("map", "__rtok_map"),
+        ("select", "__rtok_select"),
+        ("reject", "__rtok_reject"),
+        ("selectattr", "__rtok_selectattr"),
+        ("rejectattr", "__rtok_rejectattr"),
+    ] {
+        env.add_filter(
+            name,
+            move |s: &mut State, v: Value, a: Rest<Value>, k: Kwargs| {
+                functions::generator(s, hidden, v, &a, k)
+            },
+        );
+    }
+    env.add_filter("__rtok_format", minijinja::filters::format);
+    env.add_filter("indent", functions::indent);
+    env.add_filter("items", functions::items);
+    env.add_filter("list", functions::list);
+    env.add_filter("slice", functions::slice);
+    env.add_filter("batch", functions::batch);
+    env.add_filter("replace", functions::replace);
+    env.add_filter("format", functions::format);
+    env.add_filter("unique", functions::unique);
     env.add_filter("tojson", functions::tojson);
     env.add_filter("string", functions::string);
     env.add_filter("trim", functions::trim);

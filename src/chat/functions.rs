@@ -2,9 +2,10 @@
 //! `tojson` (Python `json.dumps`), `raise_exception`, `strftime_now`, and the `str`/`list`/`dict`
 //! methods that templates call, with the sandbox's refusal of mutating methods.
 
-use minijinja::value::{Kwargs, Value, ValueKind, from_args};
+use minijinja::value::{Kwargs, Rest, Value, ValueKind, from_args};
 use minijinja::{Error, ErrorKind, State};
 
+use super::budget;
 use super::pyfmt::{self, JsonOptions};
 
 /// The context key under which a render passes its pinned "now" (`YYYY-MM-DDTHH:MM:SS`) to
@@ -93,7 +94,9 @@ pub(crate) fn tojson(value: &Value, args: &[Value], kwargs: Kwargs) -> Result<Va
             }
         }
     }
-    pyfmt::json_dumps(value, &opts).map(Value::from)
+    let text = pyfmt::json_dumps(value, &opts)?;
+    budget::charge_bytes(text.len())?;
+    Ok(Value::from(text))
 }
 
 /// Jinja2's `string` filter: `str(value)`.
@@ -184,6 +187,9 @@ fn order_class(value: &Value) -> u8 {
 
 /// Jinja2's `sort`, refusing (like Python) to order values that do not compare.
 pub(crate) fn sort(state: &State, value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let n = value.len().unwrap_or(0);
+    budget::charge_items(n)?;
+    budget::charge_work((n as u64).saturating_mul(u64::from(usize::BITS - n.leading_zeros()) + 1))?;
     if !kwargs.has("attribute") && !value.is_undefined() {
         let classes: Vec<u8> = value.try_iter()?.map(|item| order_class(&item)).collect();
         if classes.len() > 1 && classes.iter().any(|c| *c == 3 || *c != classes[0]) {
@@ -226,13 +232,16 @@ pub(crate) fn join(
     }
     let mut out = String::new();
     for (i, item) in value.try_iter()?.enumerate() {
+        let before = out.len();
         if i > 0 {
             out.push_str(&joiner);
         }
+        budget::charge_work(1)?;
         match attribute.as_ref().and_then(|a| a.as_str()) {
             Some(path) => pyfmt::write_py_str(&mut out, &lookup_path(&item, path))?,
             None => pyfmt::write_py_str(&mut out, &item)?,
         }
+        budget::charge_bytes(out.len() - before)?;
     }
     Ok(Value::from(out))
 }
@@ -556,12 +565,18 @@ fn string_method(s: &str, method: &str, args: &[Value]) -> Option<Result<Value, 
                         item.kind()
                     )));
                 };
+                budget::charge_bytes(text.len().saturating_add(s.len()))?;
+                budget::charge_work(1)?;
                 if i > 0 {
                     out.push_str(s);
                 }
                 out.push_str(text);
             }
             Ok(Value::from(out))
+        }),
+        "replace" => from_args::<(&str, &str, Option<i64>)>(args).and_then(|(from, to, count)| {
+            charge_replace(s, from, to)?;
+            Ok(Value::from(py_replace(s, from, to, count)))
         }),
         "isspace" => from_args::<()>(args)
             .map(|()| Value::from(!s.is_empty() && s.chars().all(pyfmt::is_py_space))),
@@ -680,6 +695,274 @@ pub(crate) fn python_methods(
         Some(result) => result,
         None => minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args),
     }
+}
+
+/// The filter every `{% for %}` iterable is wrapped in: Python's `for` raises on `None`,
+/// numbers and booleans, and knows the length of a string or generator (`loop.last`,
+/// `loop.length`), so strings and generators become lists first.
+pub(crate) fn for_iter(value: Value) -> Result<Value, Error> {
+    match value.kind() {
+        ValueKind::None => Err(type_error("TypeError: 'NoneType' object is not iterable")),
+        ValueKind::Bool => Err(type_error("TypeError: 'bool' object is not iterable")),
+        ValueKind::Number => Err(type_error(format!(
+            "TypeError: '{}' object is not iterable",
+            if value.is_integer() { "int" } else { "float" }
+        ))),
+        ValueKind::String => {
+            let s = value.as_str().unwrap_or_default();
+            budget::charge_items(s.len())?;
+            budget::charge_work(s.len() as u64)?;
+            Ok(Value::from_iter(s.chars().map(Value::from)))
+        }
+        ValueKind::Iterable => collect_charged(&value),
+        _ => Ok(value),
+    }
+}
+
+/// Lists an iterable, charging every item before it is kept.
+fn collect_charged(value: &Value) -> Result<Value, Error> {
+    let mut items = Vec::new();
+    for item in value.try_iter()? {
+        budget::charge_items(1)?;
+        budget::charge_work(1)?;
+        items.push(item);
+    }
+    Ok(Value::from(items))
+}
+
+/// Appends `kwargs` to the arguments of a filter called through `State::apply_filter`
+/// (marking them used here, as the callee checks them).
+fn forward_kwargs(kwargs: Kwargs, args: &mut Vec<Value>) -> Result<(), Error> {
+    let names: Vec<String> = kwargs.args().map(str::to_owned).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    for name in &names {
+        kwargs.get::<Value>(name)?;
+    }
+    args.push(Value::from(kwargs));
+    Ok(())
+}
+
+/// Jinja2's `map`, `select`, `reject`, `selectattr` and `rejectattr` return generators: the
+/// result of minijinja's filter (registered as `hidden`) handed out as a one-shot iterator, so
+/// that `|length`, `|tojson` and `[0]` fail on it and a second loop sees nothing, as in Python.
+pub(crate) fn generator(
+    state: &mut State,
+    hidden: &str,
+    value: Value,
+    args: &[Value],
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    budget::charge_work(value.len().unwrap_or(0) as u64)?;
+    let mut all = Vec::with_capacity(args.len() + 2);
+    all.push(value);
+    all.extend(args.iter().cloned());
+    forward_kwargs(kwargs, &mut all)?;
+    let result = state.apply_filter(hidden, &all)?;
+    let items: Vec<Value> = result.try_iter()?.collect();
+    budget::charge_items(items.len())?;
+    Ok(Value::make_one_shot_iterator(items.into_iter()))
+}
+
+/// Jinja2's `indent(width=4, first=False, blank=False)`, including its quirk of appending a
+/// newline before splitting (so a trailing newline is kept), with the size of the result checked
+/// before it is built.
+pub(crate) fn indent(
+    value: &Value,
+    width: Option<Value>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let width = kwargs.get::<Option<Value>>("width")?.or(width);
+    let first = kwargs
+        .get::<Option<bool>>("first")?
+        .or(first)
+        .unwrap_or(false);
+    let blank = kwargs
+        .get::<Option<bool>>("blank")?
+        .or(blank)
+        .unwrap_or(false);
+    kwargs.assert_all_used()?;
+    let s = pyfmt::py_str(value)?;
+    let lines = py_splitlines(&format!("{s}\n"), false);
+    let lines: Vec<Value> = lines.try_iter()?.collect();
+    let indention_len = match &width {
+        Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().len(),
+        Some(w) => usize::try_from(i64::try_from(w.clone())?.max(0)).unwrap_or(usize::MAX),
+        None => 4,
+    };
+    let total = s
+        .len()
+        .saturating_add(indention_len.saturating_mul(lines.len().saturating_add(1)));
+    budget::charge_bytes(total)?;
+    let indention = match &width {
+        Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().to_owned(),
+        _ => " ".repeat(indention_len),
+    };
+    let mut out = String::with_capacity(total);
+    if first {
+        out.push_str(&indention);
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.as_str().unwrap_or_default();
+        if i > 0 {
+            out.push('\n');
+            if blank || !pyfmt::py_strip(line).is_empty() {
+                out.push_str(&indention);
+            }
+        }
+        out.push_str(line);
+    }
+    Ok(Value::from(out))
+}
+
+/// Jinja2's `items`: an undefined value has no items (minijinja fails).
+pub(crate) fn items(value: &Value) -> Result<Value, Error> {
+    if value.is_undefined() {
+        return Ok(Value::from(Vec::<Value>::new()));
+    }
+    budget::charge_items(value.len().unwrap_or(0))?;
+    minijinja::filters::items(value)
+}
+
+/// `list`, charging the items before they are collected.
+pub(crate) fn list(state: &State, value: Value) -> Result<Value, Error> {
+    match value.len() {
+        Some(n) if value.kind() != ValueKind::Iterable => {
+            budget::charge_items(n)?;
+            budget::charge_work(n as u64)?;
+            minijinja::filters::list(state, value)
+        }
+        _ if value.kind() == ValueKind::Iterable => collect_charged(&value),
+        _ => minijinja::filters::list(state, value),
+    }
+}
+
+/// `slice(count, fill_with)`: `count` lists, checked before they are made.
+pub(crate) fn slice(
+    state: &State,
+    value: Value,
+    count: usize,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    budget::charge_items(count.saturating_add(value.len().unwrap_or(0)))?;
+    budget::charge_work(count as u64)?;
+    minijinja::filters::slice(state, value, count, fill_with)
+}
+
+/// `batch(count, fill_with)`: the last batch is padded to `count` items, checked first.
+pub(crate) fn batch(
+    state: &State,
+    value: Value,
+    count: usize,
+    fill_with: Option<Value>,
+) -> Result<Value, Error> {
+    let len = value.len().unwrap_or(0);
+    let padded = if fill_with.is_some() {
+        len.saturating_add(count)
+    } else {
+        len
+    };
+    budget::charge_items(padded)?;
+    budget::charge_work(padded as u64)?;
+    minijinja::filters::batch(state, value, count, fill_with)
+}
+
+/// The size of `s.replace(from, to)`, charged before it is built (an empty `from` inserts `to`
+/// around every character, as in Python).
+fn charge_replace(s: &str, from: &str, to: &str) -> Result<(), Error> {
+    budget::charge_work(s.len() as u64)?;
+    let count = if from.is_empty() {
+        s.chars().count().saturating_add(1)
+    } else {
+        s.matches(from).count()
+    };
+    let grow = to.len().saturating_sub(from.len());
+    budget::charge_bytes(s.len().saturating_add(count.saturating_mul(grow)))
+}
+
+/// Jinja2's `replace(old, new, count=None)`, size-checked.
+pub(crate) fn replace(
+    value: &Value,
+    from: &Value,
+    to: &Value,
+    count: Option<i64>,
+) -> Result<Value, Error> {
+    let (s, f, t) = (
+        pyfmt::py_str(value)?,
+        pyfmt::py_str(from)?,
+        pyfmt::py_str(to)?,
+    );
+    charge_replace(&s, &f, &t)?;
+    Ok(Value::from(py_replace(&s, &f, &t, count)))
+}
+
+/// Python's `str.replace(old, new, count)`: a negative or absent count replaces all.
+fn py_replace(s: &str, from: &str, to: &str, count: Option<i64>) -> String {
+    match count.and_then(|n| usize::try_from(n).ok()) {
+        Some(n) => s.replacen(from, to, n),
+        None => s.replace(from, to),
+    }
+}
+
+/// The widths and precisions of a `%` format string, summed: what padding it can produce.
+fn printf_padding(format: &str) -> usize {
+    let bytes = format.as_bytes();
+    let mut total: usize = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let mut number: usize = 0;
+        while i < bytes.len() && !bytes[i].is_ascii_alphabetic() && bytes[i] != b'%' {
+            if bytes[i].is_ascii_digit() {
+                number = number
+                    .saturating_mul(10)
+                    .saturating_add(usize::from(bytes[i] - b'0'));
+            } else {
+                total = total.saturating_add(number);
+                number = 0;
+            }
+            i += 1;
+        }
+        total = total.saturating_add(number);
+        i += 1;
+    }
+    total
+}
+
+/// Jinja2's `format` (`printf` style), with the padding it would produce checked first.
+pub(crate) fn format(
+    state: &mut State,
+    format: &Value,
+    args: Rest<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let text = format.as_str().unwrap_or_default();
+    let args_size: usize = args.iter().map(budget::size_of).sum();
+    budget::charge_bytes(
+        text.len()
+            .saturating_add(printf_padding(text))
+            .saturating_add(args_size),
+    )?;
+    let mut all = Vec::with_capacity(args.len() + 1);
+    all.push(format.clone());
+    all.extend(args.iter().cloned());
+    forward_kwargs(kwargs, &mut all)?;
+    state.apply_filter("__rtok_format", &all)
+}
+
+/// `unique`, charging its work and result.
+pub(crate) fn unique(state: &State, value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let n = value.len().unwrap_or(0);
+    budget::charge_items(n)?;
+    budget::charge_work(n as u64)?;
+    minijinja::filters::unique(state, value, kwargs)
 }
 
 #[cfg(test)]

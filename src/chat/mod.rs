@@ -23,7 +23,8 @@
 //! # Parity
 //!
 //! The rendering is checked byte for byte against transformers 5.23.0 on every template of the
-//! shared cache (`tests/golden/chat/`), including where transformers raises. Like transformers,
+//! shared cache (`tests/golden/chat/`) and on 101 public templates × 15 peer-test conversations
+//! (`tests/golden/chat/public/`), including where transformers raises. Like transformers,
 //! a render drops `None`-valued message keys, exposes a message's reasoning as both
 //! `reasoning_content` and `thinking`, passes `tools`/`documents` as `None` when absent, merges
 //! `chat_template_kwargs` over the special tokens, and implements `continue_final_message` by
@@ -35,17 +36,19 @@
 //! Templates come from the internet. A render cannot read files or reach the network: there is
 //! no loader (`include`, `import` and `extends` fail) and the loader functions read only the
 //! fixed file names of [`TemplateSource::discover`]. [`RenderLimits`] bound a render's
-//! instructions (fuel, growing with the request), recursion and printed bytes; minijinja itself
-//! caps string and list repetition (100 MB), `range` (100 000 items) and parser nesting. A
-//! template that loops forever stops with [`ChatTemplateError::LimitExceeded`].
+//! instructions (fuel, growing with the request), recursion and bytes: every string or list a
+//! render builds or prints is charged to one byte budget before it is allocated (builtins check
+//! sizes first; the operands of `~`, `+` and `*` are checked by filters the template is
+//! instrumented with), and work inside builtins is charged against the fuel. A template that
+//! loops forever or builds a bomb (`indent(10**12)`, `~` doublings, `[0] * 10**8`) stops with
+//! [`ChatTemplateError::LimitExceeded`].
 //!
-//! Two costs are not metered by minijinja and remain bounded only by the fuel: memory for
-//! values a template builds by repeated concatenation (`x ~ x` doubles per instruction), and
-//! stack for minijinja's recursive drop, comparison and display of values nested tens of
-//! thousands of levels deep (about 200 bytes a level). Renders of untrusted templates belong on
-//! threads with a generous stack (stack is reserved, not committed, so e.g. 64 MiB is cheap) in
-//! a process with a memory limit, or under lower [`RenderLimits`].
+//! One cost is bounded only by the recursion limit: stack for minijinja's recursive drop,
+//! comparison and display of values nested tens of thousands of levels deep (about 200 bytes a
+//! level). Renders of untrusted templates belong on threads with a generous stack (stack is
+//! reserved, not committed, so e.g. 64 MiB is cheap), or under lower [`RenderLimits`].
 
+mod budget;
 mod content_format;
 mod env;
 mod error;

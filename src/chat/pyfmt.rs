@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
+use super::budget;
+
 /// How deep nested containers may be before formatting gives up (Python would hit its own
 /// recursion limit near 1000; values built from JSON cannot be cyclic, but they can be deep).
 const MAX_DEPTH: usize = 256;
@@ -229,11 +231,12 @@ pub(crate) fn write_py_repr(out: &mut String, value: &Value, depth: usize) -> Re
         ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
         ValueKind::Number => write_number(out, value),
         ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
-        ValueKind::Seq => {
+        ValueKind::Seq | ValueKind::Iterable if value.len().is_some() => {
             let tuple = value.is_tuple();
             out.push(if tuple { '(' } else { '[' });
             let mut n = 0usize;
             for item in value.try_iter()? {
+                budget::check_room(out.len())?;
                 if n > 0 {
                     out.push_str(", ");
                 }
@@ -255,6 +258,7 @@ pub(crate) fn write_py_repr(out: &mut String, value: &Value, depth: usize) -> Re
                 && let Some(pairs) = obj.try_iter_pairs()
             {
                 for (i, (k, v)) in pairs.enumerate() {
+                    budget::check_room(out.len())?;
                     if i > 0 {
                         out.push_str(", ");
                     }
@@ -411,7 +415,7 @@ impl JsonWriter<'_> {
                 }
             }
             ValueKind::String => self.string(value.as_str().unwrap_or_default()),
-            ValueKind::Seq => {
+            ValueKind::Seq | ValueKind::Iterable if value.len().is_some() => {
                 let items: Vec<Value> = value.try_iter()?.collect();
                 if items.is_empty() {
                     self.out.push_str("[]");
@@ -419,6 +423,7 @@ impl JsonWriter<'_> {
                 }
                 self.out.push('[');
                 for (i, item) in items.iter().enumerate() {
+                    budget::check_room(self.out.len())?;
                     if i > 0 {
                         self.out.push_str(self.item_sep);
                     }
@@ -445,6 +450,7 @@ impl JsonWriter<'_> {
                 }
                 self.out.push('{');
                 for (i, (k, v)) in pairs.iter().enumerate() {
+                    budget::check_room(self.out.len())?;
                     if i > 0 {
                         self.out.push_str(self.item_sep);
                     }

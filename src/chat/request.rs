@@ -12,10 +12,16 @@ use super::error::ChatTemplateError;
 /// One message of a conversation.
 ///
 /// Absent and `null` fields are left out of what the template sees, as transformers drops
-/// `None`-valued keys before rendering. The template sees the keys in this order: `role`,
-/// `content`, `name`, `tool_calls`, `tool_call_id`, `reasoning_content`, then `extra` in its
-/// own order.
+/// `None`-valued keys before rendering. A message deserialized from JSON shows the template its
+/// keys in the order they arrived (`message|tojson`); one built in Rust shows `role`, `content`,
+/// `name`, `tool_calls`, `tool_call_id`, `reasoning_content`, then `extra` in its own order.
+///
+/// Deserializing accepts what transformers accepts: a field whose value does not fit its typed
+/// slot (a tool call without a `function` wrapper, object or number content, content parts
+/// without `type`, a non-string `name`) is kept unchanged in `extra` and reaches the template
+/// as given; the template decides.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Json>")]
 pub struct Message {
     /// `system`, `user`, `assistant`, `tool`, `developer`, `ipython`, ... (passed through as is).
     pub role: String,
@@ -38,9 +44,136 @@ pub struct Message {
     /// Any other fields, passed to the template unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Json>,
+    /// The order the keys arrived in (empty when built in Rust).
+    #[serde(skip)]
+    pub(crate) key_order: KeyOrder,
+}
+
+/// The order of a JSON object's keys as received. It does not take part in equality.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KeyOrder(pub(crate) Vec<String>);
+
+impl PartialEq for KeyOrder {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl KeyOrder {
+    fn of(map: &Map<String, Json>) -> Self {
+        KeyOrder(map.keys().cloned().collect())
+    }
+
+    /// Sorts `fields` into the received order (stable; keys not received go last).
+    pub(crate) fn apply<T>(&self, fields: &mut [(&str, T)]) {
+        if self.0.is_empty() {
+            return;
+        }
+        fields.sort_by_key(|(k, _)| self.0.iter().position(|o| o == k).unwrap_or(usize::MAX));
+    }
+}
+
+fn json_kind(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// Takes `key` out of `map` if it is a string; puts any other non-null value back (into `extra`).
+fn take_string(map: &mut Map<String, Json>, key: &str) -> Option<String> {
+    match map.remove(key) {
+        Some(Json::String(s)) => Some(s),
+        Some(Json::Null) | None => None,
+        Some(other) => {
+            map.insert(key.to_owned(), other);
+            None
+        }
+    }
+}
+
+impl TryFrom<Map<String, Json>> for Message {
+    type Error = String;
+
+    fn try_from(mut map: Map<String, Json>) -> Result<Self, String> {
+        let key_order = KeyOrder::of(&map);
+        let role = match map.remove("role") {
+            Some(Json::String(role)) => role,
+            Some(other) => {
+                return Err(format!(
+                    "field `role`: expected a string, got {}",
+                    json_kind(&other)
+                ));
+            }
+            None => return Err("missing field `role`".to_owned()),
+        };
+        let content = match map.remove("content") {
+            Some(Json::String(text)) => Some(MessageContent::Text(text)),
+            Some(Json::Array(items)) => {
+                let parts: Option<Vec<ContentPart>> = items
+                    .iter()
+                    .map(|item| serde_json::from_value(item.clone()).ok())
+                    .collect();
+                match parts {
+                    Some(parts) => Some(MessageContent::Parts(parts)),
+                    None => {
+                        map.insert("content".to_owned(), Json::Array(items));
+                        None
+                    }
+                }
+            }
+            Some(Json::Null) | None => None,
+            Some(other) => {
+                map.insert("content".to_owned(), other);
+                None
+            }
+        };
+        let tool_calls = match map.remove("tool_calls") {
+            Some(Json::Null) | None => None,
+            Some(calls) => match serde_json::from_value::<Vec<ToolCall>>(calls.clone()) {
+                Ok(calls) => Some(calls),
+                Err(_) => {
+                    map.insert("tool_calls".to_owned(), calls);
+                    None
+                }
+            },
+        };
+        let name = take_string(&mut map, "name");
+        let tool_call_id = take_string(&mut map, "tool_call_id");
+        let reasoning_content = take_string(&mut map, "reasoning_content");
+        Ok(Message {
+            role,
+            content,
+            name,
+            tool_calls,
+            tool_call_id,
+            reasoning_content,
+            extra: map,
+            key_order,
+        })
+    }
 }
 
 impl Message {
+    /// Messages from JSON values; an error names the message's index and what is wrong with it.
+    pub fn list_from_json(list: Vec<Json>) -> Result<Vec<Message>, ChatTemplateError> {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, value)| match value {
+                Json::Object(map) => Message::try_from(map)
+                    .map_err(|e| ChatTemplateError::request(format!("message {i}: {e}"))),
+                other => Err(ChatTemplateError::request(format!(
+                    "message {i}: expected an object, got {}",
+                    json_kind(&other)
+                ))),
+            })
+            .collect()
+    }
+
     /// A message with a role and text content.
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
         Message {
@@ -78,6 +211,7 @@ impl MessageContent {
 
 /// One OpenAI content part.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Json>")]
 pub struct ContentPart {
     /// The part's `type`: `text`, `image_url`, `image`, `input_audio`, ...
     #[serde(rename = "type")]
@@ -88,6 +222,31 @@ pub struct ContentPart {
     /// The part's other fields (`image_url`, `image`, ...), passed through.
     #[serde(flatten)]
     pub extra: Map<String, Json>,
+    /// The order the keys arrived in.
+    #[serde(skip)]
+    pub(crate) key_order: KeyOrder,
+}
+
+impl TryFrom<Map<String, Json>> for ContentPart {
+    type Error = String;
+
+    fn try_from(mut map: Map<String, Json>) -> Result<Self, String> {
+        let key_order = KeyOrder::of(&map);
+        let Some(Json::String(kind)) = map.remove("type") else {
+            return Err("content part: `type` must be a string".to_owned());
+        };
+        let text = match map.remove("text") {
+            Some(Json::String(text)) => Some(text),
+            None => None,
+            Some(_) => return Err("content part: `text` must be a string".to_owned()),
+        };
+        Ok(ContentPart {
+            kind,
+            text,
+            extra: map,
+            key_order,
+        })
+    }
 }
 
 impl ContentPart {
@@ -97,12 +256,14 @@ impl ContentPart {
             kind: "text".to_owned(),
             text: Some(text.into()),
             extra: Map::new(),
+            key_order: KeyOrder::default(),
         }
     }
 }
 
 /// A tool call in an assistant message.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Json>")]
 pub struct ToolCall {
     /// The call id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,10 +276,40 @@ pub struct ToolCall {
     /// Other fields, passed through.
     #[serde(flatten)]
     pub extra: Map<String, Json>,
+    /// The order the keys arrived in.
+    #[serde(skip)]
+    pub(crate) key_order: KeyOrder,
+}
+
+impl TryFrom<Map<String, Json>> for ToolCall {
+    type Error = String;
+
+    fn try_from(mut map: Map<String, Json>) -> Result<Self, String> {
+        let key_order = KeyOrder::of(&map);
+        let mut optional = |key: &str| match map.remove(key) {
+            Some(Json::String(s)) => Ok(Some(s)),
+            None => Ok(None),
+            Some(_) => Err(format!("tool call: `{key}` must be a string")),
+        };
+        let id = optional("id")?;
+        let kind = optional("type")?;
+        let function = match map.remove("function") {
+            Some(Json::Object(f)) => FunctionCall::try_from(f)?,
+            _ => return Err("tool call: `function` must be an object".to_owned()),
+        };
+        Ok(ToolCall {
+            id,
+            kind,
+            function,
+            extra: map,
+            key_order,
+        })
+    }
 }
 
 /// The function of a tool call.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Json>")]
 pub struct FunctionCall {
     /// The function name.
     pub name: String,
@@ -129,6 +320,29 @@ pub struct FunctionCall {
     /// Other fields, passed through.
     #[serde(flatten)]
     pub extra: Map<String, Json>,
+    /// The order the keys arrived in.
+    #[serde(skip)]
+    pub(crate) key_order: KeyOrder,
+}
+
+impl TryFrom<Map<String, Json>> for FunctionCall {
+    type Error = String;
+
+    fn try_from(mut map: Map<String, Json>) -> Result<Self, String> {
+        let key_order = KeyOrder::of(&map);
+        let Some(Json::String(name)) = map.remove("name") else {
+            return Err("tool call function: `name` must be a string".to_owned());
+        };
+        let Some(arguments) = map.remove("arguments") else {
+            return Err("tool call function: missing `arguments`".to_owned());
+        };
+        Ok(FunctionCall {
+            name,
+            arguments,
+            extra: map,
+            key_order,
+        })
+    }
 }
 
 /// transformers' `continue_final_message`: leave the final message open so that the model
@@ -196,11 +410,27 @@ impl FixedNow {
             .map_err(|e| ChatTemplateError::request(format!("invalid fixed time: {e}")))
     }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS` (local time, as Python's naive `datetime`).
+    /// Parses `YYYY-MM-DDTHH:MM:SS` (local time, as Python's naive `datetime`), or an RFC 3339
+    /// timestamp (`2024-09-03T12:34:56Z`, `...+02:00`), whose wall clock as written is used.
     pub fn parse(text: &str) -> Result<Self, ChatTemplateError> {
-        text.parse::<jiff::civil::DateTime>()
+        let invalid = |e: &dyn std::fmt::Display| {
+            ChatTemplateError::request(format!("invalid time {text:?}: {e}"))
+        };
+        if let Ok(civil) = text.parse::<jiff::civil::DateTime>()
+            && !text.ends_with(['Z', 'z'])
+        {
+            return Ok(FixedNow(civil));
+        }
+        let timestamp: jiff::Timestamp = text.parse().map_err(|e| invalid(&e))?;
+        let offset = text
+            .rfind(['+', '-', 'Z', 'z'])
+            .filter(|&i| i > 10)
+            .ok_or_else(|| invalid(&"no UTC offset"))?;
+        let _ = timestamp;
+        text[..offset]
+            .parse::<jiff::civil::DateTime>()
             .map(FixedNow)
-            .map_err(|e| ChatTemplateError::request(format!("invalid fixed time {text:?}: {e}")))
+            .map_err(|e| invalid(&e))
     }
 
     pub(crate) fn to_iso(self) -> String {
@@ -260,8 +490,8 @@ pub struct ChatCliInput<'a> {
     pub documents: Option<&'a str>,
     /// `--add-generation-prompt`.
     pub add_generation_prompt: bool,
-    /// `--continue-final-message`.
-    pub continue_final_message: bool,
+    /// `--continue-final-message[=FIELD]`.
+    pub continue_final_message: ContinueFinalMessage,
     /// `--template NAME`: one of the tokenizer's named templates.
     pub template: Option<&'a str>,
     /// `--kwargs JSON`: an object of extra template variables.
@@ -278,20 +508,16 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 impl ChatRequest {
     /// Builds the request of `rtok chat` from its inputs.
     pub fn from_cli(input: &ChatCliInput<'_>) -> Result<Self, ChatTemplateError> {
-        let messages: Vec<Message> = match parse_json::<Json>("--messages", input.messages)? {
-            Json::Object(mut wrapper) => match wrapper.remove("messages") {
-                Some(list) => serde_json::from_value(list)
-                    .map_err(|e| ChatTemplateError::request(format!("--messages: {e}")))?,
-                None => {
-                    return Err(ChatTemplateError::request(
-                        "--messages: expected a list of messages or an object with `messages`",
-                    ));
-                }
-            },
-            list => serde_json::from_value(list)
-                .map_err(|e| ChatTemplateError::request(format!("--messages: {e}")))?,
+        let list = match parse_json::<Json>("--messages", input.messages)? {
+            Json::Object(mut wrapper) => wrapper.remove("messages"),
+            list => Some(list),
         };
-        let mut request = ChatRequest::new(messages);
+        let Some(Json::Array(list)) = list else {
+            return Err(ChatTemplateError::request(
+                "--messages: expected a list of messages or an object with a `messages` list",
+            ));
+        };
+        let mut request = ChatRequest::new(Message::list_from_json(list)?);
         if let Some(tools) = input.tools {
             request.tools = Some(parse_json("--tools", tools)?);
         }
@@ -299,9 +525,7 @@ impl ChatRequest {
             request.documents = Some(parse_json("--documents", documents)?);
         }
         request.add_generation_prompt = input.add_generation_prompt;
-        if input.continue_final_message {
-            request.continue_final_message = ContinueFinalMessage::Content;
-        }
+        request.continue_final_message = input.continue_final_message.clone();
         request.chat_template_name = input.template.map(str::to_owned);
         if let Some(kwargs) = input.kwargs {
             request.chat_template_kwargs = parse_json("--kwargs", kwargs)?;

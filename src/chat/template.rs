@@ -7,6 +7,7 @@ use minijinja::value::Value;
 use minijinja::{Environment, ErrorKind};
 use serde_json::Value as Json;
 
+use super::budget;
 use super::content_format::ContentFormat;
 use super::env::{self, RenderLimits};
 use super::error::{ChatTemplateError, Limit};
@@ -258,7 +259,10 @@ impl ChatTemplate {
             .get_template(&compiled.name)
             .map_err(|e| map_render_error(&e))?;
 
-        let _budget = env::PrintBudget::start(limits.max_output_bytes);
+        let _budget = budget::RenderBudget::start(
+            limits.max_output_bytes,
+            env.fuel().unwrap_or(limits.fuel_base),
+        );
         let mut out = env::LimitedWriter::new(limits.max_output_bytes, compiled.source.len() * 2);
         let result = template.render_captured_to(ctx, &mut out).map(drop);
         if out.exceeded {
@@ -403,38 +407,50 @@ pub fn load_chat_template(
     ChatTemplate::new(source, &specials)
 }
 
+fn pairs_value(pairs: Vec<(&str, Value)>) -> Value {
+    SmallMap::value(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    )
+}
+
 fn part_value(part: &ContentPart) -> Value {
-    let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(2 + part.extra.len());
-    pairs.push((Value::from("type"), Value::from(part.kind.as_str())));
+    let mut pairs: Vec<(&str, Value)> = Vec::with_capacity(2 + part.extra.len());
+    pairs.push(("type", Value::from(part.kind.as_str())));
     if let Some(text) = &part.text {
-        pairs.push((Value::from("text"), Value::from(text.as_str())));
+        pairs.push(("text", Value::from(text.as_str())));
     }
     for (k, v) in &part.extra {
-        pairs.push((Value::from(k.as_str()), json_to_value(v)));
+        pairs.push((k.as_str(), json_to_value(v)));
     }
-    SmallMap::value(pairs)
+    part.key_order.apply(&mut pairs);
+    pairs_value(pairs)
 }
 
 fn tool_call_value(call: &ToolCall) -> Value {
-    let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(3 + call.extra.len());
+    let mut pairs: Vec<(&str, Value)> = Vec::with_capacity(3 + call.extra.len());
     if let Some(id) = &call.id {
-        pairs.push((Value::from("id"), Value::from(id.as_str())));
+        pairs.push(("id", Value::from(id.as_str())));
     }
     if let Some(kind) = &call.kind {
-        pairs.push((Value::from("type"), Value::from(kind.as_str())));
+        pairs.push(("type", Value::from(kind.as_str())));
     }
     let f = &call.function;
-    let mut fpairs: Vec<(Value, Value)> = Vec::with_capacity(2 + f.extra.len());
-    fpairs.push((Value::from("name"), Value::from(f.name.as_str())));
-    fpairs.push((Value::from("arguments"), json_to_value(&f.arguments)));
+    let mut fpairs: Vec<(&str, Value)> = Vec::with_capacity(2 + f.extra.len());
+    fpairs.push(("name", Value::from(f.name.as_str())));
+    fpairs.push(("arguments", json_to_value(&f.arguments)));
     for (k, v) in &f.extra {
-        fpairs.push((Value::from(k.as_str()), json_to_value(v)));
+        fpairs.push((k.as_str(), json_to_value(v)));
     }
-    pairs.push((Value::from("function"), SmallMap::value(fpairs)));
+    f.key_order.apply(&mut fpairs);
+    pairs.push(("function", pairs_value(fpairs)));
     for (k, v) in &call.extra {
-        pairs.push((Value::from(k.as_str()), json_to_value(v)));
+        pairs.push((k.as_str(), json_to_value(v)));
     }
-    SmallMap::value(pairs)
+    call.key_order.apply(&mut pairs);
+    pairs_value(pairs)
 }
 
 /// A message's fields in the order the template sees them, `None`s dropped.
@@ -470,6 +486,7 @@ fn message_fields(m: &Message) -> Vec<(&str, Value)> {
             fields.push((k.as_str(), json_to_value(v)));
         }
     }
+    m.key_order.apply(&mut fields);
     alias_reasoning(fields)
 }
 
@@ -661,7 +678,7 @@ fn cut_at_continue_tag(
 fn output_limit_error() -> ChatTemplateError {
     ChatTemplateError::LimitExceeded {
         limit: Limit::Size,
-        detail: "the template printed more than the output limit".to_owned(),
+        detail: "the template built or printed more than the render's size limit".to_owned(),
     }
 }
 
@@ -675,8 +692,14 @@ fn map_render_error(e: &minijinja::Error) -> ChatTemplateError {
                 message: raised.0.clone(),
             };
         }
-        if err.is::<env::OutputLimitExceeded>() {
+        if err.is::<budget::SizeLimitExceeded>() {
             return output_limit_error();
+        }
+        if err.is::<budget::WorkLimitExceeded>() {
+            return ChatTemplateError::LimitExceeded {
+                limit: Limit::Fuel,
+                detail: env::describe(e),
+            };
         }
         source = err.source();
     }

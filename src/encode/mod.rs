@@ -23,10 +23,12 @@
 //! Module map: [`family`] classifies tokenizers, `split` holds the pure
 //! functions (edges, cut search), `parallel` the orchestration and options.
 
+pub(crate) mod budget;
 pub(crate) mod family;
 pub(crate) mod parallel;
 pub(crate) mod split;
 
+pub use budget::{Chunk, Chunks, Side, TokenCounter};
 pub use family::SplitFamily;
 pub use parallel::{ParallelMode, ParallelOptions, ParallelReport};
 
@@ -180,6 +182,12 @@ impl EdgeRule {
         matcher
             .find_overlapping_iter(window)
             .any(|m| lo + m.start() < pos && lo + m.end() > pos)
+    }
+
+    /// Byte length of the longest added token (0 when there are none): how
+    /// far past a position text can still change whether it is allowed.
+    pub(crate) fn max_token_len(&self) -> usize {
+        self.max_len
     }
 
     /// Whether a chunk may start (or end) at byte `pos` of `text`.

@@ -86,11 +86,23 @@ impl ParallelOptions {
         }
     }
 
-    fn check(&self) -> Result<()> {
+    /// Most chunks one encode may be cut into.
+    pub const MAX_CHUNKS: usize = 1 << 16;
+
+    /// Checks the options: chunk size and count positive, at most
+    /// [`MAX_CHUNKS`](Self::MAX_CHUNKS) chunks. [`LoadOptions::load`](crate::LoadOptions::load)
+    /// calls it; an encode with invalid options fails with the same error.
+    pub fn check(&self) -> Result<()> {
         if self.chunk_bytes == Some(0) || self.chunks == Some(0) {
             return Err(Error::config(
                 "parallel chunk size and count must be positive",
             ));
+        }
+        if self.chunks.is_some_and(|k| k > Self::MAX_CHUNKS) {
+            return Err(Error::config(format!(
+                "parallel chunk count must be at most {}",
+                Self::MAX_CHUNKS
+            )));
         }
         Ok(())
     }
@@ -214,6 +226,8 @@ impl ParallelEncoder {
     fn targets(&self, n: usize, spec: &SplitSpec) -> Vec<usize> {
         let o = &self.options;
         if let Some(size) = o.chunk_bytes {
+            // Never more than MAX_CHUNKS chunks, however small the size asked.
+            let size = size.max(n.div_ceil(ParallelOptions::MAX_CHUNKS)).max(1);
             return (1..).map(|i| i * size).take_while(|&t| t < n).collect();
         }
         let by_size = n / (self.min_bytes(spec) / 2).max(1);
@@ -221,7 +235,8 @@ impl ParallelEncoder {
             (Some(k), _) => k,
             (None, ParallelMode::Always) => self.threads().max(2),
             (None, _) => self.threads().min(by_size),
-        };
+        }
+        .min(n);
         (1..k).map(|i| i * n / k).collect()
     }
 
@@ -247,6 +262,7 @@ impl ParallelEncoder {
         with_offsets: bool,
     ) -> Result<Encoding> {
         if let Some(spec) = self.wanted(backend, text.len()) {
+            self.options.check()?;
             let targets = self.targets(text.len(), spec);
             if !targets.is_empty() {
                 let (encoding, _) = self.run(

@@ -53,6 +53,17 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     None
 }
 
+/// The largest file of a format the loader reads (DESIGN.md, "Limits").
+pub(crate) fn max_file_bytes(format: Format) -> u64 {
+    use crate::limits;
+    match format {
+        Format::HfJson => limits::MAX_TOKENIZER_JSON,
+        Format::Tiktoken => limits::MAX_RANK_FILE,
+        Format::SentencePiece => limits::MAX_SPM_MODEL,
+        Format::Gguf => limits::MAX_GGUF,
+    }
+}
+
 /// A `ModelProto` starts with field 1 (`pieces`, length-delimited), whose
 /// first field is 1 (`piece`, a string).
 fn looks_like_sentencepiece(head: &[u8]) -> bool {

@@ -2,7 +2,7 @@
 //!
 //! The cache lookup is our own (it must honour `HF_HUB_CACHE`, pinned commit
 //! hashes and `HF_HUB_OFFLINE`, which hf-hub 0.5 does not); downloads go
-//! through hf-hub's blocking client, which writes the same layout.
+//! through ureq with timeouts, retries and size caps, writing the same layout.
 
 use std::path::{Path, PathBuf};
 
@@ -53,19 +53,41 @@ fn hub_error(repo: &str, file: Option<&str>, offline: bool, detail: impl Into<St
     })
 }
 
+/// Whether `s` is a commit hash as the hub writes them (40 lowercase or upper hex digits).
+fn is_commit_hash(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// The snapshot folder of `repo` at `revision`, if the cache has a tokenizer there.
-fn cached_snapshot(cache: &Path, repo: &str, revision: &str) -> Option<PathBuf> {
+///
+/// A branch or tag resolves through `refs/<revision>`, which must hold a
+/// commit hash: a ref holding a path (`/abs`, `../x`) is an error, never joined.
+fn cached_snapshot(cache: &Path, repo: &str, revision: &str) -> Result<Option<PathBuf>> {
     let folder = cache.join(format!("models--{}", repo.replace('/', "--")));
-    let commit = if revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let commit = if is_commit_hash(revision) {
         revision.to_owned()
     } else {
-        std::fs::read_to_string(folder.join("refs").join(revision))
-            .ok()?
-            .trim()
-            .to_owned()
+        let ref_file = folder.join("refs").join(revision);
+        let Some(bytes) = crate::limits::read_optional(&ref_file, 1024).ok().flatten() else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let commit = text.trim();
+        if !is_commit_hash(commit) {
+            return Err(hub_error(
+                repo,
+                None,
+                true,
+                format!(
+                    "{} does not hold a commit hash; the cache entry is refused",
+                    ref_file.display()
+                ),
+            ));
+        }
+        commit.to_owned()
     };
     let snapshot = folder.join("snapshots").join(commit);
-    pick_file(&snapshot).map(|_| snapshot)
+    Ok(pick_file(&snapshot).map(|_| snapshot))
 }
 
 /// Resolves a hub id to a local snapshot folder, downloading if allowed.
@@ -88,7 +110,7 @@ pub(crate) fn resolve(
             )
         })?;
     let revision = revision.unwrap_or("main");
-    if let Some(snapshot) = cached_snapshot(&cache, repo, revision) {
+    if let Some(snapshot) = cached_snapshot(&cache, repo, revision)? {
         return Ok(snapshot);
     }
     if offline {
@@ -117,60 +139,295 @@ fn token(options: &LoadOptions) -> Option<String> {
         })
 }
 
+/// The tokenizer files a repository may hold, in the loader's order.
+const TOKENIZER_FILES: &[&str] = &[
+    "tokenizer.json",
+    "tokenizer.model",
+    "original/tokenizer.model",
+    "tiktoken.model",
+];
+
+/// Downloads the tokenizer and its companions into the standard cache layout
+/// (`blobs/<etag>`, `snapshots/<commit>/<file>`, `refs/<revision>`).
+///
+/// Written on ureq rather than hf-hub's client, which has no timeouts: every
+/// request here has connect, read and whole-request limits, transient
+/// failures are retried with exponential backoff, and bodies are capped.
 #[cfg(feature = "hub")]
 fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> Result<PathBuf> {
-    use hf_hub::api::sync::ApiBuilder;
-    use hf_hub::{Cache, Repo, RepoType};
-
-    let api = ApiBuilder::from_cache(Cache::new(cache.to_path_buf()))
-        .with_token(token(options))
-        .with_progress(options.progress)
-        .build()
-        // The error text never includes the token: hf-hub reports the request, not headers.
-        .map_err(|e| hub_error(repo, None, false, format!("client setup failed: {e}")))?;
-    let handle = api.repo(Repo::with_revision(
-        repo.to_owned(),
-        RepoType::Model,
-        revision.to_owned(),
-    ));
-    let mut tokenizer_file = None;
-    let mut last_error = String::new();
-    for file in [
-        "tokenizer.json",
-        "tokenizer.model",
-        "original/tokenizer.model",
-        "tiktoken.model",
-    ] {
-        match handle.get(file) {
-            Ok(path) => {
-                tokenizer_file = Some((file, path));
-                break;
-            }
-            Err(e) => last_error = e.to_string(),
+    let client = http::Client::new(repo, options, token(options));
+    let folder = cache.join(format!("models--{}", repo.replace('/', "--")));
+    let mut found = None;
+    for file in TOKENIZER_FILES {
+        if let Some(got) = client.get(revision, file, crate::limits::MAX_TOKENIZER_JSON)? {
+            found = Some((*file, got));
+            break;
         }
     }
-    let (name, path) = tokenizer_file.ok_or_else(|| {
+    let (name, (commit, etag, body)) = found.ok_or_else(|| {
         hub_error(
             repo,
             Some("tokenizer.json"),
             false,
-            format!("no tokenizer file could be fetched: {last_error}"),
+            "no tokenizer file in the repository (tokenizer.json, tokenizer.model, tiktoken.model)",
         )
     })?;
+    let snapshot = folder.join("snapshots").join(&commit);
+    http::store(&folder, &snapshot, name, &etag, &body)
+        .map_err(|e| hub_error(repo, Some(name), false, format!("writing the cache: {e}")))?;
+    // Companions are optional (a 404 is fine), but a network failure fails
+    // the load: a tokenizer without its config would load wrong, silently.
+    let pinned = commit.as_str();
     for file in COMPANIONS {
-        // Optional: a repo without them is fine.
-        let _ = handle.get(file);
+        if let Some((_, etag, body)) = client.get(pinned, file, crate::limits::MAX_CONFIG_JSON)? {
+            http::store(&folder, &snapshot, file, &etag, &body).map_err(|e| {
+                hub_error(repo, Some(file), false, format!("writing the cache: {e}"))
+            })?;
+        }
     }
-    let mut dir = path.clone();
-    for _ in 0..name.split('/').count() {
-        dir.pop();
+    if revision != commit {
+        http::write_ref(&folder, revision, &commit)
+            .map_err(|e| hub_error(repo, None, false, format!("writing the cache: {e}")))?;
     }
-    Ok(dir)
+    Ok(snapshot)
+}
+
+#[cfg(feature = "hub")]
+mod http {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::{LoadOptions, hub_error, is_commit_hash};
+    use crate::error::Result;
+
+    /// One repository's requests, with the options' limits.
+    pub(super) struct Client<'a> {
+        repo: &'a str,
+        agent: ureq::Agent,
+        endpoint: String,
+        token: Option<String>,
+        retries: u32,
+        backoff: Duration,
+    }
+
+    /// What a failed attempt means.
+    enum Failure {
+        /// The file is not there (404).
+        Absent,
+        /// Worth another try: timeouts, connection errors, 429, 5xx.
+        Transient(String),
+        /// Not worth retrying: 401/403, bad responses.
+        Fatal(String),
+    }
+
+    impl<'a> Client<'a> {
+        pub(super) fn new(repo: &'a str, options: &LoadOptions, token: Option<String>) -> Self {
+            let t = &options.hub;
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_connect(Some(t.connect))
+                .timeout_recv_response(Some(t.read))
+                .timeout_per_read(Some(t.read))
+                .timeout_global(Some(t.request))
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .build()
+                .into();
+            let endpoint = options
+                .endpoint
+                .clone()
+                .or_else(|| std::env::var("HF_ENDPOINT").ok().filter(|e| !e.is_empty()))
+                .unwrap_or_else(|| "https://huggingface.co".to_owned());
+            Self {
+                repo,
+                agent,
+                endpoint: endpoint.trim_end_matches('/').to_owned(),
+                token,
+                retries: t.retries,
+                backoff: t.backoff,
+            }
+        }
+
+        /// `(commit, etag, body)` of `file` at `revision`; `None` when the
+        /// repository has no such file.
+        pub(super) fn get(
+            &self,
+            revision: &str,
+            file: &str,
+            limit: u64,
+        ) -> Result<Option<(String, String, Vec<u8>)>> {
+            let url = format!(
+                "{}/{}/resolve/{}/{}",
+                self.endpoint,
+                self.repo,
+                revision.replace('/', "%2F"),
+                file
+            );
+            let mut wait = self.backoff;
+            let mut attempt = 0;
+            loop {
+                match self.attempt(&url, limit) {
+                    Ok(got) => return Ok(Some(got)),
+                    Err(Failure::Absent) => return Ok(None),
+                    Err(Failure::Transient(_)) if attempt < self.retries => {
+                        attempt += 1;
+                        std::thread::sleep(wait);
+                        wait = wait.saturating_mul(2).min(Duration::from_secs(30));
+                    }
+                    Err(Failure::Transient(why) | Failure::Fatal(why)) => {
+                        let tries = attempt + 1;
+                        return Err(hub_error(
+                            self.repo,
+                            Some(file),
+                            false,
+                            format!("{why} (after {tries} attempt(s))"),
+                        ));
+                    }
+                }
+            }
+        }
+
+        /// One request, following up to five redirects by hand: the commit
+        /// and etag headers sit on the hub's own response, not the CDN's.
+        fn attempt(&self, url: &str, limit: u64) -> Result<(String, String, Vec<u8>), Failure> {
+            let mut url = url.to_owned();
+            let mut commit = None;
+            let mut etag = None;
+            let origin = host_of(&self.endpoint).to_owned();
+            for _ in 0..6 {
+                let mut request = self.agent.get(&url);
+                if let Some(token) = &self.token
+                    && host_of(&url) == origin
+                {
+                    request = request.header("Authorization", format!("Bearer {token}"));
+                }
+                let mut response = request.call().map_err(transport)?;
+                let header = |name: &str| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|v| {
+                            v.trim()
+                                .trim_start_matches("W/")
+                                .trim_matches('"')
+                                .to_owned()
+                        })
+                };
+                commit = commit.or_else(|| header("x-repo-commit"));
+                etag = etag
+                    .or_else(|| header("x-linked-etag"))
+                    .or_else(|| header("etag"));
+                let status = response.status().as_u16();
+                match status {
+                    200 => {
+                        let body = response
+                            .body_mut()
+                            .with_config()
+                            .limit(limit)
+                            .read_to_vec()
+                            .map_err(transport)?;
+                        let commit = commit.filter(|c| is_commit_hash(c)).ok_or_else(|| {
+                            Failure::Fatal("no commit hash in the response".into())
+                        })?;
+                        let etag = etag
+                            .filter(|e| {
+                                !e.is_empty()
+                                    && e.len() <= 128
+                                    && e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                            })
+                            .ok_or_else(|| {
+                                Failure::Fatal("no usable etag in the response".into())
+                            })?;
+                        return Ok((commit, etag, body));
+                    }
+                    301 | 302 | 303 | 307 | 308 => {
+                        let location = header("location").ok_or_else(|| {
+                            Failure::Fatal(format!("HTTP {status} without a location"))
+                        })?;
+                        url = if location.starts_with('/') {
+                            format!("{}{location}", self.endpoint)
+                        } else {
+                            location
+                        };
+                    }
+                    404 => return Err(Failure::Absent),
+                    401 | 403 => {
+                        return Err(Failure::Fatal(format!(
+                            "HTTP {status} (a gated or private repository needs a token: LoadOptions::token or HF_TOKEN)"
+                        )));
+                    }
+                    429 | 500..=599 => return Err(Failure::Transient(format!("HTTP {status}"))),
+                    _ => return Err(Failure::Fatal(format!("HTTP {status}"))),
+                }
+            }
+            Err(Failure::Fatal("too many redirects".into()))
+        }
+    }
+
+    fn host_of(url: &str) -> &str {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        rest.split('/').next().unwrap_or(rest)
+    }
+
+    fn transport(e: ureq::Error) -> Failure {
+        match e {
+            ureq::Error::BodyExceedsLimit(n) => {
+                Failure::Fatal(format!("the file is larger than the {} MiB limit", n >> 20))
+            }
+            ureq::Error::BadUri(_) | ureq::Error::Http(_) | ureq::Error::InvalidProxyUrl => {
+                Failure::Fatal(e.to_string())
+            }
+            other => Failure::Transient(other.to_string()),
+        }
+    }
+
+    /// Writes `blobs/<etag>` and links `snapshots/<commit>/<file>` to it,
+    /// each through a temporary file and a rename.
+    pub(super) fn store(
+        folder: &Path,
+        snapshot: &Path,
+        file: &str,
+        etag: &str,
+        body: &[u8],
+    ) -> std::io::Result<()> {
+        let blobs = folder.join("blobs");
+        std::fs::create_dir_all(&blobs)?;
+        let blob = blobs.join(etag);
+        write_atomic(&blob, body)?;
+        let target = snapshot.join(file);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let _ = std::fs::remove_file(&target);
+        #[cfg(unix)]
+        {
+            let depth = file.split('/').count() + 1;
+            let relative = Path::new(&"../".repeat(depth)).join("blobs").join(etag);
+            if std::os::unix::fs::symlink(&relative, &target).is_ok() {
+                return Ok(());
+            }
+        }
+        std::fs::copy(&blob, &target).map(|_| ())
+    }
+
+    pub(super) fn write_ref(folder: &Path, revision: &str, commit: &str) -> std::io::Result<()> {
+        let path = folder.join("refs").join(revision);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        write_atomic(&path, commit.as_bytes())
+    }
+
+    fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
+    }
 }
 
 #[cfg(not(feature = "hub"))]
 fn download(_cache: &Path, repo: &str, _revision: &str, options: &LoadOptions) -> Result<PathBuf> {
-    let _ = (COMPANIONS, token(options));
+    let _ = (COMPANIONS, TOKENIZER_FILES, token(options));
     Err(hub_error(
         repo,
         None,

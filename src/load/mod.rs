@@ -1,6 +1,10 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
+mod alias;
+mod chat_only;
 pub(crate) mod detect;
+pub(crate) mod fuzz;
+mod gguf;
 pub(crate) mod hub;
 mod registry;
 mod source;
@@ -17,6 +21,7 @@ use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::{SpecialTokenPolicy, merge_eos_ids};
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
+pub use alias::ModelAliases;
 pub use detect::Format;
 pub(crate) use source::Source;
 
@@ -28,7 +33,7 @@ pub(crate) use source::Source;
 ///     .load("Qwen/Qwen3-8B")?;
 /// # Ok::<(), router_tokenizer::Error>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct LoadOptions {
     /// Hub revision (branch, tag or commit hash); a `@rev` suffix on the id wins.
     pub revision: Option<String>,
@@ -45,13 +50,116 @@ pub struct LoadOptions {
     pub special_tokens: SpecialTokenPolicy,
     /// Keep padding/truncation switched on in a `tokenizer.json` (off by default).
     pub keep_padding_and_truncation: bool,
-    /// Show a progress bar while downloading.
+    /// Kept for compatibility: downloads draw no progress bar (tokenizer files are small).
     pub progress: bool,
     /// Load a fresh copy instead of sharing the process-wide one.
     pub bypass_registry: bool,
+    /// Model names mapped to sources, resolved before anything else (an alias
+    /// may shadow a built-in OpenAI model name).
+    pub aliases: ModelAliases,
     /// How long inputs are encoded in parallel (every tokenizer is wrapped;
     /// the default splits above a measured size on the global rayon pool).
     pub parallel: ParallelOptions,
+    /// Hub endpoint; defaults to `HF_ENDPOINT`, then `https://huggingface.co`.
+    pub endpoint: Option<String>,
+    /// Hub network limits: timeouts and retries ([`HubTimeouts::default`]).
+    pub hub: HubTimeouts,
+    /// Folders local paths may be loaded from (with the hub cache). `None`
+    /// (the default) allows any path; `Some(vec![])` allows none, so a source
+    /// string taken from a client can only name a hub id or an encoding.
+    pub allowed_dirs: Option<Vec<PathBuf>>,
+}
+
+/// Network limits for hub downloads, part of [`LoadOptions`].
+///
+/// A request that connects, then stalls, fails after `read`; transient
+/// failures (timeouts, connection errors, HTTP 429 and 5xx) are retried
+/// `retries` times, waiting `backoff`, then twice that, and so on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubTimeouts {
+    /// Limit on opening a connection (default 10 s).
+    pub connect: std::time::Duration,
+    /// Limit on each read of a response (default 30 s).
+    pub read: std::time::Duration,
+    /// Limit on one request from start to end, body included (default 5 min).
+    pub request: std::time::Duration,
+    /// Retries of a transient failure (default 2).
+    pub retries: u32,
+    /// Wait before the first retry, doubled for each next one (default 500 ms).
+    pub backoff: std::time::Duration,
+    /// How long a load waits for a concurrent load of the same source before
+    /// it fails (default 10 min). A stuck load never holds others longer.
+    pub wait_for_other_load: std::time::Duration,
+}
+
+impl Default for HubTimeouts {
+    fn default() -> Self {
+        use std::time::Duration;
+        Self {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(30),
+            request: Duration::from_secs(300),
+            retries: 2,
+            backoff: Duration::from_millis(500),
+            wait_for_other_load: Duration::from_secs(600),
+        }
+    }
+}
+
+impl HubTimeouts {
+    /// Sets every network limit: `connect`, `read`, `request` (each per request) and `retries`.
+    pub fn new(
+        connect: std::time::Duration,
+        read: std::time::Duration,
+        request: std::time::Duration,
+        retries: u32,
+    ) -> Self {
+        Self {
+            connect,
+            read,
+            request,
+            retries,
+            ..Self::default()
+        }
+    }
+
+    /// With another wait for a concurrent load of the same source.
+    pub fn with_wait_for_other_load(mut self, wait: std::time::Duration) -> Self {
+        self.wait_for_other_load = wait;
+        self
+    }
+
+    /// With another first retry wait.
+    pub fn with_backoff(mut self, backoff: std::time::Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+}
+
+/// Never prints the token.
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("revision", &self.revision)
+            .field("chat_template", &self.chat_template)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("offline", &self.offline)
+            .field("cache_dir", &self.cache_dir)
+            .field("special_tokens", &self.special_tokens)
+            .field(
+                "keep_padding_and_truncation",
+                &self.keep_padding_and_truncation,
+            )
+            .field("progress", &self.progress)
+            .field("bypass_registry", &self.bypass_registry)
+            .field("aliases", &self.aliases)
+            .field("parallel", &self.parallel)
+            .field("endpoint", &self.endpoint)
+            .field("hub", &self.hub)
+            .field("allowed_dirs", &self.allowed_dirs)
+            .finish()
+    }
 }
 
 impl LoadOptions {
@@ -60,11 +168,26 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
+        self.parallel.check()?;
+        let resolved = self.aliases.resolve(source)?;
+        if let Some(allowed) = &self.allowed_dirs {
+            self.check_allowed(resolved, allowed)?;
+        }
         let tokenizer = if self.bypass_registry {
-            self.load_uncached(source)?
+            self.load_uncached(resolved)
         } else {
-            registry::load_shared(source, self, || self.load_uncached(source))?
+            registry::load_shared(resolved, self, || self.load_uncached(resolved))
         };
+        let tokenizer = tokenizer.map_err(|e| {
+            if resolved == source {
+                return e;
+            }
+            Error::new(ErrorKind::Alias {
+                name: source.to_owned(),
+                reason: format!("its source {resolved:?} does not load"),
+            })
+            .with_source(e)
+        })?;
         Ok(tokenizer.with_parallel(self.parallel.clone()))
     }
 
@@ -78,6 +201,35 @@ impl LoadOptions {
             .map_err(|e| Error::config(format!("load task failed: {e}")))?
     }
 
+    /// With [`allowed_dirs`](Self::allowed_dirs) set, a path source must lie
+    /// (symlinks resolved) inside one of them or inside the hub cache.
+    fn check_allowed(&self, source: &str, allowed: &[PathBuf]) -> Result<()> {
+        let Source::Path(path) = Source::parse(source, self)? else {
+            return Ok(());
+        };
+        let inside = |dir: &Path| {
+            let (Ok(dir), Ok(path)) = (dir.canonicalize(), path.canonicalize()) else {
+                return false;
+            };
+            path.starts_with(dir)
+        };
+        let cache = self.cache_dir.clone().or_else(hub::cache_dir_from_env);
+        if allowed
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(cache.as_deref())
+            .any(inside)
+        {
+            return Ok(());
+        }
+        Err(Error::new(ErrorKind::InvalidSource {
+            given: crate::limits::short_quotes(source),
+            reason:
+                "local paths outside LoadOptions::allowed_dirs and the hub cache are not allowed"
+                    .into(),
+        }))
+    }
+
     fn load_uncached(&self, source: &str) -> Result<Tokenizer> {
         let start = Instant::now();
         let tokenizer = match Source::parse(source, self)? {
@@ -86,6 +238,14 @@ impl LoadOptions {
             Source::Hub { repo, revision } => {
                 let dir = hub::resolve(&repo, revision.as_deref(), self)?;
                 self.load_dir(&dir, source)?
+            }
+            Source::HubFile {
+                repo,
+                revision,
+                file,
+            } => {
+                let dir = hub::resolve(&repo, revision.as_deref(), self)?;
+                self.load_gguf(&gguf::file_in_snapshot(&dir, &repo, &file)?, source)?
             }
         };
         crate::metrics::record_load(tokenizer.backend_name(), start.elapsed());
@@ -134,12 +294,20 @@ impl LoadOptions {
                 ),
             })
         })?;
+        if file.extension().is_some_and(|e| e == "gguf") {
+            gguf::check_unambiguous(dir, source)?;
+        }
         self.load_file(&file, dir, source)
     }
 
     fn load_file(&self, file: &Path, dir: &Path, source: &str) -> Result<Tokenizer> {
-        let bytes = std::fs::read(file).map_err(|e| Error::io(file, e))?;
-        let format = detect::detect(&bytes[..bytes.len().min(512)]).ok_or_else(|| {
+        if gguf::is_gguf(file) {
+            return self.load_gguf(file, source);
+        }
+        let bytes = crate::limits::read_capped_by(file, DETECT_HEAD, |head| {
+            detect::detect(head).map_or(crate::limits::MAX_TOKENIZER_JSON, detect::max_file_bytes)
+        })?;
+        let format = detect::detect(&bytes[..bytes.len().min(DETECT_HEAD)]).ok_or_else(|| {
             Error::new(ErrorKind::UnsupportedFormat {
                 path: file.to_path_buf(),
                 detected: "unknown content (not JSON, GGUF, tiktoken ranks or SentencePiece)"
@@ -168,7 +336,12 @@ impl LoadOptions {
                     self.keep_padding_and_truncation,
                 )?)
             }
-            Format::Tiktoken => Arc::new(self.tiktoken_from_ranks(file, &bytes, &config)?),
+            Format::Tiktoken => Arc::new(self.tiktoken_from_ranks(
+                file,
+                &bytes,
+                &config,
+                &config_dir.join("tokenizer_config.json"),
+            )?),
             Format::SentencePiece => {
                 let model = crate::backend::sentencepiece::SentencePieceModel::from_bytes(&bytes)
                     .map_err(|e| Error::parse(file, format!("SentencePiece model: {e}")))?;
@@ -178,12 +351,8 @@ impl LoadOptions {
                     self.special_tokens,
                 )?)
             }
-            Format::Gguf => {
-                return Err(Error::new(ErrorKind::UnsupportedFormat {
-                    path: file.to_path_buf(),
-                    detected: format!("{format} (backend not built yet)"),
-                }));
-            }
+            // Sniffed above; reached only if the file changed in between.
+            Format::Gguf => return self.load_gguf(file, source),
         };
         let tokenizer_eos = backend.special_tokens().eos.as_ref().map(|t| t.id);
         let eos = merge_eos_ids(
@@ -211,8 +380,10 @@ impl LoadOptions {
         file: &Path,
         bytes: &[u8],
         config: &TokenizerConfig,
+        config_file: &Path,
     ) -> Result<TiktokenBackend> {
         let ranks = ranks::parse(file, bytes)?;
+        check_single_bytes(file, &ranks)?;
         let family = RankFamily::from_rank_count(ranks.len()).ok_or_else(|| {
             Error::new(ErrorKind::UnsupportedFormat {
                 path: file.to_path_buf(),
@@ -230,6 +401,7 @@ impl LoadOptions {
                 .iter()
                 .map(|(id, content, _)| (content.clone(), *id))
                 .collect();
+            check_added_ids(config_file, &ranks, &specials)?;
             let roles = SpecialRoles {
                 bos: config.special_token("bos"),
                 eos: config.special_token("eos"),
@@ -258,6 +430,58 @@ impl LoadOptions {
         )
     }
 }
+
+/// tiktoken indexes its ranks by single bytes and panics on a missing one.
+fn check_single_bytes(file: &Path, ranks: &rustc_hash::FxHashMap<Vec<u8>, u32>) -> Result<()> {
+    match (0..=255u8).find(|b| !ranks.contains_key(&[*b][..])) {
+        Some(byte) => Err(Error::parse(
+            file,
+            format!("no rank for the single byte 0x{byte:02X} (tiktoken needs all 256)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `added_tokens_decoder` ids beside a rank file: in proportion with the
+/// file (tables are sized by the largest id), and no id given to two tokens.
+fn check_added_ids(
+    config_file: &Path,
+    ranks: &rustc_hash::FxHashMap<Vec<u8>, u32>,
+    specials: &[(String, u32)],
+) -> Result<()> {
+    let max_id = specials
+        .iter()
+        .map(|(_, id)| u64::from(*id))
+        .max()
+        .unwrap_or(0);
+    crate::limits::check_id(
+        config_file,
+        "added_tokens_decoder",
+        max_id,
+        ranks.len() + specials.len(),
+    )?;
+    let rank_ids: rustc_hash::FxHashSet<u32> = ranks.values().copied().collect();
+    let mut seen: rustc_hash::FxHashMap<u32, &str> = rustc_hash::FxHashMap::default();
+    for (content, id) in specials {
+        let clash = if rank_ids.contains(id) {
+            Some("a token of the rank file".to_owned())
+        } else {
+            seen.insert(*id, content)
+                .filter(|other| *other != content)
+                .map(|other| format!("{other:?}"))
+        };
+        if let Some(other) = clash {
+            return Err(Error::parse(
+                config_file,
+                format!("added_tokens_decoder: two tokens share id {id} ({content:?} and {other})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How much of a file format detection reads.
+const DETECT_HEAD: usize = 512;
 
 /// The tokenizer file a folder holds, in priority order.
 pub(crate) fn pick_file(dir: &Path) -> Option<PathBuf> {

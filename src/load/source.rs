@@ -14,6 +14,12 @@ pub(crate) enum Source {
         repo: String,
         revision: Option<String>,
     },
+    /// `org/name/file.gguf`: one GGUF file of a hub repo.
+    HubFile {
+        repo: String,
+        revision: Option<String>,
+        file: String,
+    },
 }
 
 impl Source {
@@ -67,6 +73,18 @@ impl Source {
                 repo: repo.to_owned(),
                 revision,
             }),
+            [org, name, file]
+                if valid_part(org)
+                    && valid_part(name)
+                    && valid_part(file)
+                    && file.ends_with(".gguf") =>
+            {
+                Ok(Self::HubFile {
+                    repo: format!("{org}/{name}"),
+                    revision,
+                    file: (*file).to_owned(),
+                })
+            }
             [_] if source.starts_with(['.', '/', '~']) => Err(Error::new(ErrorKind::NotFound {
                 what: source.to_owned(),
             })),

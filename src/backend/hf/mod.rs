@@ -55,6 +55,61 @@ pub(crate) struct HfBackend {
     pieces: chunk::PieceNorm,
 }
 
+/// Runs a `tokenizers` call that may panic on a file validation missed.
+fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {
+        Error::parse(
+            path,
+            format!("{what}: tokenizers 1.0 failed on this file (internal panic)"),
+        )
+    })
+}
+
+/// A tokenizer that loads must encode. `tokenizers` 1.0 accepts a `Split`
+/// pre-tokenizer regex it has no engine for and fails on every encode; such a
+/// file is refused here, with the pattern, instead.
+fn probe(path: &Path, pipe: &PipelineTokenizer, value: &serde_json::Value) -> Result<()> {
+    let options = EncodeOptions {
+        add_special_tokens: false,
+        encode_special_tokens: false,
+        padding: Override::Off,
+        truncation: Override::Off,
+    };
+    let mut out: Vec<PipelineToken> = Vec::new();
+    let result = no_panic(path, "encoding a probe text", || {
+        pipe.encode_into("a 1", &options, &mut out)
+    })?;
+    match result {
+        Err(e) if e.to_string().contains("system-regex") => {
+            let pattern = split_regex(value.get("pre_tokenizer"))
+                .map(|p| format!(" {p:?}"))
+                .unwrap_or_default();
+            Err(Error::new(crate::error::ErrorKind::UnsupportedFormat {
+                path: path.to_path_buf(),
+                detected: crate::limits::short_quotes(&format!(
+                    "a `Split` pre-tokenizer regex{pattern} outside those tokenizers 1.0 runs natively (the GPT-2, cl100k, o200k, Llama-3, Qwen, DeepSeek families); it could load but never encode"
+                )),
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The first `Split` regex in a pre-tokenizer (or a `Sequence` of them).
+fn split_regex(pre: Option<&serde_json::Value>) -> Option<String> {
+    let pre = pre?;
+    if let Some(list) = pre
+        .get("pretokenizers")
+        .and_then(serde_json::Value::as_array)
+    {
+        return list.iter().find_map(|p| split_regex(Some(p)));
+    }
+    pre.get("pattern")?
+        .get("Regex")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 impl HfBackend {
     pub(crate) fn from_json(
         path: &Path,
@@ -72,18 +127,23 @@ impl HfBackend {
         let vocab = Vocab::read(path, &value)?;
         // tokenizers 1.0 reads only its canonical (version 2.0) form; older
         // files are upgraded in memory by its own converter.
+        // `tokenizers` is handed only files `Vocab::read` validated; a panic
+        // that validation missed is still caught and reported as a parse error.
         let canonical;
         let json = if value.get("version").and_then(serde_json::Value::as_str) == Some("2.0") {
             json
         } else {
-            tokenizers::canonicalize_value(&mut value)
-                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            no_panic(path, "upgrading tokenizer.json", || {
+                tokenizers::canonicalize_value(&mut value)
+            })?
+            .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
             canonical = serde_json::to_string(&value)
                 .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
             canonical.as_str()
         };
-        let pipe = tokenizers::from_json(json)
+        let pipe = no_panic(path, "tokenizer.json", || tokenizers::from_json(json))?
             .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        probe(path, &pipe, &value)?;
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
             add_special_tokens: false,

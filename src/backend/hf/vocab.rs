@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::backend::{StartRule, byte_level};
 use crate::error::{Error, Result};
+use crate::limits;
 
 #[derive(Deserialize)]
 struct FileView {
@@ -143,8 +144,27 @@ impl Vocab {
             .map(str::to_owned);
         let byte_level = kind == ModelKind::Bpe && decoder_type.as_deref() == Some("ByteLevel");
         let n_model = entries.len();
+        if n_model == 0 && kind != ModelKind::Unigram {
+            // tokenizers 1.0.0-rc.3 panics building an empty vocabulary store.
+            return Err(Error::parse(
+                path,
+                format!(
+                    "the {kind:?} model has an empty vocabulary ({} added tokens only), which tokenizers 1.0 cannot load",
+                    view.added_tokens.len()
+                ),
+            ));
+        }
         for t in &view.added_tokens {
             entries.push((t.content.clone(), t.id));
+        }
+        check_entries(path, &entries)?;
+        if kind == ModelKind::Bpe {
+            check_merges(
+                path,
+                &entries[..n_model],
+                &view.model.merges,
+                view.model.continuing_subword_prefix.as_deref(),
+            )?;
         }
         let size = entries
             .iter()
@@ -370,6 +390,71 @@ fn wordpiece_cleanup(s: &str) -> String {
         .replace(" 's", "'s")
         .replace(" 've", "'ve")
         .replace(" 're", "'re")
+}
+
+/// Token lengths and ids within what `tokenizers` stores and what the tables
+/// built from them may cost (DESIGN.md, "Limits"); checked before either is built.
+fn check_entries(path: &Path, entries: &[(String, u32)]) -> Result<()> {
+    if let Some((token, _)) = entries
+        .iter()
+        .find(|(t, _)| t.len() > limits::MAX_TOKEN_BYTES)
+    {
+        return Err(limits::refused(
+            path,
+            format!(
+                "a vocabulary token is {} bytes long (the limit is {})",
+                token.len(),
+                limits::MAX_TOKEN_BYTES
+            ),
+        ));
+    }
+    let max_id = entries
+        .iter()
+        .map(|(_, id)| u64::from(*id))
+        .max()
+        .unwrap_or(0);
+    limits::check_id(path, "token", max_id, entries.len())
+}
+
+/// Every merge must join two vocabulary entries into a third: `tokenizers`
+/// 1.0.0-rc.3 slices the right side past `continuing_subword_prefix` and
+/// copies the result into a buffer sized by the longest entry before it looks
+/// the result up, so a bad merge panics there instead of failing.
+fn check_merges(
+    path: &Path,
+    model_entries: &[(String, u32)],
+    merges: &[MergeView],
+    prefix: Option<&str>,
+) -> Result<()> {
+    if merges.is_empty() {
+        return Ok(());
+    }
+    let vocab: rustc_hash::FxHashSet<&str> =
+        model_entries.iter().map(|(t, _)| t.as_str()).collect();
+    let prefix_len = prefix.map_or(0, str::len);
+    let mut merged = String::new();
+    for (rank, merge) in merges.iter().enumerate() {
+        let Some((a, b)) = merge.pair() else {
+            return Err(Error::parse(
+                path,
+                format!("merge {rank} is not a pair of tokens"),
+            ));
+        };
+        let bad = |why: &str| Error::parse(path, format!("merge {rank} ({a:?} {b:?}): {why}"));
+        if !vocab.contains(a) || !vocab.contains(b) {
+            return Err(bad("a side is not in the vocabulary"));
+        }
+        let rest = b
+            .get(prefix_len..)
+            .ok_or_else(|| bad("the right side is shorter than continuing_subword_prefix"))?;
+        merged.clear();
+        merged.push_str(a);
+        merged.push_str(rest);
+        if !vocab.contains(merged.as_str()) {
+            return Err(bad("the merged token is not in the vocabulary"));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a decoder (or a `Sequence` of them) has a `ByteFallback` step.

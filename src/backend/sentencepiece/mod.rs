@@ -15,6 +15,7 @@ mod adapter;
 mod bpe;
 mod cache;
 mod error;
+pub(crate) mod llama;
 pub(crate) mod model;
 mod normalizer;
 mod proto;

@@ -7,6 +7,7 @@
 //! aho-corasick, which also gives their byte spans.
 
 pub(crate) mod encodings;
+mod pieces;
 pub(crate) mod ranks;
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -66,6 +67,8 @@ pub(crate) struct TiktokenBackend {
     alphabet: [char; 256],
     /// The pre-tokenizer regex, for the chunk encoder.
     pattern: &'static str,
+    /// How whitespace runs are cut without the regex (built-in patterns).
+    ws_rule: Option<pieces::WsRule>,
     split: SplitSpec,
     /// Built on the first parallel encode: a rank map and regexes of our own
     /// (`CoreBPE` keeps both private).
@@ -102,7 +105,6 @@ struct ChunkState {
     spans: Vec<(usize, usize)>,
     known: Vec<usize>,
     bounds: Vec<usize>,
-    piece_ids: Vec<u32>,
     head: usize,
     tail_from: usize,
     all: bool,
@@ -114,8 +116,14 @@ impl ChunkState {
     }
 }
 
-/// Pieces at least this long go through `CoreBPE` (tiktoken switches to its
-/// heap-based merge there; `byte_pair_split` is quadratic).
+/// Texts with a whitespace run this long (in bytes, counting every byte
+/// from 0x80 up as possible whitespace) are encoded by the piece loop of
+/// [`pieces`] instead of `CoreBPE::encode`, whose regex fails from about a
+/// million whitespace chars; both give the same ids.
+const LONG_WS_RUN: usize = 4096;
+
+/// Pieces at least this long go through tiktoken's `byte_pair_encode`
+/// (which switches to its heap-based merge there; `byte_pair_split` is quadratic).
 const LONG_PIECE: usize = 100;
 
 impl TiktokenBackend {
@@ -133,6 +141,16 @@ impl TiktokenBackend {
             .chain(specials.iter().map(|(_, id)| *id))
             .max()
             .ok_or_else(|| Error::backend(NAME, "empty vocabulary"))?;
+        // Tables are sized by the largest id: it must be in proportion with the entries.
+        if u64::from(max_id) > crate::limits::id_bound(ranks.len() + specials.len()) {
+            return Err(Error::backend(
+                NAME,
+                format!(
+                    "token id {max_id} is out of range for {} entries",
+                    ranks.len() + specials.len()
+                ),
+            ));
+        }
         let vocab_size = usize::try_from(max_id)
             .map_err(|_| Error::backend(NAME, "id out of range"))?
             .saturating_add(1);
@@ -238,6 +256,7 @@ impl TiktokenBackend {
             alphabet,
             pattern,
             split,
+            ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
         })
     }
@@ -270,20 +289,25 @@ impl TiktokenBackend {
             .map_err(|e| Error::backend(NAME, format!("chunk encoder: {e}")))
     }
 
-    /// The chunk encoder: `CoreBPE::encode`'s loop (regex pieces, then a rank
-    /// lookup or byte-pair merge), keeping piece boundaries and token spans
-    /// near both ends.
-    fn encode_chunk_impl(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        let chunker = self.chunker()?;
+    /// This thread's regex clone.
+    fn chunk_regex<'c>(&self, chunker: &'c Chunker) -> Result<&'c fancy_regex::Regex> {
         let slot = thread_slot() % chunker.regexes.len().max(1);
-        let regex = chunker
+        chunker
             .regexes
             .get(slot)
             .and_then(|r| {
                 r.get_or_init(|| fancy_regex::Regex::new(self.pattern).ok())
                     .as_ref()
             })
-            .ok_or_else(|| Error::backend(NAME, "no chunk regex"))?;
+            .ok_or_else(|| Error::backend(NAME, "no chunk regex"))
+    }
+
+    /// The chunk encoder: `CoreBPE::encode`'s loop (regex pieces, then a rank
+    /// lookup or byte-pair merge), keeping piece boundaries and token spans
+    /// near both ends.
+    fn encode_chunk_impl(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        let chunker = self.chunker()?;
+        let regex = self.chunk_regex(chunker)?;
         let len = text.len();
         let (head, tail_from, all) = if request.all_offsets {
             (len, 0, true)
@@ -299,7 +323,6 @@ impl TiktokenBackend {
             spans: Vec::new(),
             known: Vec::new(),
             bounds: vec![0, len],
-            piece_ids: Vec::new(),
             head,
             tail_from,
             all,
@@ -364,11 +387,11 @@ impl TiktokenBackend {
         base: usize,
         st: &mut ChunkState,
     ) -> Result<()> {
-        for m in regex.find_iter(segment) {
-            let m =
+        for m in pieces::Pieces::new(regex, segment, self.ws_rule) {
+            let (start, end) =
                 m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
-            let piece = m.as_str().as_bytes();
-            let (ps, pe) = (base + m.start(), base + m.end());
+            let piece = &segment.as_bytes()[start..end];
+            let (ps, pe) = (base + start, base + end);
             let first = st.ids.len();
             if let Some(&id) = chunker.ranks.get(piece) {
                 st.ids.push(id);
@@ -382,9 +405,10 @@ impl TiktokenBackend {
                     st.ids.push(*id);
                 }
             } else {
-                st.piece_ids.clear();
-                self.encode_segment(m.as_str(), &mut st.piece_ids)?;
-                st.ids.extend_from_slice(&st.piece_ids);
+                // tiktoken's own merge for long pieces (a heap, O(n log n)).
+                let ids = pieces::byte_pair_encode(piece, &chunker.ranks)
+                    .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
+                st.ids.extend_from_slice(&ids);
             }
             if st.touches(ps, pe) {
                 st.bounds.extend([ps, pe]);
@@ -412,6 +436,24 @@ impl TiktokenBackend {
     fn encode_segment(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         if text.is_empty() {
             return Ok(());
+        }
+        if self.ws_rule.is_some() && pieces::may_have_long_ws_run(text, LONG_WS_RUN) {
+            // Long whitespace runs overflow CoreBPE's regex stack: the chunk
+            // encoder's loop cuts them without the regex, with the same pieces.
+            let chunker = self.chunker()?;
+            let regex = self.chunk_regex(chunker)?;
+            let mut st = ChunkState {
+                ids: std::mem::take(out),
+                spans: Vec::new(),
+                known: Vec::new(),
+                bounds: Vec::new(),
+                head: 0,
+                tail_from: usize::MAX,
+                all: false,
+            };
+            let result = self.chunk_ordinary(chunker, regex, text, 0, &mut st);
+            *out = st.ids;
+            return result;
         }
         // `encode` with no allowed specials is `encode_ordinary` that reports
         // regex errors (backtrack limits) instead of panicking.

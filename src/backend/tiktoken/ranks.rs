@@ -49,6 +49,9 @@ pub(crate) fn parse(path: &Path, text: &[u8]) -> Result<FxHashMap<Vec<u8>, u32>>
     if ranks.is_empty() {
         return Err(Error::parse(path, "no ranks in file"));
     }
+    // Tables are sized by the largest rank: it must be in proportion with the file.
+    let max_rank = ranks.values().copied().max().unwrap_or(0);
+    crate::limits::check_id(path, "rank", u64::from(max_rank), ranks.len())?;
     Ok(ranks)
 }
 
@@ -86,10 +89,14 @@ mod tests {
             b"IQ== 0\nIQ== 1\n",
             b"IQ== 0\nIg== 0\n",
             b"",
+            b"IQ== 0\nIg== 2147483647\n",
         ] {
             let err = parse(p, bad).unwrap_err();
             assert!(
-                matches!(err.kind(), crate::ErrorKind::Parse { .. }),
+                matches!(
+                    err.kind(),
+                    crate::ErrorKind::Parse { .. } | crate::ErrorKind::Refused { .. }
+                ),
                 "{err}"
             );
         }

@@ -1,0 +1,98 @@
+//! Single-thread encode throughput of one tokenizer on one file, for
+//! `scripts/bench_peers.py`, which runs the Python peers on the same slices.
+//!
+//! ```sh
+//! RAYON_NUM_THREADS=1 cargo run --release --example throughput -- SRC FILE [ROUNDS] [SHIFT_CHARS]
+//! ```
+//!
+//! Round `r` encodes the characters `[r*SHIFT, r*SHIFT + M)` of the file
+//! (`M` = all characters but `ROUNDS*SHIFT`), sequentially, after one warm-up
+//! on round 0's slice, so no whole-input memo can answer a timed round. It
+//! prints one JSON object: load and first-encode times, each round's time,
+//! and the sha256 of round 0's ids (little-endian u32), which the script
+//! compares with every peer's.
+
+mod common;
+
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: throughput SRC FILE [ROUNDS] [SHIFT_CHARS]");
+        std::process::exit(2);
+    }
+    let rounds: usize = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(5);
+    let shift: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(7);
+    let text = std::fs::read_to_string(&args[2]).unwrap_or_else(|e| {
+        eprintln!("{}: {e}", args[2]);
+        std::process::exit(1);
+    });
+    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let chars = starts.len();
+    let keep = chars.saturating_sub(rounds * shift);
+    let slice = |r: usize| {
+        let at = |c: usize| starts.get(c).copied().unwrap_or(text.len());
+        &text[at(r * shift)..at(r * shift + keep)]
+    };
+
+    let start = Instant::now();
+    let tok = common::load(&args[1]);
+    let load_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let first = tok
+        .encode_sequential(slice(0), false)
+        .unwrap_or_else(|e| fail(&e));
+    let first_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    let mut times = Vec::with_capacity(rounds);
+    for r in 0..rounds {
+        let s = slice(r);
+        let start = Instant::now();
+        let enc = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(enc);
+    }
+    let mut hash = Sha256::new();
+    for id in first.ids() {
+        hash.update(&id.to_le_bytes());
+    }
+    println!(
+        "{{\"load_ms\":{load_ms:.3},\"first_encode_ms\":{first_ms:.3},\"times_ms\":[{}],\"bytes\":{},\"tokens\":{},\"ids_sha256\":\"{}\"}}",
+        times
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        slice(0).len(),
+        first.len(),
+        hash.hex()
+    );
+}
+
+fn fail(e: &router_tokenizer::Error) -> ! {
+    eprintln!("encode failed: {e}");
+    std::process::exit(1);
+}
+
+/// sha2 is a dev-dependency; a tiny wrapper keeps the call sites short.
+struct Sha256(sha2::Sha256);
+
+impl Sha256 {
+    fn new() -> Self {
+        use sha2::Digest;
+        Self(sha2::Sha256::new())
+    }
+    fn update(&mut self, bytes: &[u8]) {
+        use sha2::Digest;
+        self.0.update(bytes);
+    }
+    fn hex(self) -> String {
+        use sha2::Digest;
+        self.0
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}

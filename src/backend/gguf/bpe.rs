@@ -1,0 +1,228 @@
+//! `gpt2` vocabularies on the crate's one byte-level BPE engine: the GGUF
+//! tokens, merges and the `tokenizer.ggml.pre` profile become a canonical
+//! `tokenizer.json` in memory, which the Hugging Face backend loads.
+//!
+//! The JSON has no added tokens: llama.cpp cuts special tokens out before
+//! BPE ([`super::partition`]), so the pipeline only ever sees raw text.
+//! Profiles whose regexes the pipeline runs natively (GPT-2, cl100k/Qwen2,
+//! o200k, tekken, DeepSeek-V3) get one `Split` (`Isolated`) per regex, then
+//! `ByteLevel` without its own regex. `tokenizers` 1.0 runs no other regex
+//! in a `Split`, so the remaining profiles (falcon, starcoder, deepseek-coder,
+//! …) are split here with `fancy-regex`, llama.cpp's way (each regex cuts the
+//! pieces of the previous one, matches and gaps kept), and each piece goes
+//! through a pipeline that only maps bytes and runs BPE.
+//!
+//! A byte-level vocabulary may lack some bytes (falcon has no token for
+//! 0x03, …). `tokenizers` refuses such a vocabulary; llama.cpp drops those
+//! bytes. The JSON gives them ids past the vocabulary, which are then dropped.
+
+use std::path::Path;
+
+use fancy_regex::Regex;
+use serde_json::{Map, Value, json};
+
+use super::pre::Profile;
+use super::reader::Gguf;
+use super::vocab::{self, Vocab};
+use crate::backend::Encoder;
+use crate::backend::hf::HfBackend;
+use crate::config::TokenizerConfig;
+use crate::error::{Error, ErrorKind, Result};
+use crate::special::SpecialTokenPolicy;
+
+/// A `gpt2` vocabulary's segmenter.
+pub(crate) struct Bpe {
+    hf: HfBackend,
+    /// The profile regexes when this layer splits (non-native profiles).
+    split: Option<Vec<Regex>>,
+    /// Ids from here on stand for bytes the vocabulary lacks; dropped.
+    n_vocab: u32,
+}
+
+impl Bpe {
+    /// Encodes the raw text `text[start..end]`, pushing ids (and absolute
+    /// spans when `spans` is given).
+    pub(crate) fn encode(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        ids: &mut Vec<u32>,
+        mut spans: Option<&mut Vec<(usize, usize)>>,
+    ) -> Result<()> {
+        let fragment = &text[start..end];
+        let Some(regexes) = &self.split else {
+            return self.encode_word(fragment, start, ids, spans);
+        };
+        let mut pieces = vec![(0, fragment.len())];
+        let mut next = Vec::new();
+        for re in regexes {
+            next.clear();
+            for &(s, e) in &pieces {
+                let part = &fragment[s..e];
+                let mut last = 0;
+                for m in re.find_iter(part) {
+                    let m =
+                        m.map_err(|e| Error::backend("gguf", format!("pre-tokenizer regex: {e}")))?;
+                    if m.start() > last {
+                        next.push((s + last, s + m.start()));
+                    }
+                    if m.end() > m.start() {
+                        next.push((s + m.start(), s + m.end()));
+                    }
+                    last = m.end();
+                }
+                if last < part.len() {
+                    next.push((s + last, e));
+                }
+            }
+            std::mem::swap(&mut pieces, &mut next);
+        }
+        for (s, e) in pieces {
+            self.encode_word(&fragment[s..e], start + s, ids, spans.as_deref_mut())?;
+        }
+        Ok(())
+    }
+
+    fn encode_word(
+        &self,
+        word: &str,
+        base: usize,
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) -> Result<()> {
+        let n = self.n_vocab;
+        match spans {
+            None => ids.extend(
+                self.hf
+                    .encode(word, false)?
+                    .ids()
+                    .iter()
+                    .filter(|&&id| id < n),
+            ),
+            Some(spans) => {
+                let (got, offs) = self.hf.encode_with_offsets(word, false)?.into_parts();
+                let offs = offs.unwrap_or_default();
+                for (i, id) in got.into_iter().enumerate() {
+                    if id < n {
+                        let (a, b) = offs.get(i).copied().unwrap_or((0, 0));
+                        ids.push(id);
+                        spans.push((base + a, base + b));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds the segmenter for a `gpt2` vocabulary.
+pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
+    let profile = Profile::from_name(v.pre.as_deref()).ok_or_else(|| {
+        Error::new(ErrorKind::UnsupportedFormat {
+            path: path.to_path_buf(),
+            detected: format!(
+                "GGUF pre-tokenizer {:?}",
+                v.pre.as_deref().unwrap_or_default()
+            ),
+        })
+    })?;
+    let merges = vocab::merges(path, gguf)?
+        .ok_or_else(|| Error::parse(path, "gpt2 vocabulary without tokenizer.ggml.merges"))?;
+    let mut tokens = Map::with_capacity(v.len());
+    for id in 0..v.len() as u32 {
+        let t = v.token(id);
+        let Ok(t) = std::str::from_utf8(t) else {
+            continue;
+        };
+        tokens.insert(t.to_owned(), Value::from(id));
+    }
+    // A merge is "left right", split at the first space after the first byte
+    // (llama.cpp's `find(' ', 1)`). Merges the HF model would reject (a part
+    // or the result missing from the vocabulary) can never fire in llama.cpp
+    // either, so they are dropped; the rest keep their relative order.
+    let n_vocab = v.len() as u32;
+    let table = crate::backend::byte_level::byte_to_char_table();
+    let mut extra = n_vocab;
+    for c in table {
+        tokens.entry(c.to_string()).or_insert_with(|| {
+            extra += 1;
+            Value::from(extra - 1)
+        });
+    }
+    let mut pairs: Vec<Value> = Vec::with_capacity(merges.len());
+    for m in merges.strings().into_iter().flatten() {
+        let Ok(m) = std::str::from_utf8(m) else {
+            continue;
+        };
+        let Some(pos) = m
+            .as_bytes()
+            .iter()
+            .skip(1)
+            .position(|&b| b == b' ')
+            .map(|p| p + 1)
+        else {
+            continue;
+        };
+        let (a, b) = (&m[..pos], &m[pos + 1..]);
+        let joined = format!("{a}{b}");
+        if tokens.contains_key(a) && tokens.contains_key(b) && tokens.contains_key(&joined) {
+            pairs.push(Value::from(format!("{a} {b}")));
+        }
+    }
+    let native = profile.native();
+    let regexes: &[&str] = if native { profile.regexes() } else { &[] };
+    let splits: Vec<Value> = regexes
+        .iter()
+        .map(|re| {
+            json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false})
+        })
+        .chain(std::iter::once(json!({
+            "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false
+        })))
+        .collect();
+    let doc = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": splits},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": v.ignore_merges,
+            "vocab": Value::Object(tokens),
+            "merges": pairs,
+        }
+    });
+    let text = serde_json::to_string(&doc)
+        .map_err(|e| Error::parse(path, format!("building tokenizer.json from GGUF: {e}")))?;
+    let hf = HfBackend::from_json(
+        path,
+        &text,
+        &TokenizerConfig::default(),
+        SpecialTokenPolicy::PlainText,
+        false,
+    )?;
+    let split = if native {
+        None
+    } else {
+        let compiled = profile
+            .regexes()
+            .iter()
+            .map(|re| {
+                Regex::new(re).map_err(|e| Error::parse(path, format!("pre-tokenizer regex: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Some(compiled)
+    };
+    Ok(Bpe { hf, split, n_vocab })
+}

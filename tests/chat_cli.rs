@@ -1,0 +1,229 @@
+//! `rtok chat` and `rtok inspect`: templates by name, file or text, stdin messages, a pinned
+//! clock, named continuation fields, errors that name the message, and template names.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn shared() -> PathBuf {
+    std::env::var_os("RTOK_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
+
+fn rtok(args: &[&str], stdin: &str) -> Output {
+    let shared = shared();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtok"))
+        .args(args)
+        .env("HF_HOME", shared.join("hf-cache"))
+        .env("HF_HUB_OFFLINE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+const HI: &str = r#"[{"role": "user", "content": "hi"}]"#;
+
+#[test]
+fn template_by_name_file_or_text_and_stdin_messages() {
+    let llama = "meta-llama/Llama-3.2-1B-Instruct";
+    let text = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            llama,
+            "--messages",
+            "-",
+            "--now",
+            "2024-09-03T12:34:56Z",
+        ],
+        HI,
+    ));
+    assert!(text.contains("Today Date: 03 Sep 2024"), "{text}");
+    let text = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            llama,
+            "--messages",
+            "-",
+            "--template",
+            "{{ bos_token }}{{ messages[0].content }}",
+        ],
+        HI,
+    ));
+    assert_eq!(text, "<|begin_of_text|>hi");
+    let file = std::env::temp_dir().join(format!("rtok-chat-cli-{}.jinja", std::process::id()));
+    std::fs::write(&file, "[{{ messages|length }}]").unwrap();
+    let text = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            llama,
+            "--messages",
+            "-",
+            "--template",
+            file.to_str().unwrap(),
+        ],
+        HI,
+    ));
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(text, "[1]");
+    let out = rtok(
+        &[
+            "chat",
+            "-t",
+            "CohereForAI/c4ai-command-r-plus",
+            "--messages",
+            "-",
+            "--template",
+            "nope",
+        ],
+        HI,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rag") && err.contains("tool_use"), "{err}");
+}
+
+#[test]
+fn continue_a_named_field() {
+    let messages = r#"[{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "a", "reasoning_content": "let me think"}]"#;
+    let text = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            "Qwen/Qwen3-8B",
+            "--messages",
+            "-",
+            "--continue-final-message=reasoning_content",
+        ],
+        messages,
+    ));
+    assert!(text.ends_with("<think>\nlet me think"), "{text:?}");
+}
+
+#[test]
+fn errors_name_the_message_and_print_each_cause_once() {
+    let out = rtok(
+        &["chat", "-t", "Qwen/Qwen3-8B", "--messages", "-"],
+        r#"[{"role": "user", "content": "hi"}, {"role": 7}]"#,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("message 1") && err.contains("`role`"), "{err}");
+    let out = rtok(
+        &[
+            "chat",
+            "-t",
+            "Qwen/Qwen3-8B",
+            "--messages",
+            "-",
+            "--template",
+            "{% for t in tools %}{% endfor %}",
+        ],
+        HI,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("not iterable").count(), 1, "{err}");
+}
+
+#[test]
+fn inspect_lists_template_names() {
+    let text = ok(&rtok(
+        &["inspect", "-t", "CohereForAI/c4ai-command-r-plus", "--json"],
+        "",
+    ));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        value["chat_template_names"],
+        serde_json::json!(["default", "tool_use", "rag"])
+    );
+}
+
+#[test]
+fn api_renders_without_the_vocabulary() {
+    use router_tokenizer::LoadOptions;
+    use router_tokenizer::chat::{ChatRequest, FixedNow, Message};
+    let options = LoadOptions {
+        cache_dir: Some(shared().join("hf-cache/hub")),
+        ..LoadOptions::default()
+    };
+    let model = "meta-llama/Llama-3.2-1B-Instruct";
+    let template = options.load_chat_template(model).unwrap();
+    let mut request = ChatRequest::new(vec![Message::new("user", "hi")]);
+    request.fixed_now = Some(FixedNow::parse("2024-09-03T12:34:56+02:00").unwrap());
+    let full = options.load(model).unwrap();
+    assert_eq!(
+        template.render(&request).unwrap(),
+        full.apply_chat_template(&request).unwrap()
+    );
+    assert_eq!(
+        FixedNow::parse("2024-09-03T12:34:56Z").unwrap(),
+        FixedNow::parse("2024-09-03T12:34:56").unwrap()
+    );
+    assert!(FixedNow::parse("yesterday").is_err());
+    assert_eq!(
+        options.load_special_tokens(model).unwrap().get("bos_token"),
+        Some("<|begin_of_text|>")
+    );
+}
+
+#[test]
+fn template_only_loads_follow_aliases_and_read_gguf_metadata() {
+    use router_tokenizer::chat::{ChatRequest, Message};
+    use router_tokenizer::{LoadOptions, ModelAliases};
+    let phi = shared().join("fixtures/gguf/ggml-vocab-phi-3.gguf");
+    let mut aliases = ModelAliases::new();
+    aliases.insert("phi", phi.to_str().unwrap()).unwrap();
+    aliases
+        .insert("llama", "meta-llama/Llama-3.2-1B-Instruct")
+        .unwrap();
+    let options = LoadOptions {
+        cache_dir: Some(shared().join("hf-cache/hub")),
+        aliases,
+        ..LoadOptions::default()
+    };
+    let request = ChatRequest::new(vec![Message::new("user", "Hello")]);
+    for name in ["phi", "llama"] {
+        let full = options.load(name).unwrap();
+        assert_eq!(
+            options
+                .load_chat_template(name)
+                .unwrap()
+                .render(&request)
+                .unwrap(),
+            full.apply_chat_template(&request).unwrap(),
+            "{name}"
+        );
+    }
+    // The GGUF's named tokens are what its template sees.
+    let specials = options.load_special_tokens("phi").unwrap();
+    assert_eq!(specials.get("eos_token"), Some("<|endoftext|>"));
+    // allowed_dirs applies to template-only loads too.
+    let closed = LoadOptions {
+        allowed_dirs: Some(vec![]),
+        ..options.clone()
+    };
+    assert!(closed.load_chat_template("phi").is_err());
+}

@@ -1,0 +1,132 @@
+//! One regression test per Jinja2/Python semantic the compatibility layer aligns (issue #12's
+//! eight classes), each with the smallest template that shows it. The expected strings are
+//! what transformers' Jinja2 environment renders.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use serde_json::{Value as Json, json};
+
+use router_tokenizer::chat::{ChatRequest, ChatTemplate, ChatTemplateError, SpecialTokens};
+
+fn render_with(template: &str, request: Json) -> Result<String, ChatTemplateError> {
+    let request: ChatRequest = serde_json::from_value(request).unwrap();
+    ChatTemplate::from_text(template, &SpecialTokens::new())?.render(&request)
+}
+
+fn render(template: &str) -> Result<String, ChatTemplateError> {
+    render_with(
+        template,
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+}
+
+#[test]
+fn class1_iterating_none_raises() {
+    let err = render("{% for t in tools %}x{% endfor %}").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("'NoneType' object is not iterable"),
+        "{err}"
+    );
+    let with_tools = json!({"messages": [{"role": "user", "content": "hi"}], "tools": []});
+    assert_eq!(
+        render_with("{% for t in tools %}x{% endfor %}ok", with_tools).unwrap(),
+        "ok"
+    );
+    // An undefined value still loops over nothing, as Jinja2's Undefined does.
+    assert_eq!(
+        render("{% for t in nothing %}x{% endfor %}ok").unwrap(),
+        "ok"
+    );
+    assert!(render("{% for t in 3 %}x{% endfor %}").is_err());
+}
+
+#[test]
+fn class2_indent_keeps_the_trailing_newline() {
+    assert_eq!(
+        render("{{ '{\\n'|indent(4, first=true) }}|").unwrap(),
+        "    {\n|"
+    );
+    assert_eq!(render("{{ 'a\\n\\nb'|indent(2) }}|").unwrap(), "a\n\n  b|");
+    assert_eq!(
+        render("{{ 'a\\n\\nb'|indent(2, blank=true) }}|").unwrap(),
+        "a\n  \n  b|"
+    );
+    assert_eq!(render("{{ 'a\\nb'|indent('> ') }}").unwrap(), "a\n> b");
+}
+
+#[test]
+fn class3_loop_over_a_string_knows_its_length() {
+    let t = "{% for c in 'abc' %}{{c}}{{'' if loop.last else ','}}{% endfor %}";
+    assert_eq!(render(t).unwrap(), "a,b,c");
+    let t = "{% for c in 'abc' %}{{ loop.length }}{{ loop.revindex }}{% endfor %}";
+    assert_eq!(render(t).unwrap(), "333231");
+    let t = "{% for x in [1, 2, 3]|select('odd') %}{{ x }}{{ '.' if loop.last }}{% endfor %}";
+    assert_eq!(render(t).unwrap(), "13.");
+}
+
+#[test]
+fn class4_undefined_items_is_empty() {
+    let t = "{% for k, v in messages[0].function|items %}{{ k }}{% endfor %}ok";
+    assert_eq!(render(t).unwrap(), "ok");
+}
+
+#[test]
+fn class5_markup_plus_str_escapes_the_str() {
+    assert_eq!(render("{{ 'x'|safe + '<b>' }}").unwrap(), "x&lt;b&gt;");
+    assert_eq!(render("{{ 'x' + '<b>' }}").unwrap(), "x<b>");
+}
+
+#[test]
+fn class6_filters_return_generators() {
+    let tools = json!({"messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f"}}]});
+    let t = "{{ tools|map(attribute='function')|tojson }}";
+    assert!(render_with(t, tools.clone()).is_err());
+    assert!(render("{{ [1, 2]|select|length }}").is_err());
+    assert!(render("{{ [1, 2]|reject('odd')|first }}").unwrap() == "2");
+    let t = "{{ tools|map(attribute='function')|list|tojson }}";
+    assert_eq!(render_with(t, tools).unwrap(), "[{\"name\": \"f\"}]");
+    // A generator is spent after one pass.
+    let t = "{% set g = [1, 2]|select %}{{ g|list }}{{ g|list }}";
+    assert_eq!(render(t).unwrap(), "[1, 2][]");
+}
+
+#[test]
+fn class7_key_order_is_the_callers() {
+    let request = json!({"messages": [
+        {"content": "", "role": "assistant", "tool_calls": [
+            {"function": {"arguments": "{}", "name": "f"}, "type": "function", "id": "c1"}]}]});
+    let t = "{{ messages[0].tool_calls[0]|tojson }}|{{ messages[0].tool_calls[0].function|tojson }}|{{ messages[0].keys()|list }}";
+    assert_eq!(
+        render_with(t, request).unwrap(),
+        "{\"function\": {\"arguments\": \"{}\", \"name\": \"f\"}, \"type\": \"function\", \"id\": \"c1\"}|{\"arguments\": \"{}\", \"name\": \"f\"}|['content', 'role', 'tool_calls']"
+    );
+}
+
+#[test]
+fn class8_accepts_what_transformers_accepts() {
+    let request = json!({"messages": [
+        {"role": "user", "content": [{"text": "no type"}], "name": 7},
+        {"role": "assistant", "tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]},
+        {"role": "tool", "content": {"result": 1}},
+        {"role": "tool", "content": 3}]});
+    let t = "{{ messages[0].content[0].text }} {{ messages[0].name + 1 }} {{ messages[1].tool_calls[0].name }} {{ messages[2].content.result }} {{ messages[3].content + 1 }}";
+    assert_eq!(render_with(t, request).unwrap(), "no type 8 lookup 1 4");
+}
+
+#[test]
+fn request_errors_name_the_message_and_field() {
+    let input = router_tokenizer::chat::ChatCliInput {
+        messages: r#"[{"role": "user", "content": "hi"}, {"role": 5}]"#,
+        ..Default::default()
+    };
+    let err = ChatRequest::from_cli(&input).unwrap_err().to_string();
+    assert!(err.contains("message 1") && err.contains("`role`"), "{err}");
+}
+
+#[test]
+fn replace_takes_a_count() {
+    assert_eq!(render("{{ 'aXbX'|replace('X', 'y', 1) }}").unwrap(), "aybX");
+    assert_eq!(render("{{ 'abc'.replace('', '-', 2) }}").unwrap(), "-a-bc");
+    assert_eq!(render("{{ 'abc'|replace('', '-') }}").unwrap(), "-a-b-c-");
+}
