@@ -125,6 +125,10 @@ pub enum StartRule {
     /// [`Decoder::first_token_bytes`] (WordPiece: no `##` join, no space
     /// before it; Metaspace: no `▁` becomes a space).
     FirstToken,
+    /// The first id of the text, whether it renders or not, loses one
+    /// leading space (llama.cpp's detokenizer with `add_space_prefix`: GGUF
+    /// vocabularies). Nothing else differs.
+    FirstIdStripSpace,
     /// SentencePiece's dummy prefix: while no byte has been produced, every
     /// id that is neither a byte piece nor special uses
     /// [`Decoder::first_token_bytes`]; with `repeat == false` only the first

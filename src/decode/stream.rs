@@ -117,6 +117,10 @@ impl ByteState {
                 self.at_start = false;
                 plain.strip_prefix(b" ").unwrap_or(plain)
             }
+            StartRule::FirstIdStripSpace => {
+                self.at_start = false;
+                plain.strip_prefix(b" ").unwrap_or(plain)
+            }
             StartRule::FirstToken => {
                 self.at_start = false;
                 tok.first_token_bytes(id).unwrap_or(plain)
@@ -137,6 +141,13 @@ impl ByteState {
                 self.at_start = false;
                 plain
             }
+        }
+    }
+
+    /// A known id that renders nothing (a skipped special) went by.
+    fn skipped(&mut self) {
+        if self.rule == StartRule::FirstIdStripSpace {
+            self.at_start = false;
         }
     }
 
@@ -207,6 +218,7 @@ impl DecodeStream {
                     return self.unknown(id);
                 }
                 if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
+                    st.skipped();
                     return Ok(None);
                 }
                 Ok(st.push(&self.tokenizer, id))
@@ -227,15 +239,19 @@ impl DecodeStream {
                     return Ok(None);
                 }
                 ids.push(id);
-                let force = ids.len() - *read_offset > MAX_WAITING;
-                // A byte-fallback piece (`<0xNN>`) may still turn its whole run
-                // into U+FFFD once the run ends: wait for the run to end.
-                if !force && self.tokenizer.byte_piece(id).is_some() {
+                // Byte-fallback pieces (`<0xNN>`) that end in an incomplete
+                // character wait for it; every complete character goes out
+                // at once (DESIGN.md, 181).
+                let held = incomplete_tail(&self.tokenizer, ids);
+                let end = ids.len() - held;
+                if end <= *read_offset {
                     return Ok(None);
                 }
+                let force = end - *read_offset > MAX_WAITING;
                 advance_window(
                     &self.tokenizer,
                     ids,
+                    end,
                     read_offset,
                     self.skip_special_tokens,
                     force,
@@ -278,9 +294,11 @@ impl DecodeStream {
                 if *read_offset >= ids.len() {
                     return Ok(None);
                 }
+                let end = ids.len();
                 advance_window(
                     &self.tokenizer,
                     ids,
+                    end,
                     read_offset,
                     self.skip_special_tokens,
                     true,
@@ -322,6 +340,8 @@ fn byte_context(tok: &Tokenizer, rule: StartRule, prompt: &[u32], skip: bool) ->
     while i < prompt.len() && st.at_start {
         if renders(prompt[i]) {
             st.push(tok, prompt[i]);
+        } else if tok.token_bytes(prompt[i]).is_some() {
+            st.skipped();
         }
         i += 1;
     }
@@ -455,23 +475,50 @@ fn is_continuation(b: u8) -> bool {
 /// it must wait (`!flush` and the text is not longer yet, or ends in U+FFFD).
 /// The ids just emitted become the next prefix (TGI's rule); the ones before
 /// them are never read again and are dropped, so memory stays bounded.
+///
+/// Only `ids[..end]` is decoded; the ids after it (an incomplete character's
+/// byte pieces) wait for the next step.
 fn advance_window(
     tokenizer: &Tokenizer,
     ids: &mut Vec<u32>,
+    end: usize,
     read_offset: &mut usize,
     skip_special_tokens: bool,
     flush: bool,
 ) -> Result<Option<String>> {
-    let read = (*read_offset).min(ids.len());
+    let end = end.min(ids.len());
+    let read = (*read_offset).min(end);
     let prefix = tokenizer.decode(&ids[..read], skip_special_tokens)?;
-    let full = tokenizer.decode(ids, skip_special_tokens)?;
+    let full = tokenizer.decode(&ids[..end], skip_special_tokens)?;
     if !flush && (full.len() <= prefix.len() || full.ends_with('\u{FFFD}')) {
         return Ok(None);
     }
     let text = new_suffix(&prefix, &full).to_owned();
     ids.drain(..read);
-    *read_offset = ids.len();
+    *read_offset = end - read;
     Ok((!text.is_empty()).then_some(text))
+}
+
+/// How many ids at the end of `ids` are byte-fallback pieces whose bytes
+/// are the start of a character still missing its last bytes (0 to 3).
+fn incomplete_tail(tokenizer: &Tokenizer, ids: &[u32]) -> usize {
+    let mut tail = [0u8; 4];
+    let mut n = 0;
+    for &id in ids.iter().rev().take(3) {
+        let Some(b) = tokenizer.byte_piece(id) else {
+            break;
+        };
+        n += 1;
+        tail[4 - n] = b;
+        if !is_continuation(b) {
+            let incomplete = matches!(
+                std::str::from_utf8(&tail[4 - n..]),
+                Err(e) if e.valid_up_to() == 0 && e.error_len().is_none()
+            );
+            return if incomplete { n } else { 0 };
+        }
+    }
+    0
 }
 
 /// The part of `full` after `prefix`. When a decoder rewrote the prefix
