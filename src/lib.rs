@@ -69,7 +69,7 @@ mod tokenizer;
 pub use backend::tiktoken::encodings::BuiltinEncoding;
 pub use decode::{
     BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
-    UnknownIds,
+    TokenText, UnknownIds,
 };
 pub use encode::{
     Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,

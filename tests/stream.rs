@@ -41,7 +41,7 @@ fn byte_of(tok: &Tokenizer, id: u32) -> Option<u8> {
 
 /// Whether every run of byte-fallback pieces in `ids` is valid UTF-8, with the
 /// special tokens between pieces read both as ending a run and as not: the
-/// side of claim 46 on which a stream equals `decode(all)` exactly.
+/// side of claim 181 on which a stream equals `decode(all)` exactly.
 fn byte_runs_valid(tok: &Tokenizer, ids: &[u32]) -> bool {
     [true, false].into_iter().all(|specials_split| {
         let mut run = Vec::new();
@@ -608,7 +608,7 @@ fn stream_across_byte_fallback_runs() {
                 .filter(|w| byte_ids.contains(&w[0]) && byte_ids.contains(&w[1]))
                 .count();
             if !byte_runs_valid(&tok, &ids) {
-                continue; // claim 46: exact only for valid runs (tested below)
+                continue; // claim 181: exact only for valid runs (tested below)
             }
             for skip in [false, true] {
                 let full = tok.decode(&ids, skip).unwrap();

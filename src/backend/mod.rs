@@ -107,7 +107,7 @@ pub enum DecodeStyle {
     /// `Replace ▁` decoders, `Strip`, SentencePiece's dummy prefix,
     /// WordPiece's `##`). Byte-fallback pieces (`<0xNN>`) contribute their
     /// byte. Exact whenever every run of byte pieces is valid UTF-8; a run
-    /// that is not may differ in how many U+FFFD it renders (DESIGN.md, 46).
+    /// that is not may differ in how many U+FFFD it renders (DESIGN.md, 181).
     ByteConcatWithStart(StartRule),
 }
 

@@ -246,6 +246,13 @@ enum Command {
         /// Fail on ids outside the vocabulary instead of skipping them.
         #[arg(long)]
         strict_unknown_ids: bool,
+        /// Set rendered special tokens apart by spaces (vLLM's option).
+        #[arg(long)]
+        spaces_between_special_tokens: bool,
+        /// Add each id's logprobs text to its line: `"token": {"text", "bytes"}`
+        /// (`bytes:\xNN…` for partial characters).
+        #[arg(long)]
+        token_text: bool,
         /// Print JSON lines (the only output format).
         #[arg(long)]
         json: bool,
@@ -467,6 +474,8 @@ fn run(cli: Cli) -> Result<()> {
             skip_special_tokens,
             ignore_eos,
             strict_unknown_ids,
+            spaces_between_special_tokens,
+            token_text,
             json: _,
         } => {
             let tok = load(&source)?;
@@ -497,6 +506,7 @@ fn run(cli: Cli) -> Result<()> {
                     } else {
                         UnknownIds::Skip
                     },
+                    spaces_between_special_tokens,
                     ..StopConfig::default()
                 },
             )?;
@@ -515,8 +525,18 @@ fn run(cli: Cli) -> Result<()> {
             };
             // After a stop, every later line (and the flush's) says `stopped`.
             for id in ids {
+                let shown = if token_text {
+                    let t = decoder.token_text(id)?;
+                    Some(serde_json::json!({"text": t.text, "bytes": t.bytes}))
+                } else {
+                    None
+                };
                 let output = decoder.process_token(id)?;
-                writeln!(out, "{}", line(Some(id), output, decoder.matched_stop()))?;
+                let mut v = line(Some(id), output, decoder.matched_stop());
+                if let Some(shown) = shown {
+                    v["token"] = shown;
+                }
+                writeln!(out, "{v}")?;
             }
             let output = decoder.flush()?;
             writeln!(out, "{}", line(None, output, decoder.matched_stop()))?;

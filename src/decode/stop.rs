@@ -36,6 +36,9 @@ pub struct StopConfig {
     pub skip_special_tokens: bool,
     /// What an id outside the vocabulary does (default: skipped and counted).
     pub unknown_ids: UnknownIds,
+    /// vLLM's `spaces_between_special_tokens` (see
+    /// [`DecodeStream::with_spaces_between_special_tokens`]); off by default.
+    pub spaces_between_special_tokens: bool,
 }
 
 /// What one [`StopSequenceDecoder::process_token`] call produced.
@@ -126,7 +129,7 @@ struct Stops {
 /// The jail holds only the longest suffix of the text that is a proper prefix
 /// of some stop string (so never more than the longest stop); everything
 /// before it is released at once. Each byte of text is examined once per stop
-/// string, whatever the stops' lengths (DESIGN.md, claims 42–43 and 52).
+/// string, whatever the stops' lengths (DESIGN.md, claims 42–43 and 183).
 #[derive(Debug, Clone)]
 pub struct StopSequenceDecoder {
     stream: DecodeStream,
@@ -190,7 +193,8 @@ impl StopSequenceDecoder {
             sequences,
         };
         let start = DecodeStream::new(tokenizer, prompt_ids, config.skip_special_tokens)
-            .with_unknown_ids(config.unknown_ids);
+            .with_unknown_ids(config.unknown_ids)
+            .with_spaces_between_special_tokens(config.spaces_between_special_tokens);
         Ok(Self {
             stream: start.clone(),
             start,
@@ -338,6 +342,17 @@ impl StopSequenceDecoder {
     /// The text currently held back because it may start a stop string.
     pub fn jailed(&self) -> &str {
         &self.jail[self.head..]
+    }
+
+    /// One id's text for a logprobs entry, without touching the stream
+    /// (see [`DecodeStream::token_text`]).
+    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
+        self.stream.token_text(id)
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
+        self.stream.token_texts(ids)
     }
 
     /// Number of ids processed since the start (or `reset`).

@@ -46,6 +46,19 @@ pub struct DecodeStream {
     skip_special_tokens: bool,
     unknown_ids: UnknownIds,
     state: State,
+    /// vLLM's `spaces_between_special_tokens` (off unless asked for).
+    special_spaces: SpecialSpaces,
+}
+
+/// State of the `spaces_between_special_tokens` rule: a special token that
+/// renders is set apart by one space from the text on either side.
+#[derive(Debug, Clone, Copy, Default)]
+struct SpecialSpaces {
+    on: bool,
+    /// Some text was rendered before (the prompt counts).
+    rendered: bool,
+    /// The last thing rendered was a special token: the next text gets a space.
+    space_due: bool,
 }
 
 /// What a stream does with an id outside the vocabulary.
@@ -103,7 +116,7 @@ impl ByteState {
     }
 
     /// The bytes `id` renders here (a known id that is not skipped), moving
-    /// past the start of the text as the rule says (DESIGN.md, 45).
+    /// past the start of the text as the rule says (DESIGN.md, 180).
     fn bytes_for<'t>(&mut self, tok: &'t Tokenizer, id: u32) -> &'t [u8] {
         let plain = tok.token_bytes(id).unwrap_or_default();
         if !self.at_start {
@@ -151,22 +164,22 @@ impl ByteState {
         }
     }
 
-    /// Appends `id`'s bytes and returns the text that is final.
-    fn push(&mut self, tok: &Tokenizer, id: u32) -> Option<String> {
+    /// Appends `id`'s bytes and appends the text that is final to `out`.
+    fn push(&mut self, tok: &Tokenizer, id: u32, out: &mut String) {
         let bytes = self.bytes_for(tok, id);
         // Fast path: nothing pending and the token is whole characters.
         if self.pending.is_empty()
             && let Ok(text) = std::str::from_utf8(bytes)
         {
-            return (!text.is_empty()).then(|| text.to_owned());
+            out.push_str(text);
+            return;
         }
         self.pending.extend_from_slice(bytes);
         self.ids.push(id);
-        let text = take_complete(&mut self.pending, false);
+        take_complete_into(&mut self.pending, false, out);
         if self.pending.is_empty() {
             self.ids.clear();
         }
-        (!text.is_empty()).then_some(text)
     }
 }
 
@@ -195,12 +208,51 @@ impl DecodeStream {
                 }
             }
         };
+        let rendered = prompt_ids.iter().any(|&id| {
+            id_known(tokenizer, id) && !(skip_special_tokens && tokenizer.is_special_id(id))
+        });
         Self {
             tokenizer: tokenizer.clone(),
             skip_special_tokens,
             unknown_ids: UnknownIds::default(),
             state,
+            special_spaces: SpecialSpaces {
+                on: false,
+                rendered,
+                space_due: false,
+            },
         }
+    }
+
+    /// The same stream with vLLM's `spaces_between_special_tokens`: every
+    /// special token that renders (with `skip_special_tokens` off) is set
+    /// apart by one space from the text before and after it, as
+    /// `" ".join(sub_texts)` does in `transformers`' slow tokenizers, and
+    /// the text before it is decoded on its own (a partial character there
+    /// becomes U+FFFD). Off by default: fast tokenizers ignore the option,
+    /// and with it off the stream equals [`Tokenizer::decode`] (DESIGN.md, 186).
+    #[must_use]
+    pub fn with_spaces_between_special_tokens(mut self, on: bool) -> Self {
+        self.special_spaces.on = on;
+        self
+    }
+
+    /// One id's text for a logprobs entry (see [`TokenText`](crate::TokenText)),
+    /// without touching the stream. Ids outside the vocabulary follow the
+    /// stream's [`UnknownIds`] policy (`Skip`: empty text and bytes).
+    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
+        match crate::decode::token_raw_bytes(&self.tokenizer, id)? {
+            Some(bytes) => Ok(crate::TokenText::from_bytes(id, bytes)),
+            None => match self.unknown_ids {
+                UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
+                UnknownIds::Skip => Ok(crate::TokenText::from_bytes(id, Vec::new())),
+            },
+        }
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
+        ids.iter().map(|&id| self.token_text(id)).collect()
     }
 
     /// The same stream with another policy for ids outside the vocabulary.
@@ -212,67 +264,20 @@ impl DecodeStream {
 
     /// Feeds one id; returns the text it completes, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>> {
-        match &mut self.state {
-            State::Bytes(st) => {
-                if self.tokenizer.token_bytes(id).is_none() {
-                    return self.unknown(id);
-                }
-                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
-                    st.skipped();
-                    return Ok(None);
-                }
-                Ok(st.push(&self.tokenizer, id))
-            }
-            State::Window { ids, read_offset } => {
-                if id as usize >= self.tokenizer.vocab_size()
-                    || self.tokenizer.id_to_token(id).is_none()
-                {
-                    return self.unknown(id);
-                }
-                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
-                    // Renders nothing, so no text can complete. One is kept
-                    // between two others: a decoder may end a byte run there.
-                    let last_skipped = ids.last().is_some_and(|&l| self.tokenizer.is_special_id(l));
-                    if !last_skipped {
-                        ids.push(id);
-                    }
-                    return Ok(None);
-                }
-                ids.push(id);
-                // Byte-fallback pieces (`<0xNN>`) that end in an incomplete
-                // character wait for it; every complete character goes out
-                // at once (DESIGN.md, 181).
-                let held = incomplete_tail(&self.tokenizer, ids);
-                let end = ids.len() - held;
-                if end <= *read_offset {
-                    return Ok(None);
-                }
-                let force = end - *read_offset > MAX_WAITING;
-                advance_window(
-                    &self.tokenizer,
-                    ids,
-                    end,
-                    read_offset,
-                    self.skip_special_tokens,
-                    force,
-                )
-            }
-        }
+        let mut out = String::new();
+        self.step_into(id, &mut out)?;
+        Ok((!out.is_empty()).then_some(out))
     }
 
     /// Feeds several ids (speculative decoding); returns the text they
-    /// complete together, the same as one [`step`](Self::step) per id.
+    /// complete together, the same as one [`step`](Self::step) per id,
+    /// gathered in one buffer.
     pub fn step_many(&mut self, ids: &[u32]) -> Result<Option<String>> {
-        let mut out: Option<String> = None;
+        let mut out = String::new();
         for &id in ids {
-            if let Some(text) = self.step(id)? {
-                match &mut out {
-                    Some(o) => o.push_str(&text),
-                    None => out = Some(text),
-                }
-            }
+            self.step_into(id, &mut out)?;
         }
-        Ok(out)
+        Ok((!out.is_empty()).then_some(out))
     }
 
     /// Former name of [`step_many`](Self::step_many).
@@ -284,15 +289,115 @@ impl DecodeStream {
     /// Ends the stream: whatever is still held (a partial character becomes U+FFFD,
     /// exactly as a one-shot decode renders it).
     pub fn flush(&mut self) -> Result<Option<String>> {
+        let mut out = String::new();
+        let start = out.len();
+        self.flush_plain(&mut out)?;
+        if self.special_spaces.on {
+            self.spaced(&mut out, start);
+        }
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// [`step`](Self::step), appending the text to `out`.
+    fn step_into(&mut self, id: u32, out: &mut String) -> Result<()> {
+        if !self.special_spaces.on {
+            return self.step_plain(id, out);
+        }
+        if !id_known(&self.tokenizer, id) {
+            return self.unknown(id);
+        }
+        let start = out.len();
+        if !self.tokenizer.is_special_id(id) {
+            self.step_plain(id, out)?;
+            self.spaced(out, start);
+            return Ok(());
+        }
+        if self.skip_special_tokens {
+            return self.step_plain(id, out);
+        }
+        // A special token that renders: the text before it ends here.
+        self.flush_plain(out)?;
+        self.special_spaces.rendered |= out.len() > start;
+        if self.special_spaces.rendered {
+            out.push(' ');
+        }
+        out.push_str(&self.tokenizer.decode(&[id], false)?);
+        self.special_spaces.rendered = true;
+        self.special_spaces.space_due = true;
+        Ok(())
+    }
+
+    /// Puts the space due after a special token before the text appended
+    /// to `out` since `start`, if any.
+    fn spaced(&mut self, out: &mut String, start: usize) {
+        if out.len() == start {
+            return;
+        }
+        self.special_spaces.rendered = true;
+        if std::mem::take(&mut self.special_spaces.space_due) {
+            out.insert(start, ' ');
+        }
+    }
+
+    fn step_plain(&mut self, id: u32, out: &mut String) -> Result<()> {
+        match &mut self.state {
+            State::Bytes(st) => {
+                if self.tokenizer.token_bytes(id).is_none() {
+                    return self.unknown(id);
+                }
+                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
+                    st.skipped();
+                    return Ok(());
+                }
+                st.push(&self.tokenizer, id, out);
+                Ok(())
+            }
+            State::Window { ids, read_offset } => {
+                if !id_known(&self.tokenizer, id) {
+                    return self.unknown(id);
+                }
+                if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
+                    // Renders nothing, so no text can complete. One is kept
+                    // between two others: a decoder may end a byte run there.
+                    let last_skipped = ids.last().is_some_and(|&l| self.tokenizer.is_special_id(l));
+                    if !last_skipped {
+                        ids.push(id);
+                    }
+                    return Ok(());
+                }
+                ids.push(id);
+                // Byte-fallback pieces (`<0xNN>`) that end in an incomplete
+                // character wait for it; every complete character goes out
+                // at once (DESIGN.md, 39 and 181).
+                let held = incomplete_tail(&self.tokenizer, ids);
+                let end = ids.len() - held;
+                if end <= *read_offset {
+                    return Ok(());
+                }
+                let force = end - *read_offset > MAX_WAITING;
+                advance_window(
+                    &self.tokenizer,
+                    ids,
+                    end,
+                    read_offset,
+                    self.skip_special_tokens,
+                    force,
+                    out,
+                )
+            }
+        }
+    }
+
+    fn flush_plain(&mut self, out: &mut String) -> Result<()> {
         match &mut self.state {
             State::Bytes(st) => {
                 st.ids.clear();
-                let text = take_complete(&mut st.pending, true);
-                Ok((!text.is_empty()).then_some(text))
+                take_complete_into(&mut st.pending, true, out);
+                Ok(())
             }
             State::Window { ids, read_offset } => {
                 if *read_offset >= ids.len() {
-                    return Ok(None);
+                    return Ok(());
                 }
                 let end = ids.len();
                 advance_window(
@@ -302,6 +407,7 @@ impl DecodeStream {
                     read_offset,
                     self.skip_special_tokens,
                     true,
+                    out,
                 )
             }
         }
@@ -316,15 +422,21 @@ impl DecodeStream {
         }
     }
 
-    fn unknown(&self, id: u32) -> Result<Option<String>> {
+    fn unknown(&self, id: u32) -> Result<()> {
         match self.unknown_ids {
             UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
             UnknownIds::Skip => {
                 self.tokenizer.count_skipped_unknown_id();
-                Ok(None)
+                Ok(())
             }
         }
     }
+}
+
+/// Whether `id` is in the vocabulary (decodes).
+fn id_known(tok: &Tokenizer, id: u32) -> bool {
+    tok.token_bytes(id).is_some()
+        || ((id as usize) < tok.vocab_size() && tok.id_to_token(id).is_some())
 }
 
 /// The state a byte-style stream starts in after `prompt`: whether the start
@@ -336,10 +448,13 @@ impl DecodeStream {
 fn byte_context(tok: &Tokenizer, rule: StartRule, prompt: &[u32], skip: bool) -> ByteState {
     let renders = |id: u32| tok.token_bytes(id).is_some() && !(skip && tok.is_special_id(id));
     let mut st = ByteState::new(rule);
+    // The prompt's text is not emitted.
+    let mut discard = String::new();
     let mut i = 0;
     while i < prompt.len() && st.at_start {
         if renders(prompt[i]) {
-            st.push(tok, prompt[i]);
+            st.push(tok, prompt[i], &mut discard);
+            discard.clear();
         } else if tok.token_bytes(prompt[i]).is_some() {
             st.skipped();
         }
@@ -356,7 +471,8 @@ fn byte_context(tok: &Tokenizer, rule: StartRule, prompt: &[u32], skip: bool) ->
     }
     for &id in &prompt[tail.max(i)..] {
         if renders(id) {
-            st.push(tok, id);
+            st.push(tok, id, &mut discard);
+            discard.clear();
         }
     }
     st.ids.clear();
@@ -485,18 +601,19 @@ fn advance_window(
     read_offset: &mut usize,
     skip_special_tokens: bool,
     flush: bool,
-) -> Result<Option<String>> {
+    out: &mut String,
+) -> Result<()> {
     let end = end.min(ids.len());
     let read = (*read_offset).min(end);
     let prefix = tokenizer.decode(&ids[..read], skip_special_tokens)?;
     let full = tokenizer.decode(&ids[..end], skip_special_tokens)?;
     if !flush && (full.len() <= prefix.len() || full.ends_with('\u{FFFD}')) {
-        return Ok(None);
+        return Ok(());
     }
-    let text = new_suffix(&prefix, &full).to_owned();
+    out.push_str(new_suffix(&prefix, &full));
     ids.drain(..read);
     *read_offset = end - read;
-    Ok((!text.is_empty()).then_some(text))
+    Ok(())
 }
 
 /// How many ids at the end of `ids` are byte-fallback pieces whose bytes
@@ -543,8 +660,15 @@ fn new_suffix<'a>(prefix: &str, full: &'a str) -> &'a str {
 /// Takes the longest valid UTF-8 prefix out of `pending`, turning invalid
 /// sequences into U+FFFD as `String::from_utf8_lossy` would. An incomplete
 /// character at the end stays, unless `finish`.
-pub(crate) fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
+#[cfg(test)]
+fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
     let mut out = String::new();
+    take_complete_into(pending, finish, &mut out);
+    out
+}
+
+/// [`take_complete`], appending to `out`.
+pub(crate) fn take_complete_into(pending: &mut Vec<u8>, finish: bool, out: &mut String) {
     let mut start = 0;
     loop {
         match std::str::from_utf8(&pending[start..]) {
@@ -574,7 +698,6 @@ pub(crate) fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
         }
     }
     pending.drain(..start);
-    out
 }
 
 #[cfg(test)]
