@@ -915,3 +915,102 @@ proptest! {
         }
     }
 }
+
+/// smg's `stop.rs` decoder tests (a mock tokenizer there, Llama-3 here):
+/// stop tokens, visible stops, a stop string across tokens with text before
+/// it, no repeated output, multi-byte stops, reset and flush.
+#[test]
+fn smg_stop_decoder_cases() {
+    let tok = tokenizer("meta-llama/Meta-Llama-3-8B-Instruct");
+    let piece = |s: &str| {
+        let ids = tok.encode(s, false).unwrap().into_ids();
+        assert_eq!(ids.len(), 1, "{s:?}");
+        ids[0]
+    };
+    let (hello, world, test) = (piece("Hello"), piece(" world"), piece("test"));
+    let eot = tok.token_to_id("<|eot_id|>").unwrap();
+    let decoder = |config: StopConfig| StopSequenceDecoder::new(&tok, &[], config).unwrap();
+    // A stop token, then every later token is `Stopped`.
+    let mut d = decoder(StopConfig {
+        stop_token_ids: vec![eot],
+        ..StopConfig::default()
+    });
+    assert_eq!(
+        d.process_token(hello).unwrap(),
+        Output::Text("Hello".into())
+    );
+    assert_eq!(d.process_token(eot).unwrap(), Output::Stopped);
+    assert_eq!(d.process_token(world).unwrap(), Output::Stopped);
+    // Reset: generation starts over.
+    d.reset();
+    assert_eq!(
+        d.process_token(world).unwrap(),
+        Output::Text(" world".into())
+    );
+    // A visible stop token is emitted with the stop.
+    let mut d = decoder(StopConfig {
+        visible_stop_token_ids: vec![eot],
+        ..StopConfig::default()
+    });
+    assert_eq!(
+        d.process_token(eot).unwrap(),
+        Output::StoppedWithText("<|eot_id|>".into())
+    );
+    // Incremental output never repeats earlier text.
+    let mut d = decoder(StopConfig::default());
+    let outs: Vec<String> = [hello, world, test]
+        .iter()
+        .map(|&id| d.process_token(id).unwrap().text().unwrap().to_owned())
+        .collect();
+    assert_eq!(outs, ["Hello", " world", "test"]);
+    // A stop string across two tokens, hidden and visible.
+    for visible in [false, true] {
+        let stops = strings(&["Hello world"]);
+        let mut d = decoder(StopConfig {
+            stop_strings: if visible { vec![] } else { stops.clone() },
+            visible_stop_strings: if visible { stops } else { vec![] },
+            ..StopConfig::default()
+        });
+        assert_eq!(d.process_token(hello).unwrap(), Output::Held);
+        let want = if visible {
+            Output::StoppedWithText("Hello world".into())
+        } else {
+            Output::Stopped
+        };
+        assert_eq!(d.process_token(world).unwrap(), want);
+        assert_eq!(d.process_token(test).unwrap(), Output::Stopped);
+    }
+    // Text before the partial match goes out at once.
+    let mut d = decoder(StopConfig {
+        stop_strings: strings(&["Hello world"]),
+        ..StopConfig::default()
+    });
+    let space_hello = piece(" Hello");
+    assert_eq!(d.process_token(test).unwrap(), Output::Text("test".into()));
+    assert_eq!(
+        d.process_token(space_hello).unwrap(),
+        Output::Text(" ".into())
+    );
+    assert_eq!(d.jailed(), "Hello");
+    assert_eq!(d.process_token(world).unwrap(), Output::Stopped);
+    // A multi-byte stop never splits a character.
+    let ids = tok.encode("2 × 3 = 6", false).unwrap().into_ids();
+    let (text, stop) = run(
+        &tok,
+        &[],
+        &ids,
+        StopConfig {
+            stop_strings: strings(&[" ×"]),
+            ..StopConfig::default()
+        },
+    );
+    assert_eq!(text, "2");
+    assert!(matches!(stop, Some(MatchedStop::String { index: 0, .. })));
+    // Flush releases a partial match.
+    let mut d = decoder(StopConfig {
+        stop_strings: strings(&["Hello world"]),
+        ..StopConfig::default()
+    });
+    assert_eq!(d.process_token(hello).unwrap(), Output::Held);
+    assert_eq!(d.flush().unwrap(), Output::Text("Hello".into()));
+}
