@@ -193,6 +193,63 @@ fn vllm_stop_string_before_eos_in_one_batch() {
     }
 }
 
+/// vLLM `tests/detokenizer/test_check_stop_strings.py`, with the text
+/// appended in one step (a speculative batch): the earliest completing stop
+/// wins regardless of list order; hidden stops cut before, visible after.
+#[test]
+fn vllm_check_stop_strings_cases() {
+    let tok = tokenizer("o200k_base");
+    let batch = |before: &str, step: &str, hidden: &[&str], visible: &[&str]| {
+        let mut d = StopSequenceDecoder::new(
+            &tok,
+            &[],
+            StopConfig {
+                stop_strings: strings(hidden),
+                visible_stop_strings: strings(visible),
+                ..StopConfig::default()
+            },
+        )
+        .unwrap();
+        let mut text = String::new();
+        if !before.is_empty() {
+            let out = d.process_tokens(&char_ids(&tok, before)).unwrap();
+            text.push_str(out.output.text().unwrap_or(""));
+        }
+        let out = d.process_tokens(&char_ids(&tok, step)).unwrap();
+        text.push_str(out.output.text().unwrap_or(""));
+        (text, d.matched_stop().cloned(), out.stopped_at)
+    };
+    let string_stop = |m: Option<MatchedStop>| match m {
+        Some(MatchedStop::String { text, .. }) => Some(text),
+        _ => None,
+    };
+    for stops in [["a", "is"], ["is", "a"]] {
+        let (text, m, at) = batch(" The user", " is a", &stops, &[]);
+        assert_eq!((text.as_str(), at), (" The user ", Some(2)));
+        assert_eq!(string_stop(m).as_deref(), Some("is"));
+        let (text, m, _) = batch(" The user", " is a", &[], &stops);
+        assert_eq!(text, " The user is");
+        assert_eq!(string_stop(m).as_deref(), Some("is"));
+    }
+    // Completion position, not start position.
+    let (text, m, _) = batch("", "abc", &["abc", "b"], &[]);
+    assert_eq!((text.as_str(), string_stop(m).as_deref()), ("a", Some("b")));
+    // One stop in the window; at the very end, visible keeps everything.
+    let (text, _, _) = batch("hello world", ".", &["."], &[]);
+    assert_eq!(text, "hello world");
+    let (text, _, _) = batch("hello world", ".", &[], &["."]);
+    assert_eq!(text, "hello world.");
+    // No match.
+    let (text, m, at) = batch("", "hello", &["zzz"], &[]);
+    assert_eq!((text.as_str(), m, at), ("hello", None, None));
+    // Ties at the same end: vLLM takes list order (["b", "ab"] -> "b"); this
+    // crate takes the longest in either order (deliberate, DESIGN.md 188).
+    for stops in [["ab", "b"], ["b", "ab"]] {
+        let (text, m, _) = batch("", "ab", &stops, &[]);
+        assert_eq!((text.as_str(), string_stop(m).as_deref()), ("", Some("ab")));
+    }
+}
+
 /// vLLM `test_stop_string_holdback_*`: only a suffix that may start a stop is
 /// held; text is emitted once and never retracted.
 #[test]
@@ -218,11 +275,11 @@ fn vllm_stop_string_holdback() {
     assert_eq!(d.flush().unwrap(), Output::Stopped);
 }
 
-/// Deliberate difference from vLLM: vLLM checks stop strings in list order
-/// over the new text, so with `["abcd", "bc"]` and "abcd" arriving in one
-/// step it cuts at "abcd". This crate stops at the first stop to complete in
-/// the text ("bc"), whatever the step size, and among stops that end at the
-/// same byte takes the longest (DESIGN.md, 42 and 188).
+/// Stops complete where they first complete in the text, whatever the step
+/// size (as vLLM's `check_stop_strings` now does; older vLLM checked in list
+/// order). Deliberate difference: among stops that end at the same byte,
+/// vLLM takes the first in list order, this crate the longest, so the result
+/// does not depend on how the client ordered its list (DESIGN.md, 42 and 188).
 #[test]
 fn stop_ties_and_order_differ_from_vllm_on_purpose() {
     let tok = tokenizer("o200k_base");
