@@ -27,6 +27,8 @@ const STREAM_SOURCES: &[&str] = &[
     "o200k_base",
     "cl100k_base",
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+    // The windowed path (no shared tokenizer uses it any more).
+    common::WINDOWED_MISTRAL,
     // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN claim 93).
     "fixtures/gguf/ggml-vocab-llama-spm.gguf",
     "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
@@ -557,6 +559,7 @@ const BYTE_RUN_SOURCES: &[&str] = &[
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
     "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
     "fixtures/gguf/ggml-vocab-llama-spm.gguf",
+    common::WINDOWED_MISTRAL,
 ];
 
 /// Rule 1 across byte-fallback runs, at every prompt/generation split of

@@ -50,37 +50,6 @@ fn run(
     (out, d.matched_stop().cloned())
 }
 
-/// Mistral-7B's `tokenizer.json` with one more decoder step (a second
-/// `Replace ▁`, a no-op on real text), so no byte style expresses it and it
-/// streams on the `Windowed` path, which no shared tokenizer uses any more.
-fn windowed_mistral() -> Tokenizer {
-    static TOK: std::sync::LazyLock<Tokenizer> = std::sync::LazyLock::new(|| {
-        let snapshot =
-            shared_dir().join("hf-cache/hub/models--mistralai--Mistral-7B-v0.1/snapshots");
-        let snap = std::fs::read_dir(&snapshot)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
-        let mut json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(snap.join("tokenizer.json")).unwrap()).unwrap();
-        let steps = json["decoder"]["decoders"].as_array_mut().unwrap();
-        steps.push(serde_json::json!({"type": "Replace", "pattern": {"String": "\u{2581}"}, "content": " "}));
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("windowed-mistral");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("tokenizer.json");
-        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
-        let tok = offline_options().load(path.to_str().unwrap()).unwrap();
-        assert_eq!(
-            tok.decode_style(),
-            router_tokenizer::traits::DecodeStyle::Windowed
-        );
-        tok
-    });
-    TOK.clone()
-}
-
 /// Issue 13, bug 1: text held during the `min_tokens` window never becomes a
 /// stop later; a stop that starts inside the window and ends after it counts.
 #[test]
@@ -428,13 +397,9 @@ fn byte_fallback_characters_are_emitted_when_complete() {
         "mistralai/Mistral-7B-v0.1",
         "fixtures/sentencepiece/mistral-tokenizer.model.v1",
         "google/gemma-3-4b-it",
-        "windowed",
+        WINDOWED_MISTRAL,
     ] {
-        let tok = if source == "windowed" {
-            windowed_mistral()
-        } else {
-            tokenizer(source)
-        };
+        let tok = tokenizer(source);
         let ids = tok.encode("I like 🤪😵👻 a lot", false).unwrap().into_ids();
         let mut s = DecodeStream::new(&tok, &[], false);
         let mut text = String::new();
@@ -517,13 +482,9 @@ fn u_fffd_tokens_stream_in_linear_time() {
         ("mistralai/Mistral-7B-v0.1", 29137u32),
         ("google/gemma-3-4b-it", 38914),
         // The windowed path: at most 16 ids wait (DESIGN.md, 38).
-        ("windowed", 29137),
+        (WINDOWED_MISTRAL, 29137),
     ] {
-        let tok = if source == "windowed" {
-            windowed_mistral()
-        } else {
-            tokenizer(source)
-        };
+        let tok = tokenizer(source);
         let f = |n: usize| {
             let mut s = DecodeStream::new(&tok, &[], false);
             let mut emitted = 0;
@@ -937,8 +898,8 @@ proptest! {
     /// `decode` would give had they been valid (only they become U+FFFD).
     #[test]
     fn byte_run_invariant(parts in proptest::collection::vec((0u8..4, 0u32..512), 1..24), split in 0usize..64) {
-        for source in ["mistralai/Mistral-7B-v0.1", "google/gemma-3-4b-it", "fixtures/sentencepiece/mistral-tokenizer.model.v1", "fixtures/gguf/ggml-vocab-llama-spm.gguf", "windowed"] {
-            let tok = if source == "windowed" { windowed_mistral() } else { tokenizer(source) };
+        for source in ["mistralai/Mistral-7B-v0.1", "google/gemma-3-4b-it", "fixtures/sentencepiece/mistral-tokenizer.model.v1", "fixtures/gguf/ggml-vocab-llama-spm.gguf", WINDOWED_MISTRAL] {
+            let tok = tokenizer(source);
             let (ids, valid_ids, replaced) = byte_run_case(&tok, &parts);
             let stream = |prompt: &[u32], generated: &[u32]| {
                 let mut s = DecodeStream::new(&tok, prompt, false);
@@ -957,7 +918,7 @@ proptest! {
                 }
                 let got = stream(prompt, generated);
                 prop_assert_eq!(Some(got.as_str()), want, "{} {:?}", source, ids);
-            } else if source != "windowed" {
+            } else if source != WINDOWED_MISTRAL {
                 // (b) is a claim about the byte styles only: a windowed
                 // `tokenizers` decoder re-renders the whole invalid run.
                 let mut bytes = tok.decode(&valid_ids, false).unwrap().into_bytes();
