@@ -67,7 +67,10 @@ mod special;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
-pub use decode::{DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder};
+pub use decode::{
+    BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
+    TokenText, UnknownIds,
+};
 pub use encode::{
     Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,
 };
@@ -82,7 +85,7 @@ pub use tokenizer::Tokenizer;
 /// The backend traits, for plugging in a tokenizer of your own with
 /// [`Tokenizer::from_backend`].
 pub mod traits {
-    pub use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+    pub use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
     pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 }
 

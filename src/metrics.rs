@@ -38,6 +38,9 @@ pub(crate) struct Metrics {
     decode_requests: Counter,
     decode_errors: Counter,
     decode_seconds: Histogram,
+    /// `rtok_stream_unknown_ids_total`: ids outside the vocabulary that a
+    /// stream skipped (`UnknownIds::Skip`).
+    pub(crate) stream_unknown_ids: Counter,
 }
 
 impl Metrics {
@@ -50,6 +53,7 @@ impl Metrics {
             decode_requests: counter!("rtok_decode_requests_total", "backend" => backend),
             decode_errors: counter!("rtok_decode_errors_total", "backend" => backend),
             decode_seconds: histogram!("rtok_decode_duration_seconds", "backend" => backend),
+            stream_unknown_ids: counter!("rtok_stream_unknown_ids_total", "backend" => backend),
         }
     }
 

@@ -578,9 +578,32 @@ impl Tokenizer {
         self.inner.backend.decode_style()
     }
 
-    /// The bytes an id decodes to, for [`DecodeStyle::ByteConcat`] backends.
+    /// The bytes an id decodes to, for the byte styles ([`DecodeStyle::ByteConcat`],
+    /// [`DecodeStyle::ByteConcatWithStart`], away from the start of the text).
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.inner.backend.token_bytes(id)
+    }
+
+    /// The bytes an id renders as at the start of a text (see [`StartRule`](crate::traits::StartRule)).
+    pub(crate) fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.inner.backend.first_token_bytes(id)
+    }
+
+    /// One id's text for a logprobs entry: its raw bytes and its display
+    /// text (`bytes:\xe6\x97` when they are not whole characters). Fails on
+    /// ids outside the vocabulary, as [`decode`](Self::decode) does.
+    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
+        crate::decode::token_text(self, id)
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
+        ids.iter().map(|&id| self.token_text(id)).collect()
+    }
+
+    /// Counts an id a stream skipped because it is outside the vocabulary.
+    pub(crate) fn count_skipped_unknown_id(&self) {
+        self.inner.metrics.stream_unknown_ids.increment(1);
     }
 
     /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).

@@ -87,6 +87,53 @@ fn stream_prints_one_json_line_per_step() {
             .any(|l| l["kind"] == "stopped" || l["kind"] == "stopped_with_text")
     );
     assert_eq!(lines.last().unwrap()["id"], serde_json::Value::Null);
+    // The stop and the stop reason (vLLM's `stop_reason`: the string).
+    let stop = &lines.last().unwrap()["stop"];
+    assert_eq!(stop["type"], "string");
+    assert_eq!(stop["stop_reason"], " STOP");
+    assert_eq!(stop["finish_reason"], "stop");
+    assert_eq!(stop["index"], 0);
+}
+
+/// `rtok stream` follows the library's defaults: EOS stops (reported as
+/// `eos`), ids outside the vocabulary are skipped unless
+/// `--strict-unknown-ids`; `--token-text` adds the logprobs text.
+#[test]
+fn stream_eos_unknown_ids_and_token_text() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let ids = dir.join("stream-eos-ids.txt");
+    // o200k: "Hi", an id past the vocabulary, 𝔘 (split over tokens), EOS, "x".
+    let (_, encoded, _) = rtok(&["encode"], "Hi𝔘");
+    std::fs::write(&ids, format!("{} 999999999 199999 87", encoded.trim())).unwrap();
+    let ids_arg = ids.to_str().unwrap();
+    let lines = |out: &str| -> Vec<serde_json::Value> {
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (code, out, err) = rtok(
+        &["stream", "--input", ids_arg, "--token-text", "--json"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let lines = lines(&out);
+    let text: String = lines.iter().map(|l| l["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "Hi𝔘");
+    let stop = &lines.last().unwrap()["stop"];
+    assert_eq!(
+        (stop["type"].as_str(), stop["id"].as_u64()),
+        (Some("eos"), Some(199_999))
+    );
+    assert_eq!(stop["stop_reason"], serde_json::Value::Null);
+    assert!(
+        lines.iter().any(|l| l["token"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("bytes:\\x"))),
+        "{out}"
+    );
+    let (code, _, err) = rtok(&["stream", "--input", ids_arg, "--strict-unknown-ids"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown token id"), "{err}");
 }
 
 #[test]

@@ -86,15 +86,57 @@ pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(
 }
 
 /// How a backend's ids turn back into text, which decides the streaming algorithm.
+///
+/// A backend picks the cheapest style that is exact for its decoder; the
+/// stream tests (`tests/stream.rs`) check `stream == decode(all)` for it.
+/// New styles may be added (the enum is non-exhaustive); a backend that
+/// declares none of the byte styles still streams correctly as `Windowed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DecodeStyle {
-    /// `decode(ids)` is the concatenation of [`Decoder::token_bytes`] for every id
-    /// (byte-level BPE, tiktoken). Streaming needs no re-decoding.
+    /// `decode(ids)` is the lossy UTF-8 reading of the concatenated
+    /// [`Decoder::token_bytes`] of every id (byte-level BPE, tiktoken).
+    /// Streaming needs no re-decoding.
     ByteConcat,
-    /// The decoder looks at neighbouring tokens (WordPiece `##`, Metaspace,
-    /// `Strip`, cleanup); streaming re-decodes a small window.
+    /// The decoder looks at neighbouring tokens beyond what [`StartRule`]
+    /// expresses (cleanup across tokens, unknown decoder steps); streaming
+    /// re-decodes a small window.
     Windowed,
+    /// `decode(ids)` is the concatenation of [`Decoder::token_bytes`], except
+    /// at the start of the text, where `StartRule` applies (Metaspace and
+    /// `Replace ▁` decoders, `Strip`, SentencePiece's dummy prefix,
+    /// WordPiece's `##`). Byte-fallback pieces (`<0xNN>`) contribute their
+    /// byte. Exact whenever every run of byte pieces is valid UTF-8; a run
+    /// that is not may differ in how many U+FFFD it renders (DESIGN.md, 181).
+    ByteConcatWithStart(StartRule),
+}
+
+/// How the start of a decoded text differs from plain concatenation, for
+/// [`DecodeStyle::ByteConcatWithStart`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartRule {
+    /// No difference: plain concatenation (`Replace ▁` + `ByteFallback` + `Fuse`).
+    None,
+    /// The text's first byte is dropped when it is a space (`tokenizers`'
+    /// `Strip(" ", 1, 0)` after `Fuse`).
+    StripSpace,
+    /// The first id that renders (skipped specials do not) uses
+    /// [`Decoder::first_token_bytes`] (WordPiece: no `##` join, no space
+    /// before it; Metaspace: no `▁` becomes a space).
+    FirstToken,
+    /// The first id of the text, whether it renders or not, loses one
+    /// leading space (llama.cpp's detokenizer with `add_space_prefix`: GGUF
+    /// vocabularies). Nothing else differs.
+    FirstIdStripSpace,
+    /// SentencePiece's dummy prefix: while no byte has been produced, every
+    /// id that is neither a byte piece nor special uses
+    /// [`Decoder::first_token_bytes`]; with `repeat == false` only the first
+    /// such id whose bytes differ, or the first that produces a byte, does.
+    SentencePiece {
+        /// `remove_extra_whitespaces`: keep stripping until a byte is produced.
+        repeat: bool,
+    },
 }
 
 /// Ids to text.
@@ -105,15 +147,23 @@ pub trait Decoder: Send + Sync {
     /// How [`decode`](Decoder::decode) combines tokens.
     fn decode_style(&self) -> DecodeStyle;
 
-    /// The bytes one id contributes to a decode, for [`DecodeStyle::ByteConcat`]
-    /// backends. `None` for unknown ids, or when the style is `Windowed`.
+    /// The bytes one id contributes to a decode, for the byte styles
+    /// ([`DecodeStyle::ByteConcat`], [`DecodeStyle::ByteConcatWithStart`]).
+    /// `None` for unknown ids, or when the style is `Windowed`.
     fn token_bytes(&self, id: u32) -> Option<&[u8]>;
+
+    /// The bytes of `id` where [`StartRule`] says the start of the text
+    /// renders differently. The default is [`token_bytes`](Decoder::token_bytes).
+    fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.token_bytes(id)
+    }
 
     /// The byte a byte-fallback piece (`<0x0D>`) stands for, when
     /// [`decode`](Decoder::decode) reassembles runs of them into UTF-8.
     ///
-    /// Streaming waits for such a run to end before it emits any of it: in
-    /// `tokenizers`, one invalid byte turns every piece of its run into U+FFFD.
+    /// Windowed streams wait for such a run to end before they emit any of
+    /// it: in `tokenizers`, one invalid byte turns every piece of its run
+    /// into U+FFFD. Byte styles emit each character once its bytes are complete.
     fn byte_piece(&self, id: u32) -> Option<u8> {
         let _ = id;
         None

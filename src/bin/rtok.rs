@@ -9,8 +9,8 @@ use router_tokenizer::chat::{
     ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
 };
 use router_tokenizer::{
-    LoadOptions, ModelAliases, Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy,
-    StopConfig, StopSequenceDecoder, Tokenizer,
+    LoadOptions, MatchedStop, ModelAliases, Output, ParallelMode, ParallelOptions, Side,
+    SpecialTokenPolicy, StopConfig, StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -240,6 +240,19 @@ enum Command {
         /// Leave special tokens out of the text.
         #[arg(long)]
         skip_special_tokens: bool,
+        /// Generate past the tokenizer's EOS ids (they are plain tokens).
+        #[arg(long)]
+        ignore_eos: bool,
+        /// Fail on ids outside the vocabulary instead of skipping them.
+        #[arg(long)]
+        strict_unknown_ids: bool,
+        /// Set rendered special tokens apart by spaces (vLLM's option).
+        #[arg(long)]
+        spaces_between_special_tokens: bool,
+        /// Add each id's logprobs text to its line: `"token": {"text", "bytes"}`
+        /// (`bytes:\xNN…` for partial characters).
+        #[arg(long)]
+        token_text: bool,
         /// Print JSON lines (the only output format).
         #[arg(long)]
         json: bool,
@@ -459,6 +472,10 @@ fn run(cli: Cli) -> Result<()> {
             visible_stop_token,
             min_tokens,
             skip_special_tokens,
+            ignore_eos,
+            strict_unknown_ids,
+            spaces_between_special_tokens,
+            token_text,
             json: _,
         } => {
             let tok = load(&source)?;
@@ -483,22 +500,46 @@ fn run(cli: Cli) -> Result<()> {
                     visible_stop_strings: visible_stop,
                     min_tokens,
                     skip_special_tokens,
+                    ignore_eos,
+                    unknown_ids: if strict_unknown_ids {
+                        UnknownIds::Error
+                    } else {
+                        UnknownIds::Skip
+                    },
+                    spaces_between_special_tokens,
+                    ..StopConfig::default()
                 },
             )?;
-            let line = |id: Option<u32>, output: Output| {
+            let line = |id: Option<u32>, output: Output, matched: Option<&MatchedStop>| {
                 let (kind, text) = match output {
                     Output::Text(t) => ("text", t),
                     Output::Held => ("held", String::new()),
                     Output::Stopped => ("stopped", String::new()),
                     Output::StoppedWithText(t) => ("stopped_with_text", t),
                 };
-                serde_json::json!({"id": id, "kind": kind, "text": text})
+                let mut v = serde_json::json!({"id": id, "kind": kind, "text": text});
+                if kind.starts_with("stopped") {
+                    v["stop"] = stop_json(matched);
+                }
+                v
             };
+            // After a stop, every later line (and the flush's) says `stopped`.
             for id in ids {
+                let shown = if token_text {
+                    let t = decoder.token_text(id)?;
+                    Some(serde_json::json!({"text": t.text, "bytes": t.bytes}))
+                } else {
+                    None
+                };
                 let output = decoder.process_token(id)?;
-                writeln!(out, "{}", line(Some(id), output))?;
+                let mut v = line(Some(id), output, decoder.matched_stop());
+                if let Some(shown) = shown {
+                    v["token"] = shown;
+                }
+                writeln!(out, "{v}")?;
             }
-            writeln!(out, "{}", line(None, decoder.flush()?))?;
+            let output = decoder.flush()?;
+            writeln!(out, "{}", line(None, output, decoder.matched_stop()))?;
         }
         Command::Chat {
             source,
@@ -764,5 +805,29 @@ fn main() {
         }
         eprintln!("rtok: error: {}", chain.join(": "));
         std::process::exit(1);
+    }
+}
+
+/// The matched stop as `rtok stream` prints it: vLLM's `finish_reason` and
+/// `stop_reason` (the stop token id or string; `null` for EOS), and which stop it was.
+fn stop_json(matched: Option<&MatchedStop>) -> serde_json::Value {
+    match matched {
+        Some(MatchedStop::Eos { id }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "eos", "id": id})
+        }
+        Some(MatchedStop::Token { id, visible }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": id, "type": "token", "id": id, "visible": visible})
+        }
+        Some(MatchedStop::String {
+            index,
+            text,
+            visible,
+        }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": text, "type": "string", "index": index, "visible": visible})
+        }
+        Some(MatchedStop::TokenSequence { index }) => {
+            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "token_sequence", "index": index})
+        }
+        None => serde_json::Value::Null,
     }
 }

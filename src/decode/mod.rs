@@ -1,9 +1,13 @@
 //! Streaming detokenization: [`DecodeStream`], [`Sequence`], [`StopSequenceDecoder`].
 
+mod kmp;
+mod logprob;
 mod sequence;
 mod stop;
 mod stream;
 
+pub use logprob::TokenText;
+pub(crate) use logprob::{token_raw_bytes, token_text};
 pub use sequence::Sequence;
-pub use stop::{MatchedStop, Output, StopConfig, StopSequenceDecoder};
-pub use stream::DecodeStream;
+pub use stop::{BatchOutput, MatchedStop, Output, StopConfig, StopSequenceDecoder};
+pub use stream::{DecodeStream, UnknownIds};

@@ -1,6 +1,6 @@
 //! [`Sequence`]: a growing token sequence and its text, fed by text or by ids.
 
-use super::stream::DecodeStream;
+use super::stream::{DecodeStream, UnknownIds};
 use crate::error::Result;
 use crate::tokenizer::Tokenizer;
 
@@ -9,7 +9,9 @@ use crate::tokenizer::Tokenizer;
 /// [`append_text`](Self::append_text) encodes the text and feeds the ids
 /// through the same incremental decoder as [`append_token`](Self::append_token),
 /// so mixing the two is correct by construction: [`text`](Self::text) plus the
-/// still-held tail is always `decode(token_ids())`.
+/// still-held tail is always `decode(token_ids())`. Ids outside the
+/// vocabulary are errors here (the sequence keeps its ids for `decode`).
+#[derive(Debug, Clone)]
 pub struct Sequence {
     tokenizer: Tokenizer,
     stream: DecodeStream,
@@ -23,11 +25,20 @@ impl Sequence {
     pub fn new(tokenizer: &Tokenizer, skip_special_tokens: bool) -> Self {
         Self {
             tokenizer: tokenizer.clone(),
-            stream: DecodeStream::new(tokenizer, &[], skip_special_tokens),
+            stream: DecodeStream::new(tokenizer, &[], skip_special_tokens)
+                .with_unknown_ids(UnknownIds::Error),
             ids: Vec::new(),
             text: String::new(),
             skip_special_tokens,
         }
+    }
+
+    /// Empties the sequence, keeping the tokenizer and settings.
+    pub fn clear(&mut self) {
+        self.stream = DecodeStream::new(&self.tokenizer, &[], self.skip_special_tokens)
+            .with_unknown_ids(UnknownIds::Error);
+        self.ids.clear();
+        self.text.clear();
     }
 
     /// Encodes `text` (no special tokens added) and appends its ids.

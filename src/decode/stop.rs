@@ -1,10 +1,11 @@
-//! [`StopSequenceDecoder`]: a [`DecodeStream`] that stops on tokens or strings
-//! and never emits text that could still turn into a stop.
+//! [`StopSequenceDecoder`]: a [`DecodeStream`] that stops on EOS, stop tokens,
+//! stop id sequences or stop strings, and never emits text that could still
+//! turn into a stop.
 
-use aho_corasick::AhoCorasick;
-use rustc_hash::FxHashSet;
+use std::sync::Arc;
 
-use super::stream::DecodeStream;
+use super::kmp::Kmp;
+use super::stream::{DecodeStream, UnknownIds};
 use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
@@ -19,10 +20,25 @@ pub struct StopConfig {
     pub stop_strings: Vec<String>,
     /// Strings that end generation; the output includes them.
     pub visible_stop_strings: Vec<String>,
-    /// Stops are ignored until more than this many tokens were processed.
+    /// Sequences of ids that end generation once all of them were generated
+    /// in a row. Their text is emitted (the earlier ids' text may already be
+    /// out when the last one arrives), like a visible stop.
+    pub stop_token_sequences: Vec<Vec<u32>>,
+    /// The end-of-sequence ids, reported as [`MatchedStop::Eos`] and never
+    /// emitted. `None`: the tokenizer's [`eos_token_ids`](Tokenizer::eos_token_ids).
+    pub eos_token_ids: Option<Vec<u32>>,
+    /// Generate past EOS (vLLM's `ignore_eos`): EOS ids are plain tokens.
+    pub ignore_eos: bool,
+    /// Stops are ignored until more than this many tokens were processed: a
+    /// stop string counts only if it ends in text produced after that.
     pub min_tokens: usize,
     /// Leave special tokens out of the text.
     pub skip_special_tokens: bool,
+    /// What an id outside the vocabulary does (default: skipped and counted).
+    pub unknown_ids: UnknownIds,
+    /// vLLM's `spaces_between_special_tokens` (see
+    /// [`DecodeStream::with_spaces_between_special_tokens`]); off by default.
+    pub spaces_between_special_tokens: bool,
 }
 
 /// What one [`StopSequenceDecoder::process_token`] call produced.
@@ -38,9 +54,40 @@ pub enum Output {
     StoppedWithText(String),
 }
 
+impl Output {
+    /// Whether generation stopped.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, Self::Stopped | Self::StoppedWithText(_))
+    }
+
+    /// The text to send, if any.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) | Self::StoppedWithText(t) => Some(t),
+            Self::Held | Self::Stopped => None,
+        }
+    }
+}
+
+/// What one [`StopSequenceDecoder::process_tokens`] call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutput {
+    /// The text of the whole batch, and whether it stopped, as one
+    /// [`process_token`](StopSequenceDecoder::process_token) call per id gives.
+    pub output: Output,
+    /// The index in the batch of the id on which generation stopped: the
+    /// router keeps `ids[..=index]` and drops the rest.
+    pub stopped_at: Option<usize>,
+}
+
 /// The stop that ended generation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MatchedStop {
+    /// An end-of-sequence id (OpenAI `finish_reason: "stop"`, vLLM `stop_reason: None`).
+    Eos {
+        /// The id.
+        id: u32,
+    },
     /// A stop token id, and whether it was visible.
     Token {
         /// The id.
@@ -57,70 +104,107 @@ pub enum MatchedStop {
         /// Whether it was emitted.
         visible: bool,
     },
+    /// A stop id sequence: its index in `stop_token_sequences`.
+    TokenSequence {
+        /// Index in `stop_token_sequences`.
+        index: usize,
+    },
 }
 
-/// Streams text for one generation and stops on the first stop token or string.
+/// Stop strings (hidden first, then visible) and id sequences, built once and
+/// shared by every clone and `reset`.
+#[derive(Debug)]
+struct Stops {
+    strings: Vec<Kmp<u8>>,
+    n_hidden: usize,
+    /// First bytes of stop strings: while no string is partly matched, other
+    /// bytes are skipped without touching the automata.
+    starts: [bool; 256],
+    sequences: Vec<Kmp<u32>>,
+    eos: Vec<u32>,
+}
+
+/// Streams text for one generation and stops on the first stop.
 ///
 /// The jail holds only the longest suffix of the text that is a proper prefix
-/// of some stop string; everything before it is released at once.
+/// of some stop string (so never more than the longest stop); everything
+/// before it is released at once. Each byte of text is examined once per stop
+/// string, whatever the stops' lengths (DESIGN.md, claims 42–43 and 183).
+#[derive(Debug, Clone)]
 pub struct StopSequenceDecoder {
     stream: DecodeStream,
-    tokenizer: Tokenizer,
     /// The stream as it stood before the first generated id, for `reset`.
     start: DecodeStream,
     config: StopConfig,
-    /// All stop strings, hidden first, then visible.
-    matcher: Option<AhoCorasick>,
-    /// Every proper prefix of every stop string.
-    prefixes: FxHashSet<Box<[u8]>>,
-    /// First bytes of stop strings: a jail can only start at one of them.
-    starts: [bool; 256],
-    longest_stop: usize,
+    stops: Arc<Stops>,
+    /// Per stop string: bytes matched so far (a KMP state).
+    string_states: Vec<u32>,
+    /// The largest of `string_states`: the jail's length.
+    jail_len: usize,
+    sequence_states: Vec<u32>,
+    /// `jail[head..]` is held back; `..head` was released and is dropped
+    /// lazily, so a long jail that releases a little each step is not
+    /// shifted each step.
     jail: String,
+    head: usize,
     tokens_seen: usize,
     matched: Option<MatchedStop>,
 }
 
 impl StopSequenceDecoder {
     /// A decoder for a generation that follows `prompt_ids`.
+    ///
+    /// Construction is linear in the total length of the stops.
     pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], config: StopConfig) -> Result<Self> {
-        let all: Vec<&str> = config
+        let all = config
             .stop_strings
             .iter()
-            .chain(&config.visible_stop_strings)
-            .map(String::as_str)
-            .collect();
-        if all.iter().any(|s| s.is_empty()) {
-            return Err(Error::config("empty stop string"));
-        }
-        let matcher = if all.is_empty() {
-            None
-        } else {
-            Some(AhoCorasick::new(&all).map_err(|e| Error::config(format!("stop strings: {e}")))?)
-        };
-        let mut prefixes = FxHashSet::default();
-        for s in &all {
-            for k in 1..s.len() {
-                prefixes.insert(s.as_bytes()[..k].into());
-            }
-        }
+            .chain(&config.visible_stop_strings);
+        let mut strings = Vec::new();
         let mut starts = [false; 256];
-        for s in &all {
-            if let Some(&b) = s.as_bytes().first() {
-                starts[usize::from(b)] = true;
-            }
+        for s in all {
+            let first = s
+                .as_bytes()
+                .first()
+                .ok_or_else(|| Error::config("empty stop string"))?;
+            starts[usize::from(*first)] = true;
+            strings.push(Kmp::new(s.as_bytes()));
         }
-        let start = DecodeStream::new(tokenizer, prompt_ids, config.skip_special_tokens);
+        let mut sequences = Vec::with_capacity(config.stop_token_sequences.len());
+        for seq in &config.stop_token_sequences {
+            if seq.is_empty() {
+                return Err(Error::config("empty stop token sequence"));
+            }
+            sequences.push(Kmp::new(seq));
+        }
+        let eos = if config.ignore_eos {
+            Vec::new()
+        } else {
+            config
+                .eos_token_ids
+                .clone()
+                .unwrap_or_else(|| tokenizer.eos_token_ids().to_vec())
+        };
+        let stops = Stops {
+            n_hidden: config.stop_strings.len(),
+            starts,
+            eos,
+            strings,
+            sequences,
+        };
+        let start = DecodeStream::new(tokenizer, prompt_ids, config.skip_special_tokens)
+            .with_unknown_ids(config.unknown_ids)
+            .with_spaces_between_special_tokens(config.spaces_between_special_tokens);
         Ok(Self {
             stream: start.clone(),
             start,
-            tokenizer: tokenizer.clone(),
-            longest_stop: all.iter().map(|s| s.len()).max().unwrap_or(0),
-            matcher,
-            prefixes,
-            starts,
+            string_states: vec![0; stops.strings.len()],
+            sequence_states: vec![0; stops.sequences.len()],
+            stops: Arc::new(stops),
+            jail_len: 0,
             config,
             jail: String::new(),
+            head: 0,
             tokens_seen: 0,
             matched: None,
         })
@@ -132,25 +216,88 @@ impl StopSequenceDecoder {
             return Ok(Output::Stopped);
         }
         self.tokens_seen += 1;
-        let stops_active = self.tokens_seen > self.config.min_tokens;
-        let hidden = self.config.stop_token_ids.contains(&id);
-        let visible = self.config.visible_stop_token_ids.contains(&id);
-        if stops_active && (hidden || visible) {
-            if id as usize >= self.tokenizer.vocab_size() {
-                return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
+        let active = self.tokens_seen > self.config.min_tokens;
+        let mut sequence_hit = None;
+        for (i, (kmp, state)) in self
+            .stops
+            .sequences
+            .iter()
+            .zip(&mut self.sequence_states)
+            .enumerate()
+        {
+            if kmp.advance(state, id) && active && sequence_hit.is_none() {
+                sequence_hit = Some(i);
             }
-            let mut text = std::mem::take(&mut self.jail);
-            if visible && let Some(t) = self.stream.step(id)? {
-                text.push_str(&t);
+        }
+        if active {
+            let hidden = self.config.stop_token_ids.contains(&id);
+            let visible = !hidden && self.config.visible_stop_token_ids.contains(&id);
+            let stop = if hidden || visible {
+                Some(MatchedStop::Token { id, visible })
+            } else if self.stops.eos.contains(&id) {
+                Some(MatchedStop::Eos { id })
+            } else {
+                None
+            };
+            if let Some(stop) = stop {
+                let mut text = self.take_jail();
+                if visible && let Some(t) = self.stream.step(id)? {
+                    text.push_str(&t);
+                }
+                if let Some(t) = self.stream.flush()? {
+                    text.push_str(&t);
+                }
+                self.matched = Some(stop);
+                return Ok(stopped(text));
             }
-            if let Some(t) = self.stream.flush()? {
-                text.push_str(&t);
-            }
-            self.matched = Some(MatchedStop::Token { id, visible });
-            return Ok(stopped(text));
         }
         let new_text = self.stream.step(id)?;
-        Ok(self.absorb(new_text.as_deref().unwrap_or(""), stops_active))
+        let out = self.absorb(new_text.unwrap_or_default(), active);
+        match (sequence_hit, out) {
+            (Some(index), Output::Text(t)) => self.finish_sequence(index, t),
+            (Some(index), Output::Held) => self.finish_sequence(index, String::new()),
+            (_, out) => Ok(out),
+        }
+    }
+
+    /// Feeds several ids (speculative decoding): the same text and stop as one
+    /// [`process_token`](Self::process_token) call per id, and the index of
+    /// the id where generation stopped.
+    pub fn process_tokens(&mut self, ids: &[u32]) -> Result<BatchOutput> {
+        let mut text = String::new();
+        if self.matched.is_some() {
+            return Ok(BatchOutput {
+                output: Output::Stopped,
+                stopped_at: None,
+            });
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            match self.process_token(id)? {
+                Output::Text(t) => text.push_str(&t),
+                Output::Held => {}
+                Output::Stopped => {
+                    return Ok(BatchOutput {
+                        output: stopped(text),
+                        stopped_at: Some(i),
+                    });
+                }
+                Output::StoppedWithText(t) => {
+                    text.push_str(&t);
+                    return Ok(BatchOutput {
+                        output: stopped(text),
+                        stopped_at: Some(i),
+                    });
+                }
+            }
+        }
+        Ok(BatchOutput {
+            output: if text.is_empty() {
+                Output::Held
+            } else {
+                Output::Text(text)
+            },
+            stopped_at: None,
+        })
     }
 
     /// Ends the generation: releases the jail and any partial character.
@@ -159,16 +306,15 @@ impl StopSequenceDecoder {
             return Ok(Output::Stopped);
         }
         let tail = self.stream.flush()?.unwrap_or_default();
-        let stops_active = self.tokens_seen > self.config.min_tokens;
-        let out = self.absorb(&tail, stops_active);
-        if matches!(out, Output::Stopped | Output::StoppedWithText(_)) {
-            return Ok(out);
-        }
-        let mut text = match out {
+        let active = self.tokens_seen > self.config.min_tokens;
+        let mut text = match self.absorb(tail, active) {
+            out @ (Output::Stopped | Output::StoppedWithText(_)) => return Ok(out),
             Output::Text(t) => t,
-            _ => String::new(),
+            Output::Held => String::new(),
         };
-        text.push_str(&std::mem::take(&mut self.jail));
+        text.push_str(&self.take_jail());
+        self.jail_len = 0;
+        self.string_states.fill(0);
         Ok(if text.is_empty() {
             Output::Held
         } else {
@@ -180,6 +326,10 @@ impl StopSequenceDecoder {
     pub fn reset(&mut self) {
         self.stream = self.start.clone();
         self.jail.clear();
+        self.head = 0;
+        self.jail_len = 0;
+        self.string_states.fill(0);
+        self.sequence_states.fill(0);
         self.tokens_seen = 0;
         self.matched = None;
     }
@@ -191,62 +341,123 @@ impl StopSequenceDecoder {
 
     /// The text currently held back because it may start a stop string.
     pub fn jailed(&self) -> &str {
-        &self.jail
+        &self.jail[self.head..]
     }
 
-    /// Adds new text to the jail, stops at the first complete stop string,
-    /// and releases everything that can no longer start one.
-    fn absorb(&mut self, new_text: &str, stops_active: bool) -> Output {
+    /// One id's text for a logprobs entry, without touching the stream
+    /// (see [`DecodeStream::token_text`]).
+    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
+        self.stream.token_text(id)
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
+        self.stream.token_texts(ids)
+    }
+
+    /// Number of ids processed since the start (or `reset`).
+    pub fn tokens_seen(&self) -> usize {
+        self.tokens_seen
+    }
+
+    /// A stop id sequence completed: everything held goes out with it.
+    fn finish_sequence(&mut self, index: usize, mut text: String) -> Result<Output> {
+        text.push_str(&self.take_jail());
+        if let Some(t) = self.stream.flush()? {
+            text.push_str(&t);
+        }
+        self.matched = Some(MatchedStop::TokenSequence { index });
+        Ok(stopped(text))
+    }
+
+    /// Runs the new text through the stop automata, stops at the first stop
+    /// string to complete (among those ending at the same byte, the longest),
+    /// and releases everything that can no longer start one. With `!active`
+    /// (inside `min_tokens`) the automata advance but report no match.
+    fn absorb(&mut self, new_text: String, active: bool) -> Output {
         if new_text.is_empty() {
             return Output::Held;
         }
-        self.jail.push_str(new_text);
-        if stops_active && let Some(matcher) = &self.matcher {
-            // The first stop to complete; among those ending together, the longest.
-            let first = matcher
-                .find_overlapping_iter(self.jail.as_str())
-                .min_by_key(|m| (m.end(), m.start()));
-            if let Some(m) = first {
-                let index = m.pattern().as_usize();
-                let n_hidden = self.config.stop_strings.len();
-                let visible = index >= n_hidden;
-                let (list_index, text) = if visible {
-                    (
-                        index - n_hidden,
-                        self.config.visible_stop_strings[index - n_hidden].clone(),
-                    )
-                } else {
-                    (index, self.config.stop_strings[index].clone())
-                };
-                let cut = if visible { m.end() } else { m.start() };
-                let out = self.jail[..cut].to_owned();
-                self.jail.clear();
-                self.matched = Some(MatchedStop::String {
-                    index: list_index,
-                    text,
-                    visible,
-                });
-                return stopped(out);
+        let stops = &*self.stops;
+        let mut hit: Option<(usize, usize)> = None;
+        for (j, &b) in new_text.as_bytes().iter().enumerate() {
+            if self.jail_len == 0 && !stops.starts[usize::from(b)] {
+                continue;
+            }
+            let mut longest = 0;
+            for (i, (kmp, state)) in stops
+                .strings
+                .iter()
+                .zip(&mut self.string_states)
+                .enumerate()
+            {
+                if kmp.advance(state, b)
+                    && active
+                    && hit.is_none_or(|(_, h)| kmp.len() > stops.strings[h].len())
+                {
+                    hit = Some((j + 1, i));
+                }
+                longest = longest.max(*state as usize);
+            }
+            self.jail_len = longest;
+            if hit.is_some() {
+                break;
             }
         }
-        // Keep the longest suffix that is a proper prefix of a stop string.
-        let len = self.jail.len();
-        let max_keep = self.longest_stop.saturating_sub(1).min(len);
-        let keep = (1..=max_keep)
-            .rev()
-            .find(|&k| {
-                let bytes = &self.jail.as_bytes()[len - k..];
-                self.starts[usize::from(bytes[0])]
-                    && self.jail.is_char_boundary(len - k)
-                    && self.prefixes.contains(bytes)
-            })
-            .unwrap_or(0);
-        let released: String = self.jail.drain(..len - keep).collect();
+        if let Some((end, index)) = hit {
+            let visible = index >= stops.n_hidden;
+            let (list_index, text) = if visible {
+                let i = index - stops.n_hidden;
+                (i, self.config.visible_stop_strings[i].clone())
+            } else {
+                (index, self.config.stop_strings[index].clone())
+            };
+            let mut out = self.take_jail();
+            let end = out.len() + end;
+            let cut = if visible { end } else { end - text.len() };
+            out.push_str(&new_text);
+            out.truncate(cut);
+            self.matched = Some(MatchedStop::String {
+                index: list_index,
+                text,
+                visible,
+            });
+            return stopped(out);
+        }
+        // The jail is the last `jail_len` bytes of (jail + new text).
+        let released = if self.head == self.jail.len() && self.jail_len == 0 {
+            new_text
+        } else {
+            self.jail.push_str(&new_text);
+            let cut = self.jail.len() - self.jail_len;
+            let released = self.jail[self.head..cut].to_owned();
+            self.head = cut;
+            // Compact once the released part outweighs the held one:
+            // amortized O(1) per byte.
+            if self.head == self.jail.len() {
+                self.jail.clear();
+                self.head = 0;
+            } else if self.head > self.jail.len() / 2 {
+                self.jail.drain(..self.head);
+                self.head = 0;
+            }
+            released
+        };
         if released.is_empty() {
             Output::Held
         } else {
             Output::Text(released)
         }
+    }
+}
+
+impl StopSequenceDecoder {
+    /// Takes the held text out of the jail.
+    fn take_jail(&mut self) -> String {
+        let held = self.jail.split_off(self.head);
+        self.jail.clear();
+        self.head = 0;
+        held
     }
 }
 

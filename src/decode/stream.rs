@@ -1,6 +1,6 @@
 //! [`DecodeStream`]: ids in one at a time, text out as soon as it is final.
 
-use crate::backend::DecodeStyle;
+use crate::backend::{DecodeStyle, StartRule};
 use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
@@ -40,22 +40,47 @@ const PROMPT_CONTEXT: usize = 5;
 /// ```
 ///
 /// Cloning is cheap (a few ids): one prompt's stream can start several generations.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct DecodeStream {
     tokenizer: Tokenizer,
     skip_special_tokens: bool,
+    unknown_ids: UnknownIds,
     state: State,
+    /// vLLM's `spaces_between_special_tokens` (off unless asked for).
+    special_spaces: SpecialSpaces,
 }
 
-#[derive(Clone)]
+/// State of the `spaces_between_special_tokens` rule: a special token that
+/// renders is set apart by one space from the text on either side.
+#[derive(Debug, Clone, Copy, Default)]
+struct SpecialSpaces {
+    on: bool,
+    /// Some text was rendered before (the prompt counts).
+    rendered: bool,
+    /// The last thing rendered was a special token: the next text gets a space.
+    space_due: bool,
+}
+
+/// What a stream does with an id outside the vocabulary.
+///
+/// Models generate such ids: embedding matrices are padded past the
+/// tokenizer's vocabulary (Qwen3 has 151,669 tokens and more rows), and
+/// vLLM renders them as nothing. [`Tokenizer::decode`] stays strict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum UnknownIds {
+    /// The step fails with [`ErrorKind::UnknownTokenId`](crate::ErrorKind::UnknownTokenId).
+    Error,
+    /// The id renders nothing, the stream goes on, and the
+    /// `rtok_stream_unknown_ids_total` counter goes up.
+    #[default]
+    Skip,
+}
+
+#[derive(Debug, Clone)]
 enum State {
-    /// Byte-concatenative backends: O(1) per token, no re-decoding.
-    Bytes {
-        /// Bytes not yet emitted: an incomplete UTF-8 character.
-        pending: Vec<u8>,
-        /// Ids whose bytes are (partly) in `pending`.
-        ids: Vec<u32>,
-    },
+    /// Byte styles: O(1) per token, no re-decoding.
+    Bytes(ByteState),
     /// Other decoders: re-decode a window with the prefix/read-offset rule.
     Window {
         /// The emitted prefix (`..read_offset`), then the ids not emitted yet.
@@ -64,31 +89,117 @@ enum State {
     },
 }
 
-impl DecodeStream {
-    /// A stream whose first token follows `prompt_ids` (only the last few are kept).
-    pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
-        let state = match tokenizer.decode_style() {
-            DecodeStyle::ByteConcat => {
-                // A prompt that ends inside a character hands its partial bytes on.
-                // Skipped specials contribute no bytes, so they are left out.
-                let mut tail: Vec<u8> = Vec::new();
-                let rendered = prompt_ids
-                    .iter()
-                    .rev()
-                    .filter(|&&id| !(skip_special_tokens && tokenizer.is_special_id(id)))
-                    .take(PROMPT_CONTEXT)
-                    .collect::<Vec<_>>();
-                for &&id in rendered.iter().rev() {
-                    if let Some(b) = tokenizer.token_bytes(id) {
-                        tail.extend_from_slice(b);
+/// A windowed stream emits at the latest once this many ids wait beyond the
+/// emitted prefix, so a decoder that keeps ending in U+FFFD (a token whose
+/// text is U+FFFD, an endless invalid byte run) costs O(1) per step.
+const MAX_WAITING: usize = 16;
+
+#[derive(Debug, Clone)]
+struct ByteState {
+    rule: StartRule,
+    /// The start rule still applies (nothing rendered yet, as the rule counts it).
+    at_start: bool,
+    /// Bytes not yet emitted: an incomplete UTF-8 character (≤ 3 bytes).
+    pending: Vec<u8>,
+    /// Ids whose bytes are (partly) in `pending`.
+    ids: Vec<u32>,
+}
+
+impl ByteState {
+    fn new(rule: StartRule) -> Self {
+        Self {
+            rule,
+            at_start: rule != StartRule::None,
+            pending: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+
+    /// The bytes `id` renders here (a known id that is not skipped), moving
+    /// past the start of the text as the rule says (DESIGN.md, 180).
+    fn bytes_for<'t>(&mut self, tok: &'t Tokenizer, id: u32) -> &'t [u8] {
+        let plain = tok.token_bytes(id).unwrap_or_default();
+        if !self.at_start {
+            return plain;
+        }
+        match self.rule {
+            StartRule::StripSpace => {
+                if plain.is_empty() {
+                    return plain;
+                }
+                self.at_start = false;
+                plain.strip_prefix(b" ").unwrap_or(plain)
+            }
+            StartRule::FirstIdStripSpace => {
+                self.at_start = false;
+                plain.strip_prefix(b" ").unwrap_or(plain)
+            }
+            StartRule::FirstToken => {
+                self.at_start = false;
+                tok.first_token_bytes(id).unwrap_or(plain)
+            }
+            StartRule::SentencePiece { repeat } => {
+                let mut bytes = plain;
+                if tok.byte_piece(id).is_none() && !tok.is_special_id(id) {
+                    let first = tok.first_token_bytes(id).unwrap_or(plain);
+                    if first.len() != plain.len() {
+                        bytes = first;
+                        self.at_start &= repeat;
                     }
                 }
-                let keep = incomplete_suffix_len(&tail);
-                State::Bytes {
-                    pending: tail[tail.len() - keep..].to_vec(),
-                    ids: Vec::new(),
-                }
+                self.at_start &= bytes.is_empty();
+                bytes
             }
+            _ => {
+                self.at_start = false;
+                plain
+            }
+        }
+    }
+
+    /// A known id that renders nothing (a skipped special) went by.
+    fn skipped(&mut self) {
+        if self.rule == StartRule::FirstIdStripSpace {
+            self.at_start = false;
+        }
+    }
+
+    /// Appends `id`'s bytes and appends the text that is final to `out`.
+    fn push(&mut self, tok: &Tokenizer, id: u32, out: &mut String) {
+        let bytes = self.bytes_for(tok, id);
+        // Fast path: nothing pending and the token is whole characters.
+        if self.pending.is_empty()
+            && let Ok(text) = std::str::from_utf8(bytes)
+        {
+            out.push_str(text);
+            return;
+        }
+        self.pending.extend_from_slice(bytes);
+        self.ids.push(id);
+        take_complete_into(&mut self.pending, false, out);
+        if self.pending.is_empty() {
+            self.ids.clear();
+        }
+    }
+}
+
+impl DecodeStream {
+    /// A stream whose first token follows `prompt_ids` (only the last few are kept).
+    /// Unknown ids are skipped; see [`with_unknown_ids`](Self::with_unknown_ids).
+    pub fn new(tokenizer: &Tokenizer, prompt_ids: &[u32], skip_special_tokens: bool) -> Self {
+        let state = match tokenizer.decode_style() {
+            DecodeStyle::ByteConcat => State::Bytes(byte_context(
+                tokenizer,
+                StartRule::None,
+                prompt_ids,
+                skip_special_tokens,
+            )),
+            DecodeStyle::ByteConcatWithStart(rule) => State::Bytes(byte_context(
+                tokenizer,
+                rule,
+                prompt_ids,
+                skip_special_tokens,
+            )),
             _ => {
                 let ids = window_context(tokenizer, prompt_ids, skip_special_tokens);
                 State::Window {
@@ -97,41 +208,153 @@ impl DecodeStream {
                 }
             }
         };
+        let rendered = prompt_ids.iter().any(|&id| {
+            id_known(tokenizer, id) && !(skip_special_tokens && tokenizer.is_special_id(id))
+        });
         Self {
             tokenizer: tokenizer.clone(),
             skip_special_tokens,
+            unknown_ids: UnknownIds::default(),
             state,
+            special_spaces: SpecialSpaces {
+                on: false,
+                rendered,
+                space_due: false,
+            },
         }
+    }
+
+    /// The same stream with vLLM's `spaces_between_special_tokens`: every
+    /// special token that renders (with `skip_special_tokens` off) is set
+    /// apart by one space from the text before and after it, as
+    /// `" ".join(sub_texts)` does in `transformers`' slow tokenizers, and
+    /// the text before it is decoded on its own (a partial character there
+    /// becomes U+FFFD). Off by default: fast tokenizers ignore the option,
+    /// and with it off the stream equals [`Tokenizer::decode`] (DESIGN.md, 186).
+    #[must_use]
+    pub fn with_spaces_between_special_tokens(mut self, on: bool) -> Self {
+        self.special_spaces.on = on;
+        self
+    }
+
+    /// One id's text for a logprobs entry (see [`TokenText`](crate::TokenText)),
+    /// without touching the stream. Ids outside the vocabulary follow the
+    /// stream's [`UnknownIds`] policy (`Skip`: empty text and bytes).
+    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
+        match crate::decode::token_raw_bytes(&self.tokenizer, id)? {
+            Some(bytes) => Ok(crate::TokenText::from_bytes(id, bytes)),
+            None => match self.unknown_ids {
+                UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
+                UnknownIds::Skip => Ok(crate::TokenText::from_bytes(id, Vec::new())),
+            },
+        }
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
+        ids.iter().map(|&id| self.token_text(id)).collect()
+    }
+
+    /// The same stream with another policy for ids outside the vocabulary.
+    #[must_use]
+    pub fn with_unknown_ids(mut self, policy: UnknownIds) -> Self {
+        self.unknown_ids = policy;
+        self
     }
 
     /// Feeds one id; returns the text it completes, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>> {
+        let mut out = String::new();
+        self.step_into(id, &mut out)?;
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// Feeds several ids (speculative decoding); returns the text they
+    /// complete together, the same as one [`step`](Self::step) per id,
+    /// gathered in one buffer.
+    pub fn step_many(&mut self, ids: &[u32]) -> Result<Option<String>> {
+        let mut out = String::new();
+        for &id in ids {
+            self.step_into(id, &mut out)?;
+        }
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// Former name of [`step_many`](Self::step_many).
+    #[deprecated(note = "renamed to `step_many`")]
+    pub fn step_batch(&mut self, ids: &[u32]) -> Result<Option<String>> {
+        self.step_many(ids)
+    }
+
+    /// Ends the stream: whatever is still held (a partial character becomes U+FFFD,
+    /// exactly as a one-shot decode renders it).
+    pub fn flush(&mut self) -> Result<Option<String>> {
+        let mut out = String::new();
+        let start = out.len();
+        self.flush_plain(&mut out)?;
+        if self.special_spaces.on {
+            self.spaced(&mut out, start);
+        }
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// [`step`](Self::step), appending the text to `out`.
+    fn step_into(&mut self, id: u32, out: &mut String) -> Result<()> {
+        if !self.special_spaces.on {
+            return self.step_plain(id, out);
+        }
+        if !id_known(&self.tokenizer, id) {
+            return self.unknown(id);
+        }
+        let start = out.len();
+        if !self.tokenizer.is_special_id(id) {
+            self.step_plain(id, out)?;
+            self.spaced(out, start);
+            return Ok(());
+        }
+        if self.skip_special_tokens {
+            return self.step_plain(id, out);
+        }
+        // A special token that renders: the text before it ends here.
+        self.flush_plain(out)?;
+        self.special_spaces.rendered |= out.len() > start;
+        if self.special_spaces.rendered {
+            out.push(' ');
+        }
+        out.push_str(&self.tokenizer.decode(&[id], false)?);
+        self.special_spaces.rendered = true;
+        self.special_spaces.space_due = true;
+        Ok(())
+    }
+
+    /// Puts the space due after a special token before the text appended
+    /// to `out` since `start`, if any.
+    fn spaced(&mut self, out: &mut String, start: usize) {
+        if out.len() == start {
+            return;
+        }
+        self.special_spaces.rendered = true;
+        if std::mem::take(&mut self.special_spaces.space_due) {
+            out.insert(start, ' ');
+        }
+    }
+
+    fn step_plain(&mut self, id: u32, out: &mut String) -> Result<()> {
         match &mut self.state {
-            State::Bytes { pending, ids } => {
-                let bytes = self
-                    .tokenizer
-                    .token_bytes(id)
-                    .ok_or_else(|| Error::unknown_id(id, self.tokenizer.vocab_size()))?;
+            State::Bytes(st) => {
+                if self.tokenizer.token_bytes(id).is_none() {
+                    return self.unknown(id);
+                }
                 if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
-                    return Ok(None);
+                    st.skipped();
+                    return Ok(());
                 }
-                // Fast path: nothing pending and the token is whole characters.
-                if pending.is_empty()
-                    && let Ok(text) = std::str::from_utf8(bytes)
-                {
-                    return Ok((!text.is_empty()).then(|| text.to_owned()));
-                }
-                pending.extend_from_slice(bytes);
-                ids.push(id);
-                let text = take_complete(pending, false);
-                if pending.is_empty() {
-                    ids.clear();
-                }
-                Ok((!text.is_empty()).then_some(text))
+                st.push(&self.tokenizer, id, out);
+                Ok(())
             }
             State::Window { ids, read_offset } => {
-                if id as usize >= self.tokenizer.vocab_size() {
-                    return Err(Error::unknown_id(id, self.tokenizer.vocab_size()));
+                if !id_known(&self.tokenizer, id) {
+                    return self.unknown(id);
                 }
                 if self.skip_special_tokens && self.tokenizer.is_special_id(id) {
                     // Renders nothing, so no text can complete. One is kept
@@ -140,55 +363,51 @@ impl DecodeStream {
                     if !last_skipped {
                         ids.push(id);
                     }
-                    return Ok(None);
+                    return Ok(());
                 }
                 ids.push(id);
-                // A byte-fallback piece (`<0xNN>`) may still turn its whole run
-                // into U+FFFD once the run ends: wait for the run to end.
-                if self.tokenizer.byte_piece(id).is_some() {
-                    return Ok(None);
+                // Byte-fallback pieces (`<0xNN>`) that end in an incomplete
+                // character wait for it; every complete character goes out
+                // at once (DESIGN.md, 39 and 181).
+                let held = incomplete_tail(&self.tokenizer, ids);
+                let end = ids.len() - held;
+                if end <= *read_offset {
+                    return Ok(());
                 }
+                let force = end - *read_offset > MAX_WAITING;
                 advance_window(
                     &self.tokenizer,
                     ids,
+                    end,
                     read_offset,
                     self.skip_special_tokens,
-                    false,
+                    force,
+                    out,
                 )
             }
         }
     }
 
-    /// Feeds several ids; returns the text they complete together.
-    pub fn step_batch(&mut self, ids: &[u32]) -> Result<Option<String>> {
-        let mut out = String::new();
-        for &id in ids {
-            if let Some(text) = self.step(id)? {
-                out.push_str(&text);
-            }
-        }
-        Ok((!out.is_empty()).then_some(out))
-    }
-
-    /// Ends the stream: whatever is still held (a partial character becomes U+FFFD,
-    /// exactly as a one-shot decode renders it).
-    pub fn flush(&mut self) -> Result<Option<String>> {
+    fn flush_plain(&mut self, out: &mut String) -> Result<()> {
         match &mut self.state {
-            State::Bytes { pending, ids } => {
-                ids.clear();
-                let text = take_complete(pending, true);
-                Ok((!text.is_empty()).then_some(text))
+            State::Bytes(st) => {
+                st.ids.clear();
+                take_complete_into(&mut st.pending, true, out);
+                Ok(())
             }
             State::Window { ids, read_offset } => {
                 if *read_offset >= ids.len() {
-                    return Ok(None);
+                    return Ok(());
                 }
+                let end = ids.len();
                 advance_window(
                     &self.tokenizer,
                     ids,
+                    end,
                     read_offset,
                     self.skip_special_tokens,
                     true,
+                    out,
                 )
             }
         }
@@ -198,9 +417,66 @@ impl DecodeStream {
     /// decoders, the few before them kept as context).
     pub fn tokens(&self) -> &[u32] {
         match &self.state {
-            State::Bytes { ids, .. } | State::Window { ids, .. } => ids,
+            State::Bytes(st) => &st.ids,
+            State::Window { ids, .. } => ids,
         }
     }
+
+    fn unknown(&self, id: u32) -> Result<()> {
+        match self.unknown_ids {
+            UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
+            UnknownIds::Skip => {
+                self.tokenizer.count_skipped_unknown_id();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Whether `id` is in the vocabulary (decodes).
+fn id_known(tok: &Tokenizer, id: u32) -> bool {
+    tok.token_bytes(id).is_some()
+        || ((id as usize) < tok.vocab_size() && tok.id_to_token(id).is_some())
+}
+
+/// The state a byte-style stream starts in after `prompt`: whether the start
+/// rule still applies, and the prompt's incomplete trailing character.
+///
+/// The rule's state comes from the prompt's first ids (it ends at the first
+/// that renders, so this is O(1) for real prompts); the pending bytes from the
+/// last [`PROMPT_CONTEXT`] ids that render.
+fn byte_context(tok: &Tokenizer, rule: StartRule, prompt: &[u32], skip: bool) -> ByteState {
+    let renders = |id: u32| tok.token_bytes(id).is_some() && !(skip && tok.is_special_id(id));
+    let mut st = ByteState::new(rule);
+    // The prompt's text is not emitted.
+    let mut discard = String::new();
+    let mut i = 0;
+    while i < prompt.len() && st.at_start {
+        if renders(prompt[i]) {
+            st.push(tok, prompt[i], &mut discard);
+            discard.clear();
+        } else if tok.token_bytes(prompt[i]).is_some() {
+            st.skipped();
+        }
+        i += 1;
+    }
+    let mut tail = prompt.len();
+    let mut n = 0;
+    while tail > i && n < PROMPT_CONTEXT {
+        tail -= 1;
+        n += usize::from(renders(prompt[tail]));
+    }
+    if tail > i {
+        st.pending.clear();
+    }
+    for &id in &prompt[tail.max(i)..] {
+        if renders(id) {
+            st.push(tok, id, &mut discard);
+            discard.clear();
+        }
+    }
+    st.ids.clear();
+    st
 }
 
 /// The prompt ids a windowed stream starts with: the last [`PROMPT_CONTEXT`]
@@ -315,23 +591,51 @@ fn is_continuation(b: u8) -> bool {
 /// it must wait (`!flush` and the text is not longer yet, or ends in U+FFFD).
 /// The ids just emitted become the next prefix (TGI's rule); the ones before
 /// them are never read again and are dropped, so memory stays bounded.
+///
+/// Only `ids[..end]` is decoded; the ids after it (an incomplete character's
+/// byte pieces) wait for the next step.
 fn advance_window(
     tokenizer: &Tokenizer,
     ids: &mut Vec<u32>,
+    end: usize,
     read_offset: &mut usize,
     skip_special_tokens: bool,
     flush: bool,
-) -> Result<Option<String>> {
-    let read = (*read_offset).min(ids.len());
+    out: &mut String,
+) -> Result<()> {
+    let end = end.min(ids.len());
+    let read = (*read_offset).min(end);
     let prefix = tokenizer.decode(&ids[..read], skip_special_tokens)?;
-    let full = tokenizer.decode(ids, skip_special_tokens)?;
+    let full = tokenizer.decode(&ids[..end], skip_special_tokens)?;
     if !flush && (full.len() <= prefix.len() || full.ends_with('\u{FFFD}')) {
-        return Ok(None);
+        return Ok(());
     }
-    let text = new_suffix(&prefix, &full).to_owned();
+    out.push_str(new_suffix(&prefix, &full));
     ids.drain(..read);
-    *read_offset = ids.len();
-    Ok((!text.is_empty()).then_some(text))
+    *read_offset = end - read;
+    Ok(())
+}
+
+/// How many ids at the end of `ids` are byte-fallback pieces whose bytes
+/// are the start of a character still missing its last bytes (0 to 3).
+fn incomplete_tail(tokenizer: &Tokenizer, ids: &[u32]) -> usize {
+    let mut tail = [0u8; 4];
+    let mut n = 0;
+    for &id in ids.iter().rev().take(3) {
+        let Some(b) = tokenizer.byte_piece(id) else {
+            break;
+        };
+        n += 1;
+        tail[4 - n] = b;
+        if !is_continuation(b) {
+            let incomplete = matches!(
+                std::str::from_utf8(&tail[4 - n..]),
+                Err(e) if e.valid_up_to() == 0 && e.error_len().is_none()
+            );
+            return if incomplete { n } else { 0 };
+        }
+    }
+    0
 }
 
 /// The part of `full` after `prefix`. When a decoder rewrote the prefix
@@ -356,8 +660,15 @@ fn new_suffix<'a>(prefix: &str, full: &'a str) -> &'a str {
 /// Takes the longest valid UTF-8 prefix out of `pending`, turning invalid
 /// sequences into U+FFFD as `String::from_utf8_lossy` would. An incomplete
 /// character at the end stays, unless `finish`.
-pub(crate) fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
+#[cfg(test)]
+fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
     let mut out = String::new();
+    take_complete_into(pending, finish, &mut out);
+    out
+}
+
+/// [`take_complete`], appending to `out`.
+pub(crate) fn take_complete_into(pending: &mut Vec<u8>, finish: bool, out: &mut String) {
     let mut start = 0;
     loop {
         match std::str::from_utf8(&pending[start..]) {
@@ -387,24 +698,6 @@ pub(crate) fn take_complete(pending: &mut Vec<u8>, finish: bool) -> String {
         }
     }
     pending.drain(..start);
-    out
-}
-
-/// Length of a trailing incomplete (but so far valid) UTF-8 sequence.
-fn incomplete_suffix_len(bytes: &[u8]) -> usize {
-    match std::str::from_utf8(bytes) {
-        Ok(_) => 0,
-        Err(e) if e.error_len().is_none() => bytes.len() - e.valid_up_to(),
-        Err(_) => {
-            // Invalid bytes earlier: only a valid-looking tail can continue.
-            let tail_start = bytes.len().saturating_sub(3);
-            (tail_start..bytes.len())
-                .find(|&i| {
-                    matches!(std::str::from_utf8(&bytes[i..]), Err(e) if e.valid_up_to() == 0 && e.error_len().is_none())
-                })
-                .map_or(0, |i| bytes.len() - i)
-        }
-    }
 }
 
 #[cfg(test)]

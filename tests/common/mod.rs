@@ -49,6 +49,14 @@ pub fn tokenizer(source: &str) -> Tokenizer {
     if let Some(t) = LOADED.lock().unwrap().get(source) {
         return t.clone();
     }
+    if source == WINDOWED_MISTRAL {
+        let tok = windowed_mistral();
+        LOADED
+            .lock()
+            .unwrap()
+            .insert(source.to_owned(), tok.clone());
+        return tok;
+    }
     // `fixtures/…` names a file in the shared folder.
     let path = source
         .starts_with("fixtures/")
@@ -64,6 +72,37 @@ pub fn tokenizer(source: &str) -> Tokenizer {
         .lock()
         .unwrap()
         .insert(source.to_owned(), tok.clone());
+    tok
+}
+
+/// A source name for Mistral-7B's `tokenizer.json` with one more decoder
+/// step (a second `Replace ▁`, a no-op on real text): no byte style
+/// expresses it, so it streams on the `Windowed` path, which no shared
+/// tokenizer uses any more.
+pub const WINDOWED_MISTRAL: &str = "windowed/mistral-7b";
+
+fn windowed_mistral() -> Tokenizer {
+    let snapshots = shared_dir().join("hf-cache/hub/models--mistralai--Mistral-7B-v0.1/snapshots");
+    let snap = std::fs::read_dir(&snapshots)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(snap.join("tokenizer.json")).unwrap()).unwrap();
+    json["decoder"]["decoders"].as_array_mut().unwrap().push(
+        serde_json::json!({"type": "Replace", "pattern": {"String": "\u{2581}"}, "content": " "}),
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("windowed-mistral");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let tok = offline_options().load(path.to_str().unwrap()).unwrap();
+    assert_eq!(
+        tok.decode_style(),
+        router_tokenizer::traits::DecodeStyle::Windowed
+    );
     tok
 }
 

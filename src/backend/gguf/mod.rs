@@ -24,7 +24,7 @@ use std::path::Path;
 
 use crate::backend::hf::HfBackend;
 use crate::backend::sentencepiece::llama::{LlamaSpmScratch, segment};
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
@@ -98,11 +98,7 @@ impl GgufBackend {
             .map(|id| piece(&vocab, id).into_boxed_slice())
             .collect();
         let special_tokens = special_tokens(&vocab);
-        let style = if vocab.kind == VocabType::Bpe && !vocab.clean_spaces && !vocab.add_eos {
-            DecodeStyle::ByteConcat
-        } else {
-            DecodeStyle::Windowed
-        };
+        let style = decode_style(&vocab);
         Ok(Self {
             partitioner: Partitioner::new(&vocab),
             vocab,
@@ -390,6 +386,23 @@ fn special_tokens(v: &Vocab) -> SpecialTokens {
     }
 }
 
+/// The streaming style of `decode` below: concatenated pieces, read as lossy
+/// UTF-8, once a leading space is stripped from the first id when
+/// `add_space_prefix`. `clean_spaces` rewrites across pieces, and an `eos`
+/// that is dropped only at the end (`add_eos`) but not hidden elsewhere
+/// depends on what follows, so both keep the windowed stream.
+fn decode_style(v: &Vocab) -> DecodeStyle {
+    let hidden = |id: u32| v.attr(id) & (attr::UNKNOWN | attr::CONTROL) != 0;
+    let eos_ok = !v.add_eos || v.eos.is_none_or(hidden);
+    if v.clean_spaces || !eos_ok {
+        DecodeStyle::Windowed
+    } else if v.add_space_prefix {
+        DecodeStyle::ByteConcatWithStart(StartRule::FirstIdStripSpace)
+    } else {
+        DecodeStyle::ByteConcat
+    }
+}
+
 /// llama.cpp's `clean_spaces` passes over detokenized bytes.
 fn clean_spaces(text: &mut Vec<u8>) {
     // " ?", " !", " .", " ,": drop the space.
@@ -487,7 +500,7 @@ impl Decoder for GgufBackend {
     }
 
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        if self.style != DecodeStyle::ByteConcat {
+        if self.style == DecodeStyle::Windowed {
             return None;
         }
         self.pieces.get(id as usize).map(|p| &p[..])

@@ -419,6 +419,8 @@ impl Decoder for HfBackend {
     fn decode_style(&self) -> DecodeStyle {
         if self.vocab.decode_bytes.is_some() {
             DecodeStyle::ByteConcat
+        } else if let Some(table) = &self.vocab.stream {
+            DecodeStyle::ByteConcatWithStart(table.rule)
         } else {
             DecodeStyle::Windowed
         }
@@ -429,11 +431,26 @@ impl Decoder for HfBackend {
     }
 
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        let table = self.vocab.decode_bytes.as_ref()?;
+        let table = match (&self.vocab.decode_bytes, &self.vocab.stream) {
+            (Some(table), _) => table,
+            (None, Some(stream)) => &stream.bytes,
+            (None, None) => return None,
+        };
         self.vocab
             .contains(id)
             .then(|| table.get(id as usize).map(|b| &b[..]))
             .flatten()
+    }
+
+    fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
+        match &self.vocab.stream {
+            Some(stream) if !stream.first.is_empty() => self
+                .vocab
+                .contains(id)
+                .then(|| stream.first.get(id as usize).map(|b| &b[..]))
+                .flatten(),
+            _ => self.token_bytes(id),
+        }
     }
 }
 

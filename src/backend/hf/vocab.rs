@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::path::Path;
 
-use crate::backend::byte_level;
+use crate::backend::{StartRule, byte_level};
 use crate::error::{Error, Result};
 use crate::limits;
 
@@ -96,6 +96,18 @@ pub(crate) struct Vocab {
     /// `(id, byte)` of every `<0xNN>` token, sorted by id, when the decoder has
     /// a `ByteFallback` step (which reassembles their runs); else empty.
     pub byte_pieces: Vec<(u32, u8)>,
+    /// Per-id output bytes for streaming, when the decoder is concatenation
+    /// plus a rule at the start of the text ([`StreamTable`]).
+    pub stream: Option<StreamTable>,
+}
+
+/// What [`DecodeStyle::ByteConcatWithStart`] needs: per-id bytes, the start
+/// rule, and the bytes of a first token where they differ.
+pub(crate) struct StreamTable {
+    pub rule: StartRule,
+    pub bytes: Vec<Box<[u8]>>,
+    /// For [`StartRule::FirstToken`]; empty otherwise.
+    pub first: Vec<Box<[u8]>>,
 }
 
 impl Vocab {
@@ -228,7 +240,12 @@ impl Vocab {
         } else {
             Vec::new()
         };
+        let stream = view
+            .decoder
+            .as_ref()
+            .and_then(|d| stream_table(d, kind, &tokens, &byte_pieces));
         Ok(Self {
+            stream,
             byte_pieces,
             fold_fixups,
             kind,
@@ -256,6 +273,123 @@ impl Vocab {
             .ok()?;
         self.byte_pieces.get(i).map(|&(_, b)| b)
     }
+}
+
+/// The streaming table of the decoders that concatenate per-token bytes with
+/// a rule at the start: `Replace(▁, " ")`, `ByteFallback`, `Fuse` and an
+/// optional final `Strip(" ", 1, 0)` (Llama-2, Mistral, Gemma), and
+/// `WordPiece` (its `cleanup` rewrites each token on its own). Every other
+/// decoder is left to the windowed stream. `tests/stream.rs` checks each
+/// table entry against `decode`.
+fn stream_table(
+    decoder: &serde_json::Value,
+    kind: ModelKind,
+    tokens: &[Option<Box<str>>],
+    byte_pieces: &[(u32, u8)],
+) -> Option<StreamTable> {
+    let ty = |d: &serde_json::Value| {
+        d.get("type")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    match ty(decoder).as_deref()? {
+        "Sequence" => {
+            let steps = decoder.get("decoders")?.as_array()?;
+            let names: Vec<String> = steps.iter().map(ty).collect::<Option<_>>()?;
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let rule = match names.as_slice() {
+                ["Replace", "ByteFallback", "Fuse"] => StartRule::None,
+                ["Replace", "ByteFallback", "Fuse", "Strip"] => {
+                    let strip = &steps[3];
+                    let ok = strip.get("content").and_then(serde_json::Value::as_str) == Some(" ")
+                        && strip.get("start").and_then(serde_json::Value::as_u64) == Some(1)
+                        && strip.get("stop").and_then(serde_json::Value::as_u64) == Some(0);
+                    if !ok {
+                        return None;
+                    }
+                    StartRule::StripSpace
+                }
+                _ => return None,
+            };
+            let replace = &steps[0];
+            let pattern = replace.get("pattern")?.get("String")?.as_str()?;
+            let content = replace.get("content")?.as_str()?;
+            if pattern != "\u{2581}" || content != " " {
+                return None;
+            }
+            let bytes = tokens
+                .iter()
+                .enumerate()
+                .map(|(id, t)| {
+                    let Some(t) = t.as_deref() else {
+                        return Box::default();
+                    };
+                    let byte = u32::try_from(id).ok().and_then(|id| {
+                        byte_pieces
+                            .binary_search_by_key(&id, |&(i, _)| i)
+                            .ok()
+                            .map(|i| byte_pieces[i].1)
+                    });
+                    match byte {
+                        Some(b) => Box::from([b]),
+                        None => t.replace('\u{2581}', " ").into_bytes().into(),
+                    }
+                })
+                .collect();
+            Some(StreamTable {
+                rule,
+                bytes,
+                first: Vec::new(),
+            })
+        }
+        "WordPiece" if kind == ModelKind::WordPiece => {
+            let prefix = decoder.get("prefix")?.as_str()?;
+            let cleanup = decoder.get("cleanup")?.as_bool()?;
+            let render = |t: &str| -> Box<[u8]> {
+                if cleanup {
+                    wordpiece_cleanup(t).into_bytes().into()
+                } else {
+                    t.as_bytes().into()
+                }
+            };
+            let mut bytes = Vec::with_capacity(tokens.len());
+            let mut first = Vec::with_capacity(tokens.len());
+            for t in tokens {
+                let Some(t) = t.as_deref() else {
+                    bytes.push(Box::default());
+                    first.push(Box::default());
+                    continue;
+                };
+                first.push(render(t));
+                let joined = match t.strip_prefix(prefix) {
+                    Some(rest) if !prefix.is_empty() => rest.to_owned(),
+                    _ => format!(" {t}"),
+                };
+                bytes.push(render(&joined));
+            }
+            Some(StreamTable {
+                rule: StartRule::FirstToken,
+                bytes,
+                first,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `tokenizers`' WordPiece `cleanup`, applied to one token's text.
+fn wordpiece_cleanup(s: &str) -> String {
+    s.replace(" .", ".")
+        .replace(" ?", "?")
+        .replace(" !", "!")
+        .replace(" ,", ",")
+        .replace(" ' ", "'")
+        .replace(" n't", "n't")
+        .replace(" 'm", "'m")
+        .replace(" do not", " don't")
+        .replace(" 's", "'s")
+        .replace(" 've", "'ve")
+        .replace(" 're", "'re")
 }
 
 /// Token lengths and ids within what `tokenizers` stores and what the tables

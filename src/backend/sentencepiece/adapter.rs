@@ -5,7 +5,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::model::SpanWindows;
 use super::{ModelType, SentencePieceModel, SpmError};
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer, chunk_from_offsets};
+use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer, chunk_from_offsets};
 use crate::config::TokenizerConfig;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
@@ -286,14 +286,24 @@ impl Decoder for SpmBackend {
             .map_err(|e| decode_error(e, self.model.vocab_size()))
     }
 
-    /// The dummy-prefix space is stripped at the start of a decode, so the
-    /// result is not a plain concatenation of pieces.
+    /// Piece concatenation, with the dummy-prefix space stripped at the
+    /// start of a decode; a denormalizer needs the window.
     fn decode_style(&self) -> DecodeStyle {
-        DecodeStyle::Windowed
+        if !self.model.decodes_by_concatenation() {
+            return DecodeStyle::Windowed;
+        }
+        DecodeStyle::ByteConcatWithStart(match self.model.strips_dummy_prefix() {
+            Some(repeat) => StartRule::SentencePiece { repeat },
+            None => StartRule::None,
+        })
     }
 
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.model.piece_bytes(id)
+    }
+
+    fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.model.first_piece_bytes(id)
     }
 
     fn byte_piece(&self, id: u32) -> Option<u8> {

@@ -547,7 +547,8 @@ impl SentencePieceModel {
         for id in 0..self.vocab.len() as u32 {
             let start = bytes.len();
             match self.vocab.kind(id) {
-                PieceType::Control => {}
+                // Rendered only when control pieces are not skipped.
+                PieceType::Control => bytes.extend_from_slice(self.vocab.piece(id)),
                 PieceType::Byte => {
                     if let Some(b) = byte_piece_value(self.vocab.piece(id)) {
                         bytes.push(b);
@@ -905,19 +906,46 @@ impl SentencePieceModel {
 
     /// The bytes a piece contributes to decoded text, for streaming: U+2581
     /// already replaced by a space, a `<0xXX>` byte piece as its single byte,
-    /// control pieces empty, the unknown piece as its `unk_surface`.
+    /// a control piece as its text (rendered only when controls are not
+    /// skipped), the unknown piece as its `unk_surface`.
     ///
     /// The dummy-prefix space at the very start of a sequence is *not*
-    /// stripped here: [`decode`](Self::decode) drops one leading U+2581 of
-    /// the first non-control, non-byte piece when nothing has been emitted
-    /// yet and [`adds_dummy_prefix`](Self::adds_dummy_prefix) (and, with
-    /// `remove_extra_whitespaces`, one from every such piece until some text
-    /// is emitted); a streamer must apply the same rule.
-    /// Concatenated byte pieces may form invalid UTF-8; [`decode`](Self::decode)
-    /// turns each bad byte into U+FFFD. `None` for an id out of range.
+    /// stripped here; [`first_piece_bytes`](Self::first_piece_bytes) gives a
+    /// piece as it renders there. Concatenated byte pieces may form invalid
+    /// UTF-8; [`decode`](Self::decode) turns each bad byte into U+FFFD.
+    /// `None` for an id out of range.
     pub fn piece_bytes(&self, id: u32) -> Option<&[u8]> {
         let &(s, e) = self.stream_spans.get(id as usize)?;
         self.stream_bytes.get(s..e)
+    }
+
+    /// The bytes of a piece when [`decode`](Self::decode) drops the dummy
+    /// prefix from it (it is the first text of the sequence): without its
+    /// leading space mark, for pieces other than control, byte and unknown
+    /// ones. Other pieces render as [`piece_bytes`](Self::piece_bytes).
+    pub fn first_piece_bytes(&self, id: u32) -> Option<&[u8]> {
+        let bytes = self.piece_bytes(id)?;
+        let plain = matches!(
+            self.vocab.kind(id),
+            PieceType::Normal | PieceType::UserDefined | PieceType::Unused
+        ) && !self.is_unknown_raw(id);
+        if plain && self.vocab.piece(id).starts_with(SPACE_MARK) {
+            return bytes.get(1..);
+        }
+        Some(bytes)
+    }
+
+    /// Whether decoding is piece concatenation plus the dummy-prefix rule
+    /// (no denormalizer rewrites the text afterwards).
+    pub fn decodes_by_concatenation(&self) -> bool {
+        self.denormalizer.is_none()
+    }
+
+    /// Whether [`decode`](Self::decode) strips the dummy prefix, and whether
+    /// from every leading piece (`remove_extra_whitespaces`).
+    pub fn strips_dummy_prefix(&self) -> Option<bool> {
+        (self.add_dummy_prefix || self.remove_extra_whitespaces)
+            .then_some(self.remove_extra_whitespaces)
     }
 
     // ------------------------------------------------------------------
