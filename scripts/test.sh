@@ -13,6 +13,6 @@ cargo clippy --all-targets --locked -- -D warnings
 cargo test --lib --bins --tests --examples --locked
 cargo test --doc --locked
 # The examples run offline against the shared data, so they cannot rot.
-for example in long_prompt metrics; do
+for example in long_prompt metrics router_loop; do
   cargo run --locked --quiet --example "$example" >/dev/null
 done

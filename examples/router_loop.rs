@@ -1,0 +1,209 @@
+//! A router's request loop: load once, then per request render the chat
+//! template, encode the prompt, and stream a generation through a
+//! [`StopSequenceDecoder`] with stop strings, EOS and `min_tokens`.
+//!
+//! The "model" replays ids: each request's reply is a passage of the shared
+//! corpus, encoded, followed by an EOS id, so the example runs offline and its
+//! output can be checked (the streamed text is `decode(ids)` up to the stop).
+//!
+//! ```sh
+//! cargo run --release --example router_loop [TOKENIZER] [REQUESTS]
+//! ```
+
+mod common;
+
+use router_tokenizer::chat::{ChatRequest, Message};
+use router_tokenizer::{MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer};
+use std::time::{Duration, Instant};
+
+/// What one request did, and how long each stage took.
+struct Served {
+    index: usize,
+    /// The chunks sent to the client, in order.
+    chunks: Vec<String>,
+    prompt_tokens: usize,
+    generated: usize,
+    text_bytes: usize,
+    stop: Option<MatchedStop>,
+    render: Duration,
+    encode: Duration,
+    stream: Duration,
+}
+
+/// Stops are ignored for the first tokens of each generation.
+const MIN_TOKENS: usize = 4;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), BoxError> {
+    let source = common::source_arg("meta-llama/Llama-3.2-1B-Instruct");
+    let requests: usize = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(16);
+
+    // Load once at startup, without blocking the runtime's workers. With
+    // HF_HOME/HF_HUB_OFFLINE set (the test command sets them) this is exactly
+    // `create_tokenizer_async`; otherwise the shared cache is named explicitly.
+    let start = Instant::now();
+    let tokenizer = if std::env::var_os("HF_HOME").is_some() {
+        router_tokenizer::create_tokenizer_async(&source).await?
+    } else {
+        common::options().load_async(&source).await?
+    };
+    println!(
+        "{source}: loaded in {:.1?} ({} tokens, eos {:?})",
+        start.elapsed(),
+        tokenizer.vocab_size(),
+        tokenizer.eos_token_ids()
+    );
+
+    // Requests arrive concurrently; each is a task on the shared handle (a
+    // clone is one Arc increment).
+    let corpus = common::corpus_text(64 * 1024);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..requests {
+        let tokenizer = tokenizer.clone();
+        let reply = passage(&corpus, i);
+        tasks.spawn(async move { serve(&tokenizer, i, &reply) });
+    }
+    let mut served = Vec::with_capacity(requests);
+    while let Some(done) = tasks.join_next().await {
+        served.push(done??);
+    }
+
+    served.sort_by_key(|s| s.index);
+    if let Some(first) = served.first() {
+        let shown: Vec<&String> = first.chunks.iter().take(12).collect();
+        println!(
+            "request 0 streamed {} chunks, the first ones: {shown:?}",
+            first.chunks.len()
+        );
+    }
+    let sum = |f: fn(&Served) -> Duration| served.iter().map(f).sum::<Duration>();
+    let generated: usize = served.iter().map(|s| s.generated).sum();
+    let prompt_tokens: usize = served.iter().map(|s| s.prompt_tokens).sum();
+    let text_bytes: usize = served.iter().map(|s| s.text_bytes).sum();
+    println!(
+        "{requests} requests, {prompt_tokens} prompt tokens, {generated} generated tokens, {text_bytes} bytes streamed"
+    );
+    println!(
+        "per request: render {:.1?}, encode {:.1?}; stream {:.0} ns/token",
+        sum(|s| s.render) / requests.max(1) as u32,
+        sum(|s| s.encode) / requests.max(1) as u32,
+        sum(|s| s.stream).as_nanos() as f64 / generated.max(1) as f64,
+    );
+    let mut reasons = std::collections::BTreeMap::new();
+    for s in &served {
+        let reason = match &s.stop {
+            Some(MatchedStop::Eos { .. }) => "eos",
+            Some(MatchedStop::String { .. }) => "stop string",
+            Some(MatchedStop::Token { .. }) => "stop token",
+            Some(_) => "other stop",
+            None => "length",
+        };
+        *reasons.entry(reason).or_insert(0) += 1;
+    }
+    println!("stop reasons: {reasons:?}");
+    Ok(())
+}
+
+/// The `i`-th simulated reply: a few hundred bytes of the corpus.
+fn passage(corpus: &str, i: usize) -> String {
+    let lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = (i * 7) % lines.len().max(1);
+    lines
+        .iter()
+        .cycle()
+        .skip(start)
+        .take(4)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One request: render, encode, then stream the replayed generation.
+fn serve(tokenizer: &Tokenizer, i: usize, reply: &str) -> Result<Served, BoxError> {
+    let start = Instant::now();
+    let request = ChatRequest::new(vec![
+        Message::new("system", "You are a concise assistant."),
+        Message::new("user", format!("Request {i}: continue the passage.")),
+    ]);
+    let prompt = tokenizer.apply_chat_template(&request)?;
+    let render = start.elapsed();
+
+    let start = Instant::now();
+    // The template already wrote BOS: no special tokens are added again.
+    let prompt_ids = tokenizer.encode(&prompt, false)?;
+    let encode = start.elapsed();
+
+    // The model's output: the reply's ids, then EOS.
+    let mut generated = tokenizer.encode(reply, false)?.ids().to_vec();
+    generated.extend(tokenizer.eos_token_ids().first());
+    // Every third request stops on a string taken from the middle of its
+    // reply; the others run to EOS.
+    let stop = (i % 3 == 0)
+        .then(|| {
+            let mid = reply
+                .char_indices()
+                .map(|(at, _)| at)
+                .find(|&at| at >= reply.len() / 2)?;
+            Some(reply[mid..].chars().take(8).collect::<String>())
+        })
+        .flatten()
+        .filter(|s| !s.is_empty());
+    let config = StopConfig {
+        stop_strings: stop.iter().cloned().collect(),
+        min_tokens: MIN_TOKENS,
+        skip_special_tokens: true,
+        ..StopConfig::default()
+    };
+
+    let start = Instant::now();
+    let mut decoder = StopSequenceDecoder::new(tokenizer, prompt_ids.ids(), config)?;
+    let mut chunks = Vec::new();
+    let mut fed = 0;
+    for &id in &generated {
+        fed += 1;
+        let out = decoder.process_token(id)?;
+        if let Some(t) = out.text() {
+            chunks.push(t.to_owned()); // a router sends this chunk to the client here
+        }
+        if out.is_stopped() {
+            break;
+        }
+    }
+    if decoder.matched_stop().is_none()
+        && let Some(t) = decoder.flush()?.text()
+    {
+        chunks.push(t.to_owned());
+    }
+    let stream = start.elapsed();
+    let text = chunks.concat();
+
+    // What was streamed is what one decode gives, cut before the stop string.
+    let full = tokenizer.decode(&generated, true)?;
+    // A stop string counts only where it ends after the `min_tokens` window.
+    let window = tokenizer.decode(&generated[..MIN_TOKENS.min(generated.len())], true)?;
+    let expected = match &stop {
+        Some(s) => full
+            .match_indices(s.as_str())
+            .find(|(at, _)| at + s.len() > window.len())
+            .map_or(&full[..], |(at, _)| &full[..at]),
+        None => &full[..],
+    };
+    assert_eq!(text, expected, "request {i}: streamed text");
+
+    Ok(Served {
+        index: i,
+        chunks,
+        prompt_tokens: prompt_ids.len(),
+        generated: fed,
+        text_bytes: text.len(),
+        stop: decoder.matched_stop().cloned(),
+        render,
+        encode,
+        stream,
+    })
+}
