@@ -27,11 +27,21 @@ const SPM: &[&str] = &[
     "fixtures/sentencepiece/spm-test_ja_model.model",
 ];
 
+/// One GGUF vocabulary per engine path: SPM merge, byte-level BPE on the HF
+/// engine (native and fancy-regex profiles), WordPiece.
+const GGUF: &[&str] = &[
+    "fixtures/gguf/ggml-vocab-llama-spm.gguf",
+    "fixtures/gguf/ggml-vocab-gpt-2.gguf",
+    "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
+    "fixtures/gguf/ggml-vocab-bert-bge.gguf",
+];
+
 fn all_tokenizers() -> Vec<&'static str> {
     HUB_MODELS
         .iter()
         .chain(TIKTOKEN)
         .chain(SPM)
+        .chain(GGUF)
         .copied()
         .collect()
 }
@@ -355,6 +365,10 @@ fn context_length_from_configs_and_check_budget() {
         ("Xenova/gpt-3.5-turbo", Some(4096)),
         ("mistralai/Mistral-7B-v0.1", None),
         ("o200k_base", None),
+        // GGUF: `{general.architecture}.context_length`.
+        ("fixtures/gguf/ggml-vocab-llama-spm.gguf", Some(4096)),
+        ("fixtures/gguf/ggml-vocab-bert-bge.gguf", Some(512)),
+        ("fixtures/gguf/ggml-vocab-starcoder.gguf", Some(16384)),
     ];
     for (source, want) in cases {
         assert_eq!(tokenizer(source).context_length(), want, "{source}");

@@ -92,11 +92,12 @@ impl LoadOptions {
         let gguf =
             Gguf::parse(&map).map_err(|e| Error::parse(file, e.to_string()).with_source(e))?;
         let backend = GgufBackend::new(file, &gguf, self.special_tokens)?;
+        let context_length = context_length(&gguf);
         drop(gguf);
         drop(map);
         let eos = backend.eog_ids();
         let config = chat_config(&backend);
-        Ok(Tokenizer::build(
+        let tokenizer = Tokenizer::build(
             Arc::new(backend),
             TokenizerInfo {
                 source: source.to_owned(),
@@ -106,8 +107,31 @@ impl LoadOptions {
                 config: config.map(Arc::new),
                 chat_template_override: self.chat_template.clone(),
             },
-        ))
+        );
+        // The model's own figure wins over a config.json that sits beside it.
+        Ok(match context_length {
+            Some(tokens) => tokenizer.with_context_length(tokens),
+            None => tokenizer,
+        })
     }
+}
+
+/// `{general.architecture}.context_length`, the length the model was trained
+/// for (llama.cpp's `n_ctx_train`); absent, zero or negative counts as unknown.
+fn context_length(gguf: &Gguf<'_>) -> Option<usize> {
+    use crate::backend::gguf::reader::Value;
+    let Some(Value::String(arch)) = gguf.get("general.architecture") else {
+        return None;
+    };
+    let key = format!("{}.context_length", std::str::from_utf8(arch).ok()?);
+    let tokens = match gguf.get(&key)? {
+        Value::U32(n) => u64::from(*n),
+        Value::U64(n) => *n,
+        Value::I32(n) => u64::try_from(*n).ok()?,
+        Value::I64(n) => u64::try_from(*n).ok()?,
+        _ => return None,
+    };
+    usize::try_from(tokens).ok().filter(|&n| n > 0)
 }
 
 /// The GGUF chat templates and bos/eos, shaped like `tokenizer_config.json`
