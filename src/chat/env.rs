@@ -185,7 +185,7 @@ pub(crate) fn build(
     env.add_filter(syntax::FOR_ITER_FILTER, functions::for_iter);
     env.add_filter(syntax::SIZED_FILTER, budget::sized);
     env.add_filter(syntax::MUL_LHS_FILTER, budget::push_lhs);
-    env.add_filter(syntax::ADD_LHS_FILTER, budget::push_lhs);
+    env.add_filter(syntax::ADD_LHS_FILTER, budget::add_lhs);
     env.add_filter(syntax::ADD_RHS_FILTER, budget::add_rhs);
     env.add_filter(syntax::MUL_RHS_FILTER, budget::mul_rhs);
     // Jinja2's map/select/reject/selectattr/rejectattr return generators: minijinja's list
