@@ -44,6 +44,44 @@ const BOMBS: &[&str] = &[
     "{{ ('x' * 60000000)|center(10**9) }}",
 ];
 
+/// Lazy list concatenation (minijinja nests one level per `+`) doubled over an empty list or a
+/// generator: free in size, 2^n steps to iterate or flatten before the fix (found by the
+/// `chat_template` fuzz target). Each renders (`Ok`) or fails like Python (`Err`: a generator
+/// cannot be added).
+const LAZY_CONCAT: &[(&str, Result<&str, &str>)] = &[
+    (
+        "{% set ns = namespace(x=('')|list) %}{% for i in range(1000) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}",
+        Ok("0"),
+    ),
+    (
+        "{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x }}{{ ns.x|list }}{{ ns.x|tojson }}",
+        Ok("[][][]"),
+    ),
+    (
+        "{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = ns.x + [] + ns.x %}{% endfor %}{{ (ns.x + [1])[0] }}",
+        Ok("1"),
+    ),
+    (
+        "{% set ns = namespace(x=[1]|map('string')) %}{% for i in range(1000) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|list }}",
+        Err("unsupported operand type(s) for +"),
+    ),
+];
+
+fn run_lazy_concat() {
+    let request = ChatRequest::new(vec![Message::new("user", "hi")]);
+    for (source, want) in LAZY_CONCAT {
+        let start = Instant::now();
+        let result =
+            ChatTemplate::from_text(source, &SpecialTokens::new()).and_then(|t| t.render(&request));
+        match (&result, want) {
+            (Ok(text), Ok(want)) if text == want => {}
+            (Err(ChatTemplateError::Render { detail }), Err(want)) if detail.contains(want) => {}
+            _ => panic!("{source:?}: expected {want:?}, got {result:?}"),
+        }
+        println!("{source:?}: stopped after {:?}", start.elapsed());
+    }
+}
+
 fn run_bombs() {
     let request = ChatRequest::new(vec![Message::new("user", "hi")]);
     for bomb in BOMBS {
@@ -66,6 +104,7 @@ fn run_bombs() {
 fn bombs_stop_with_a_typed_error_under_a_memory_cap() {
     if std::env::var_os(CHILD_ENV).is_some() {
         run_bombs();
+        run_lazy_concat();
         return;
     }
     let exe = std::env::current_exe().unwrap();
@@ -104,7 +143,11 @@ fn bombs_stop_with_a_typed_error_under_a_memory_cap() {
         status.success(),
         "the capped child failed ({status}):\n{log}"
     );
-    for bomb in BOMBS {
+    for bomb in BOMBS
+        .iter()
+        .copied()
+        .chain(LAZY_CONCAT.iter().map(|(source, _)| *source))
+    {
         assert!(
             log.contains(&format!("{bomb:?}: stopped")),
             "{bomb:?} did not run:\n{log}"

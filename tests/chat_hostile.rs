@@ -106,20 +106,202 @@ fn printing_too_much_is_refused() {
     assert!(took < BOUND, "took {took:?}");
 }
 
+/// Shapes that nest the syntax tree one level per repetition: `(prefix, unit, middle, close,
+/// tail)` gives `prefix + unit × n + middle + close × n + tail`. minijinja's parser limits only some of them
+/// (parentheses, brackets, blocks); flat chains build a left-deep tree of any depth.
+const DEEP_SHAPES: &[(&str, &str, &str, &str, &str)] = &[
+    ("{{ 1", " + 1", " }}", "", ""),
+    ("{{ 1", " ~ 1", " }}", "", ""),
+    ("{{ 1", " * 1", " }}", "", ""),
+    ("{{ 1", " - 1", " }}", "", ""),
+    ("{{ 1", " // 1", " }}", "", ""),
+    ("{{ 1", " and 1", " }}", "", ""),
+    ("{{ 1", " or 1", " }}", "", ""),
+    ("{{ 1", " == 1", " }}", "", ""),
+    ("{{ 1", " if 1 else 1", " }}", "", ""),
+    ("{{ ", "not ", "1 }}", "", ""),
+    ("{{ ", "- ", "1 }}", "", ""),
+    ("{{ x", ".a", " }}", "", ""),
+    ("{{ 'abc'", "[0]", " }}", "", ""),
+    ("{{ 'abc'", "[0:2]", " }}", "", ""),
+    ("{{ x", "()", " }}", "", ""),
+    ("{{ 'x'", "|string", " }}", "", ""),
+    ("{{ 'x'", " is string", " }}", "", ""),
+    ("{{ ", "(", "1", ")", " }}"),
+    ("{{ ", "[", "1", "]", " }}"),
+    ("{{ ", "{'a': ", "1", "}", " }}"),
+    ("{{ ", "x(", "1", ")", " }}"),
+    ("{{ ", "'x'|replace('x', ", "'y'", ")", " }}"),
+    ("{% if 0 %}", "{% elif 0 %}", "{% endif %}", "", ""),
+    ("", "{% if 1 %}", "x", "{% endif %}", ""),
+    ("", "{% for i in [1] %}", "x", "{% endfor %}", ""),
+    ("", "{% set x %}", "x", "{% endset %}", ""),
+    ("", "{% macro m() %}", "x", "{% endmacro %}", ""),
+    (
+        "{% set ns = namespace(a=1) %}{{ ",
+        "ns.a + (",
+        "1",
+        ")",
+        " }}",
+    ),
+];
+
+fn deep(shape: &(&str, &str, &str, &str, &str), n: usize) -> String {
+    let (prefix, unit, middle, close, tail) = shape;
+    format!(
+        "{prefix}{}{middle}{}{tail}",
+        unit.repeat(n),
+        close.repeat(n)
+    )
+}
+
 #[test]
-fn deeply_nested_expressions_are_a_syntax_error() {
-    let deep = format!("{{{{ {}1{} }}}}", "(".repeat(10_000), ")".repeat(10_000));
-    let (result, took) = render(&deep);
-    assert!(
-        matches!(result, Err(ChatTemplateError::Syntax { .. })),
-        "{result:?}"
+fn deep_nesting_and_long_chains_are_refused_on_a_small_stack() {
+    // Every shape, far past the limit: a typed `Nesting` error, no stack overflow, on a thread
+    // with a 2 MiB stack. A chain of 100,000 terms overflowed that stack before.
+    for shape in DEEP_SHAPES {
+        for n in [300, 100_000] {
+            let src = deep(shape, n);
+            let (result, _) = render(&src);
+            assert!(
+                matches!(
+                    result,
+                    Err(ChatTemplateError::LimitExceeded {
+                        limit: Limit::Nesting,
+                        ..
+                    })
+                ),
+                "{shape:?} × {n}: {:?}",
+                result.map(|s| s.len())
+            );
+        }
+    }
+    // A deep part after a long harmless one is still found.
+    let src = "{{ 'x' }}".repeat(10_000) + &deep(&DEEP_SHAPES[0], 100_000);
+    assert!(matches!(
+        render(&src).0,
+        Err(ChatTemplateError::LimitExceeded {
+            limit: Limit::Nesting,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn nesting_below_the_limit_renders_on_a_small_stack() {
+    // Below the limit every shape compiles on a 2 MiB stack and renders (or fails as Jinja2
+    // would: `x` is undefined). minijinja's parser allows about 75 nested brackets, and the
+    // operands of `~`, `+` and `*` are nested one level deeper each by instrumentation.
+    for shape in DEEP_SHAPES {
+        let instrumented = [" + ", " ~ ", " * "].iter().any(|op| shape.1.contains(op));
+        let n = match (instrumented, !shape.3.is_empty()) {
+            (false, false) => 120,
+            (true, true) => 30,
+            _ => 60,
+        };
+        let src = deep(shape, n);
+        let (result, _) = render(&src);
+        match result {
+            Ok(_) => {}
+            Err(ChatTemplateError::Render { .. }) if src.contains("x") => {}
+            other => panic!("{shape:?} × {n}: {other:?}"),
+        }
+    }
+    // The nested levels of different kinds add up.
+    let src = "{% if 1 %}".repeat(40)
+        + "{{ 1"
+        + &" - (1".repeat(30)
+        + &" - 1".repeat(100)
+        + &")".repeat(30)
+        + " }}"
+        + &"{% endif %}".repeat(40);
+    assert_eq!(render(&src).0.unwrap(), "-99");
+    let src =
+        "{% if 1 %}".repeat(40) + "{{ 1" + &" - 1".repeat(250) + " }}" + &"{% endif %}".repeat(40);
+    assert!(matches!(
+        render(&src).0,
+        Err(ChatTemplateError::LimitExceeded {
+            limit: Limit::Nesting,
+            ..
+        })
+    ));
+    // Chains of `~`, `+` and `*` are instrumented (each operand is checked against the size
+    // budget), which nests every operand one parenthesis deeper: a chain too long for that is
+    // refused rather than run without its checks.
+    let (result, _) = render(&deep(&DEEP_SHAPES[1], 100));
+    match result {
+        Err(ChatTemplateError::LimitExceeded {
+            limit: Limit::Nesting,
+            detail,
+        }) => assert!(detail.contains("instrument"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The fastest of seven compiles and renders of `small` and of `large`, alternating, on one
+/// thread with a 2 MiB stack; `check` judges each result.
+fn best_times(
+    small: String,
+    large: String,
+    check: fn(&Result<String, ChatTemplateError>) -> bool,
+) -> (Duration, Duration) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let mut best = (Duration::MAX, Duration::MAX);
+            for _ in 0..7 {
+                for (source, slot) in [(&small, &mut best.0), (&large, &mut best.1)] {
+                    let start = Instant::now();
+                    let result = ChatTemplate::from_text(source, &SpecialTokens::new())
+                        .and_then(|t| t.render(&request()));
+                    *slot = (*slot).min(start.elapsed());
+                    assert!(check(&result), "{result:?}");
+                }
+            }
+            best
+        })
+        .unwrap()
+        .join()
+        .expect("timing thread crashed")
+}
+
+#[test]
+fn compile_and_render_time_is_linear_in_template_size() {
+    // One unit has allowed chains, nesting, elifs, filters and text; 4× the units must take
+    // about 4× the time, far from 16× (a ratio, not a time: the bound is generous).
+    let unit = concat!(
+        "{% if messages[0].content == 'x' %}a{% elif 0 %}b{% elif 0 %}c{% elif 1 %}",
+        "{{ 'a' ~ 'b' ~ 'c' ~ 'd' ~ 'e' ~ 'f' ~ 'g' ~ 'h' ~ 'i' ~ 'j' ~ 'k' ~ 'l' }}",
+        "{{ 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 - 1 }}",
+        "{{ ((((([1, 2, 3]|map('string')|join(',')|upper|lower)))))|length }}",
+        "{% for m in messages %}{{ m.role|upper ~ ': ' ~ m.content|trim }}{% endfor %}",
+        "{% endif %}{# a comment #}some text between the tags\n",
     );
-    assert!(took < BOUND);
-    let deep_blocks = "{% if true %}".repeat(5_000) + &"{% endif %}".repeat(5_000);
-    let (result, _) = render(&deep_blocks);
+    let (t1, t4) = best_times(unit.repeat(250), unit.repeat(1000), |r| r.is_ok());
+    let ratio = t4.as_secs_f64() / t1.as_secs_f64().max(1e-9);
+    println!("rendered 1×: {t1:?}, 4×: {t4:?}, ratio {ratio:.2}");
     assert!(
-        matches!(result, Err(ChatTemplateError::Syntax { .. })),
-        "{result:?}"
+        ratio < 10.0,
+        "rendered 1×: {t1:?}, 4×: {t4:?}, ratio {ratio:.2}"
+    );
+
+    // A template refused for its depth is refused in time linear in its length: the deep
+    // chain comes after a long harmless part.
+    let refused = |n: usize| "{{ 'x' }}".repeat(n) + &deep(&DEEP_SHAPES[0], n);
+    let (t1, t4) = best_times(refused(20_000), refused(80_000), |r| {
+        matches!(
+            r,
+            Err(ChatTemplateError::LimitExceeded {
+                limit: Limit::Nesting,
+                ..
+            })
+        )
+    });
+    let ratio = t4.as_secs_f64() / t1.as_secs_f64().max(1e-9);
+    println!("refused 1×: {t1:?}, 4×: {t4:?}, ratio {ratio:.2}");
+    assert!(
+        ratio < 10.0,
+        "refused 1×: {t1:?}, 4×: {t4:?}, ratio {ratio:.2}"
     );
 }
 

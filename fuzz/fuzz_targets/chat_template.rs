@@ -50,7 +50,7 @@ fn pick<'a>(u: &mut Unstructured<'_>, items: &'a [&'a str]) -> Result<&'a str> {
 }
 
 fn expr(u: &mut Unstructured<'_>, out: &mut String, depth: u32) -> Result<()> {
-    let choice = if depth > 4 { u.int_in_range(0..=1)? } else { u.int_in_range(0..=9)? };
+    let choice = if depth > 4 { u.int_in_range(0..=1)? } else { u.int_in_range(0..=10)? };
     match choice {
         0 => out.push_str(pick(u, VARS)?),
         1 => out.push_str(pick(u, CONSTS)?),
@@ -101,12 +101,63 @@ fn expr(u: &mut Unstructured<'_>, out: &mut String, depth: u32) -> Result<()> {
             expr(u, out, depth + 1)?;
             out.push(']');
         }
-        _ => {
+        9 => {
             out.push('(');
             expr(u, out, depth + 1)?;
             out.push_str(")[");
             expr(u, out, depth + 1)?;
             out.push(']');
+        }
+        _ => chain(u, out, depth)?,
+    }
+    Ok(())
+}
+
+/// Long operator chains and deep nesting (up to 400 levels, past the nesting limit): they
+/// must render or stop with a typed error, never overflow the stack.
+fn chain(u: &mut Unstructured<'_>, out: &mut String, depth: u32) -> Result<()> {
+    let n = u.int_in_range(2..=400u32)?;
+    match u.int_in_range(0..=3)? {
+        0 => {
+            let op = pick(u, BINOPS)?;
+            out.push('(');
+            expr(u, out, depth + 1)?;
+            for _ in 1..n {
+                out.push(' ');
+                out.push_str(op);
+                out.push(' ');
+                out.push_str(pick(u, CONSTS)?);
+            }
+            out.push(')');
+        }
+        1 => {
+            let postfix = pick(u, &["|string", "|list", "|first", ".x", "[0]", "()", " is string"])?;
+            out.push('(');
+            expr(u, out, depth + 1)?;
+            out.push(')');
+            for _ in 1..n {
+                out.push_str(postfix);
+            }
+        }
+        2 => {
+            let unary = pick(u, &["not ", "- "])?;
+            for _ in 1..n {
+                out.push_str(unary);
+            }
+            out.push('(');
+            expr(u, out, depth + 1)?;
+            out.push(')');
+        }
+        _ => {
+            let (open, close) = [("(", ")"), ("[", "]"), ("f(", ")"), ("{'a': ", "}")]
+                [u.choose_index(4)?];
+            for _ in 1..n {
+                out.push_str(open);
+            }
+            expr(u, out, depth + 1)?;
+            for _ in 1..n {
+                out.push_str(close);
+            }
         }
     }
     Ok(())
@@ -139,6 +190,11 @@ fn block(u: &mut Unstructured<'_>, out: &mut String, depth: u32) -> Result<()> {
                 expr(u, out, 0)?;
                 out.push_str(" %}");
                 block(u, out, depth + 1)?;
+                for _ in 0..u.int_in_range(0..=300u32)? {
+                    out.push_str("{% elif ");
+                    expr(u, out, 4)?;
+                    out.push_str(" %}x");
+                }
                 out.push_str("{% else %}");
                 block(u, out, depth + 1)?;
                 out.push_str("{% endif %}");
@@ -187,6 +243,10 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let mut template = String::new();
     if block(&mut u, &mut template, 0).is_ok() {
+        // To see what a finding generates: `RTOK_FUZZ_PRINT=1 cargo fuzz run chat_template FILE`.
+        if std::env::var_os("RTOK_FUZZ_PRINT").is_some() {
+            eprintln!("template: {template:?}");
+        }
         render(&template, &request);
     }
     if let Ok(text) = std::str::from_utf8(data) {

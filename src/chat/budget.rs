@@ -227,12 +227,51 @@ pub(crate) fn mul_rhs(value: Value) -> Result<Value, Error> {
     Ok(value)
 }
 
-/// The filter around the right operand of `+`: charges both operands (the sum is paid for
-/// before it is built) and, as Python's `Markup.__add__` does even with autoescape off,
-/// escapes a plain string added to a safe one.
+/// A sequence operand of `+` as a plain list. minijinja concatenates sequences lazily, one
+/// level of nesting per `+`, so `{% set ns.x = ns.x + ns.x %}` in a loop over an empty list
+/// builds 2^n parts that cost nothing in size but 2^n steps to iterate (and, past 32 levels,
+/// to flatten). Turning each sequence operand into a list first (its size is charged before)
+/// keeps lazy concatenations one level deep. A sequence of unknown length (a generator of
+/// `map`, `select`, ...) cannot be added, as in Python.
+fn flat_operand(value: Value) -> Result<Value, Error> {
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable)
+        || value.is_tuple()
+        || value.downcast_object_ref::<Vec<Value>>().is_some()
+    {
+        return Ok(value);
+    }
+    if value.len().is_none() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "unsupported operand type(s) for +: 'generator'",
+        ));
+    }
+    let items: Vec<Value> = value.try_iter()?.collect();
+    Ok(Value::from(items))
+}
+
+/// The filter around the left operand of `+`: charges it, makes a sequence a plain list (see
+/// [`flat_operand`]) and remembers it for the right one.
+pub(crate) fn add_lhs(value: Value) -> Result<Value, Error> {
+    charge_bytes(size_of(&value))?;
+    let value = flat_operand(value)?;
+    // Paid for above: the right operand's filter charges only its own size.
+    let lhs = Operand {
+        size: 0,
+        ..operand(&value)
+    };
+    MUL_STACK.with_borrow_mut(|stack| stack.push(lhs));
+    Ok(value)
+}
+
+/// The filter around the right operand of `+`: charges it (the left one is charged by
+/// [`add_lhs`], so the sum is paid for before it is built), makes a sequence a plain list and,
+/// as Python's `Markup.__add__` does even with autoescape off, escapes a plain string added to
+/// a safe one.
 pub(crate) fn add_rhs(value: Value) -> Result<Value, Error> {
     let lhs = pop_lhs();
     charge_bytes(size_of(&value).saturating_add(lhs.map_or(0, |l| l.size)))?;
+    let value = flat_operand(value)?;
     if lhs.is_some_and(|l| l.safe_str) && value.kind() == ValueKind::String && !value.is_safe() {
         let escaped = html_escape(value.as_str().unwrap_or_default());
         return Ok(Value::from_safe_string(escaped));

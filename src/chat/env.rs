@@ -9,7 +9,7 @@ use minijinja::{AutoEscape, Environment, Error, Output, State, UndefinedBehavior
 
 use super::budget;
 use super::content_format::{self, ContentFormat};
-use super::error::ChatTemplateError;
+use super::error::{ChatTemplateError, Limit};
 use super::functions;
 use super::pyfmt;
 use super::syntax;
@@ -102,6 +102,10 @@ impl std::io::Write for LimitedWriter {
     }
 }
 
+/// What minijinja's parser reports when nesting passes its limit (150 levels of blocks,
+/// brackets and parenthesized expressions, each bracket counting two).
+const PARSER_DEPTH_ERROR: &str = "template exceeds maximum recursion limits";
+
 /// Builds the environment holding the one template `source` under `name`, and detects the
 /// template's content format.
 pub(crate) fn build(
@@ -125,12 +129,33 @@ pub(crate) fn build(
     let source = normalized.as_deref().unwrap_or(source);
     let rewritten = syntax::rewrite_generation_tags(source, &syntax);
     let source = rewritten.as_deref().unwrap_or(source);
+    // Bound the tree's depth before anything recurses over it (see `syntax::MAX_NESTING`).
+    if let Some(depth) = syntax::nesting_bound(source, &syntax, syntax::MAX_NESTING)
+        && depth > syntax::MAX_NESTING
+    {
+        return Err(ChatTemplateError::LimitExceeded {
+            limit: Limit::Nesting,
+            detail: format!(
+                "the template nests more than {} levels deep (operator chains such as `a ~ b ~ ...`, brackets, blocks and `elif`s count)",
+                syntax::MAX_NESTING
+            ),
+        });
+    }
     let format = match syntax::parse(source, &syntax) {
         Ok(ast) => {
             if let Some(detail) = syntax::unsupported_statement(&ast) {
                 return Err(syntax_error(detail.to_owned()));
             }
             content_format::detect(&ast)
+        }
+        Err(e) if e.to_string().contains(PARSER_DEPTH_ERROR) => {
+            return Err(ChatTemplateError::LimitExceeded {
+                limit: Limit::Nesting,
+                detail: format!(
+                    "the template nests brackets or blocks deeper than minijinja's parser allows: {}",
+                    describe(&e)
+                ),
+            });
         }
         Err(e) => return Err(syntax_error(describe(&e))),
     };
@@ -160,7 +185,7 @@ pub(crate) fn build(
     env.add_filter(syntax::FOR_ITER_FILTER, functions::for_iter);
     env.add_filter(syntax::SIZED_FILTER, budget::sized);
     env.add_filter(syntax::MUL_LHS_FILTER, budget::push_lhs);
-    env.add_filter(syntax::ADD_LHS_FILTER, budget::push_lhs);
+    env.add_filter(syntax::ADD_LHS_FILTER, budget::add_lhs);
     env.add_filter(syntax::ADD_RHS_FILTER, budget::add_rhs);
     env.add_filter(syntax::MUL_RHS_FILTER, budget::mul_rhs);
     // Jinja2's map/select/reject/selectattr/rejectattr return generators: minijinja's list
@@ -210,7 +235,21 @@ pub(crate) fn build(
     env.add_test("sequence", functions::is_sequence);
 
     env.add_template_owned(name.to_owned(), source.to_owned())
-        .map_err(|e| syntax_error(describe(&e)))?;
+        .map_err(|e| {
+            // The template parsed before it was instrumented; the rewrite nests each wrapped
+            // operand of a chain one parenthesis deeper and can pass minijinja's parser limit.
+            if instrumented.is_some() && e.to_string().contains(PARSER_DEPTH_ERROR) {
+                ChatTemplateError::LimitExceeded {
+                    limit: Limit::Nesting,
+                    detail: format!(
+                        "an operator chain is too long to instrument (each operand of `~`, `+` and `*` nests one level deeper): {}",
+                        describe(&e)
+                    ),
+                }
+            } else {
+                syntax_error(describe(&e))
+            }
+        })?;
     Ok((env, format))
 }
 

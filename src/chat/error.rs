@@ -12,6 +12,9 @@ pub enum Limit {
     Recursion,
     /// A value or the rendered output grew past the size limit.
     Size,
+    /// The template's syntax tree nests too deeply (long operator chains, deep brackets or
+    /// blocks, long `elif` chains): refused when it is compiled, before it is parsed.
+    Nesting,
 }
 
 impl std::fmt::Display for Limit {
@@ -20,6 +23,7 @@ impl std::fmt::Display for Limit {
             Limit::Fuel => "fuel (instruction)",
             Limit::Recursion => "recursion",
             Limit::Size => "size",
+            Limit::Nesting => "nesting",
         })
     }
 }
@@ -51,7 +55,8 @@ pub enum ChatTemplateError {
         /// The message the template passed to `raise_exception`.
         message: String,
     },
-    /// The render hit a safety limit (fuel, recursion or size).
+    /// The render hit a safety limit (fuel, recursion or size), or the template nests too deeply
+    /// to compile ([`Limit::Nesting`]).
     #[error("chat template exceeded its {limit} limit: {detail}")]
     LimitExceeded {
         /// Which limit.

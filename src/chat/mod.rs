@@ -41,7 +41,10 @@
 //! sizes first; the operands of `~`, `+` and `*` are checked by filters the template is
 //! instrumented with), and work inside builtins is charged against the fuel. A template that
 //! loops forever or builds a bomb (`indent(10**12)`, `~` doublings, `[0] * 10**8`) stops with
-//! [`ChatTemplateError::LimitExceeded`].
+//! [`ChatTemplateError::LimitExceeded`]. A template whose syntax tree would nest more than 256
+//! levels (long operator chains such as `1 + 1 + ...`, deep brackets, blocks or `elif` chains)
+//! is refused before it is parsed, with [`Limit::Nesting`], so compiling needs little stack and
+//! time linear in the template's length.
 //!
 //! One cost is bounded only by the recursion limit: stack for minijinja's recursive drop,
 //! comparison and display of values nested tens of thousands of levels deep (about 200 bytes a

@@ -72,6 +72,160 @@ pub(crate) fn rewrite_generation_tags(source: &str, syntax: &SyntaxConfig) -> Op
     Some(out)
 }
 
+/// The deepest syntax tree a template may have: [`nesting_bound`] must stay at or below this.
+///
+/// minijinja's parser limits nesting through parentheses, brackets and blocks, but builds a
+/// left-deep tree without limit for a flat chain (`1 + 1 + ... + 1`, `a.b.c...`, `x|f|f|...`,
+/// `not not ...`, `- - ...`, `{% elif %}` after `{% elif %}`), and compiling, instrumenting and
+/// dropping that tree recurse once per level: a chain of 100,000 terms overflows a 2 MiB stack.
+/// Jinja2 fails on such chains too (its generated Python nests one parenthesis per operator and
+/// Python allows 200). Templates whose bound exceeds this limit are refused before they are parsed.
+pub(crate) const MAX_NESTING: usize = 256;
+
+/// Statement tags whose body nests one level deeper (`{% set x %}` only without `=`).
+const BLOCK_TAGS: &[&str] = &[
+    "if",
+    "for",
+    "macro",
+    "call",
+    "filter",
+    "with",
+    "autoescape",
+    "block",
+    "set",
+];
+
+/// An upper bound on the depth of the syntax tree minijinja builds for `source`, computed from
+/// the tokens alone in one pass (linear time, no recursion): the open blocks, each `{% elif %}`
+/// of an open `{% if %}`, and in an expression, per open parenthesis, bracket or brace, the
+/// operators (`+`, `.`, `|`, `is`, `not`, `if`, a call or subscript, ...) since the last `,`, `:`
+/// or `=` at that level. Stops early once the bound passes `limit` and returns it then.
+/// Returns `None` when the template does not lex (the parser then reports the error).
+pub(crate) fn nesting_bound(source: &str, syntax: &SyntaxConfig, limit: usize) -> Option<usize> {
+    // Open blocks: (tag, weight); weight is 1 + the `elif`s seen so far.
+    let mut blocks: Vec<(&str, usize)> = Vec::new();
+    let mut block_total = 0usize;
+    // Open brackets of the current expression: operators since the last separator, per level.
+    let mut levels: Vec<usize> = Vec::new();
+    let mut expr_total = 0usize;
+    // The current block tag's keyword and whether it had a top-level `=`.
+    let mut keyword: Option<&str> = None;
+    let mut assigns = false;
+    let mut in_block = false;
+    let mut max = 0usize;
+    for token in minijinja::machinery::tokenize(source, false, syntax.clone()) {
+        let Ok((token, _)) = token else {
+            return None;
+        };
+        match token {
+            Token::VariableStart | Token::BlockStart => {
+                in_block = matches!(token, Token::BlockStart);
+                keyword = None;
+                assigns = false;
+                levels.clear();
+                levels.push(0);
+                expr_total = 1;
+            }
+            Token::VariableEnd => {
+                levels.clear();
+                expr_total = 0;
+            }
+            Token::BlockEnd => {
+                in_block = false;
+                levels.clear();
+                expr_total = 0;
+                match keyword {
+                    Some("elif") => {
+                        if let Some(top) = blocks.last_mut()
+                            && top.0 == "if"
+                        {
+                            top.1 += 1;
+                            block_total += 1;
+                        }
+                    }
+                    Some("set") if assigns => {}
+                    Some(tag) if BLOCK_TAGS.contains(&tag) => {
+                        blocks.push((tag, 1));
+                        block_total += 1;
+                    }
+                    Some(tag) => {
+                        if let Some(opened) = tag.strip_prefix("end")
+                            && blocks.last().is_some_and(|top| top.0 == opened)
+                            && let Some((_, weight)) = blocks.pop()
+                        {
+                            block_total = block_total.saturating_sub(weight);
+                        }
+                    }
+                    None => {}
+                }
+            }
+            Token::TemplateData(_) => {}
+            Token::BracketOpen | Token::ParenOpen | Token::BraceOpen => {
+                // The call, subscript or literal is one node, its contents one level deeper.
+                if let Some(top) = levels.last_mut() {
+                    *top += 1;
+                }
+                levels.push(0);
+                expr_total += 2;
+            }
+            Token::BracketClose | Token::ParenClose | Token::BraceClose => {
+                if levels.len() > 1
+                    && let Some(count) = levels.pop()
+                {
+                    expr_total = expr_total.saturating_sub(count + 1);
+                }
+            }
+            Token::Comma | Token::Colon | Token::Assign => {
+                if levels.len() == 1 && matches!(token, Token::Assign) {
+                    assigns = true;
+                }
+                if let Some(top) = levels.last_mut() {
+                    expr_total = expr_total.saturating_sub(*top);
+                    *top = 0;
+                }
+            }
+            Token::Ident(name) => {
+                if in_block && keyword.is_none() {
+                    keyword = Some(name);
+                }
+                if matches!(name, "is" | "not" | "and" | "or" | "if" | "else" | "in")
+                    && let Some(top) = levels.last_mut()
+                {
+                    *top += 1;
+                    expr_total += 1;
+                }
+            }
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::FloorDiv
+            | Token::Pow
+            | Token::Mod
+            | Token::Dot
+            | Token::Tilde
+            | Token::Pipe
+            | Token::Eq
+            | Token::Ne
+            | Token::Gt
+            | Token::Gte
+            | Token::Lt
+            | Token::Lte => {
+                if let Some(top) = levels.last_mut() {
+                    *top += 1;
+                    expr_total += 1;
+                }
+            }
+            _ => {}
+        }
+        max = max.max(block_total + expr_total);
+        if max > limit {
+            return Some(max);
+        }
+    }
+    Some(max)
+}
+
 /// The filter every `{% for %}` iterable is wrapped in (see the module docs).
 pub(crate) const FOR_ITER_FILTER: &str = "__rtok_for_iter";
 /// The filter the operands of `~` and `+` are wrapped in: charges their size to the render's
@@ -96,9 +250,12 @@ struct Wrap {
 }
 
 /// Wraps the iterable of every `{% for %}` loop in [`FOR_ITER_FILTER`] and the operands of
-/// `~`, `+` and `*` in the size-checking filters. Returns `None` when there is nothing to wrap,
-/// or when the template does not parse (compiling it then reports the error) or the rewrite
-/// would not parse (then the template runs as written).
+/// `~`, `+` and `*` in the size-checking filters. Returns `None` when there is nothing to wrap
+/// or when the template does not parse (compiling it then reports the error). The rewrite
+/// parses whenever the template does, except that each wrapped operand of a chain nests one
+/// parenthesis deeper and minijinja's parser allows about 75 nested parentheses: compiling
+/// then fails with [`Limit::Nesting`](super::error::Limit::Nesting), never runs the template
+/// without its checks.
 pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> {
     let ast = parse(source, syntax).ok()?;
     let mut wraps: Vec<Wrap> = Vec::new();
@@ -135,59 +292,23 @@ pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> 
         last = at;
     }
     out.push_str(source.get(last..)?);
-    parse(&out, syntax).ok()?;
     Some(out)
 }
 
-/// Where an expression's text starts and ends. minijinja's span of a postfix expression
-/// (`a.b`, `a[b]`, `f(x)`, `x|f`, `x is t`) and of some infix ones starts at the operator, so
-/// the start is that of the leftmost operand.
-fn span_of(expr: &Expr<'_>) -> Option<(usize, usize)> {
+/// An expression's own span. minijinja's span of a postfix expression (`a.b`, `a[b]`, `f(x)`,
+/// `x|f`, `x is t`) and of some infix ones starts at the operator; [`visit_expr`] widens it to
+/// the leftmost operand.
+fn own_span(expr: &Expr<'_>) -> Option<(usize, usize)> {
     let span = expr.span();
-    let own = usize::try_from(span.start_offset).ok()?;
-    let leftmost = match expr {
-        Expr::GetAttr(g) => span_of(&g.expr),
-        Expr::GetItem(g) => span_of(&g.expr),
-        Expr::Slice(s) => span_of(&s.expr),
-        Expr::Call(c) => span_of(&c.expr),
-        Expr::Filter(f) => f.expr.as_ref().and_then(span_of),
-        Expr::Test(t) => span_of(&t.expr),
-        Expr::BinOp(b) => span_of(&b.left),
-        Expr::Compare(c) => span_of(&c.expr),
-        Expr::IfExpr(i) => span_of(&i.true_expr),
-        _ => None,
-    };
-    let start = leftmost.map_or(own, |(start, _)| start.min(own));
-    Some((start, usize::try_from(span.end_offset).ok()?))
+    Some((
+        usize::try_from(span.start_offset).ok()?,
+        usize::try_from(span.end_offset).ok()?,
+    ))
 }
 
-fn wrap(expr: &Expr<'_>, filter: &'static str, wraps: &mut Vec<Wrap>) {
-    if matches!(expr, Expr::Const(_)) {
-        return;
-    }
-    if let Some((start, end)) = span_of(expr) {
+fn push(wraps: &mut Vec<Wrap>, span: Option<(usize, usize)>, filter: &'static str) {
+    if let Some((start, end)) = span {
         wraps.push(Wrap { start, end, filter });
-    }
-}
-
-/// Wraps both operands (constants too: the right filter pairs with the left one).
-fn wrap_pair(
-    b: &minijinja::machinery::ast::BinOp<'_>,
-    lhs: &'static str,
-    rhs: &'static str,
-    wraps: &mut Vec<Wrap>,
-) {
-    if let (Some((ls, le)), Some((rs, re))) = (span_of(&b.left), span_of(&b.right)) {
-        wraps.push(Wrap {
-            start: ls,
-            end: le,
-            filter: lhs,
-        });
-        wraps.push(Wrap {
-            start: rs,
-            end: re,
-            filter: rhs,
-        });
     }
 }
 
@@ -200,16 +321,12 @@ fn visit_all(stmts: &[Stmt<'_>], wraps: &mut Vec<Wrap>) {
 fn visit_stmt(stmt: &Stmt<'_>, wraps: &mut Vec<Wrap>) {
     match stmt {
         Stmt::Template(t) => visit_all(&t.children, wraps),
-        Stmt::EmitExpr(e) => visit_expr(&e.expr, wraps),
+        Stmt::EmitExpr(e) => {
+            visit_expr(&e.expr, wraps);
+        }
         Stmt::ForLoop(f) => {
-            visit_expr(&f.iter, wraps);
-            if let Some((start, end)) = span_of(&f.iter) {
-                wraps.push(Wrap {
-                    start,
-                    end,
-                    filter: FOR_ITER_FILTER,
-                });
-            }
+            let iter = visit_expr(&f.iter, wraps);
+            push(wraps, iter, FOR_ITER_FILTER);
             if let Some(e) = &f.filter_expr {
                 visit_expr(e, wraps);
             }
@@ -227,7 +344,9 @@ fn visit_stmt(stmt: &Stmt<'_>, wraps: &mut Vec<Wrap>) {
             }
             visit_all(&w.body, wraps);
         }
-        Stmt::Set(s) => visit_expr(&s.expr, wraps),
+        Stmt::Set(s) => {
+            visit_expr(&s.expr, wraps);
+        }
         Stmt::SetBlock(s) => visit_all(&s.body, wraps),
         Stmt::AutoEscape(a) => visit_all(&a.body, wraps),
         Stmt::FilterBlock(f) => visit_all(&f.body, wraps),
@@ -254,68 +373,106 @@ fn visit_call_args(args: &[CallArg<'_>], wraps: &mut Vec<Wrap>) {
     }
 }
 
-fn visit_expr(expr: &Expr<'_>, wraps: &mut Vec<Wrap>) {
-    match expr {
-        Expr::Var(_) | Expr::Const(_) => {}
+/// Collects the wraps of `expr` and its children; returns `expr`'s true span (from its leftmost
+/// operand), computed bottom-up so that long operator chains cost linear time.
+fn visit_expr(expr: &Expr<'_>, wraps: &mut Vec<Wrap>) -> Option<(usize, usize)> {
+    let own = own_span(expr)?;
+    let leftmost = match expr {
+        Expr::Var(_) | Expr::Const(_) => None,
         Expr::Slice(s) => {
-            visit_expr(&s.expr, wraps);
+            let inner = visit_expr(&s.expr, wraps);
             for e in [&s.start, &s.stop, &s.step].into_iter().flatten() {
                 visit_expr(e, wraps);
             }
+            inner
         }
-        Expr::UnaryOp(u) => visit_expr(&u.expr, wraps),
+        Expr::UnaryOp(u) => {
+            visit_expr(&u.expr, wraps);
+            None
+        }
         Expr::BinOp(b) => {
-            visit_expr(&b.left, wraps);
-            visit_expr(&b.right, wraps);
+            let left = visit_expr(&b.left, wraps);
+            let right = visit_expr(&b.right, wraps);
+            let constant = |e: &Expr<'_>| matches!(e, Expr::Const(_));
             match b.op {
                 BinOpKind::Concat => {
-                    wrap(&b.left, SIZED_FILTER, wraps);
-                    wrap(&b.right, SIZED_FILTER, wraps);
+                    if !constant(&b.left) {
+                        push(wraps, left, SIZED_FILTER);
+                    }
+                    if !constant(&b.right) {
+                        push(wraps, right, SIZED_FILTER);
+                    }
                 }
-                BinOpKind::Add => wrap_pair(b, ADD_LHS_FILTER, ADD_RHS_FILTER, wraps),
-                BinOpKind::Mul => wrap_pair(b, MUL_LHS_FILTER, MUL_RHS_FILTER, wraps),
+                // Both operands, constants too: the right filter pairs with the left one.
+                BinOpKind::Add | BinOpKind::Mul if left.is_some() && right.is_some() => {
+                    let (lhs, rhs) = if matches!(b.op, BinOpKind::Add) {
+                        (ADD_LHS_FILTER, ADD_RHS_FILTER)
+                    } else {
+                        (MUL_LHS_FILTER, MUL_RHS_FILTER)
+                    };
+                    push(wraps, left, lhs);
+                    push(wraps, right, rhs);
+                }
                 _ => {}
             }
+            left
         }
         Expr::Compare(c) => {
-            visit_expr(&c.expr, wraps);
+            let inner = visit_expr(&c.expr, wraps);
             for op in &c.ops {
                 visit_expr(&op.expr, wraps);
             }
+            inner
         }
         Expr::IfExpr(i) => {
             visit_expr(&i.test_expr, wraps);
-            visit_expr(&i.true_expr, wraps);
+            let inner = visit_expr(&i.true_expr, wraps);
             if let Some(e) = &i.false_expr {
                 visit_expr(e, wraps);
             }
+            inner
         }
         Expr::Filter(f) => {
-            if let Some(e) = &f.expr {
-                visit_expr(e, wraps);
-            }
+            let inner = f.expr.as_ref().and_then(|e| visit_expr(e, wraps));
             visit_call_args(&f.args, wraps);
+            inner
         }
         Expr::Test(t) => {
-            visit_expr(&t.expr, wraps);
+            let inner = visit_expr(&t.expr, wraps);
             visit_call_args(&t.args, wraps);
+            inner
         }
         Expr::GetAttr(g) => visit_expr(&g.expr, wraps),
         Expr::GetItem(g) => {
-            visit_expr(&g.expr, wraps);
+            let inner = visit_expr(&g.expr, wraps);
             visit_expr(&g.subscript_expr, wraps);
+            inner
         }
         Expr::Call(c) => {
-            visit_expr(&c.expr, wraps);
+            let inner = visit_expr(&c.expr, wraps);
             visit_call_args(&c.args, wraps);
+            inner
         }
-        Expr::List(l) => l.items.iter().for_each(|e| visit_expr(e, wraps)),
-        Expr::Tuple(t) => t.items.iter().for_each(|e| visit_expr(e, wraps)),
+        Expr::List(l) => {
+            l.items.iter().for_each(|e| {
+                visit_expr(e, wraps);
+            });
+            None
+        }
+        Expr::Tuple(t) => {
+            t.items.iter().for_each(|e| {
+                visit_expr(e, wraps);
+            });
+            None
+        }
         Expr::Map(m) => {
-            m.keys.iter().for_each(|e| visit_expr(e, wraps));
-            m.values.iter().for_each(|e| visit_expr(e, wraps));
+            m.keys.iter().chain(&m.values).for_each(|e| {
+                visit_expr(e, wraps);
+            });
+            None
         }
-    }
+    };
+    Some(leftmost.map_or(own, |(start, _)| (start.min(own.0), own.1)))
 }
 
 /// Finds statements that transformers' Jinja2 environment does not accept.
@@ -360,6 +517,33 @@ mod tests {
             )
         );
         assert_eq!(rewrite_generation_tags("{{ generation }}", &syntax), None);
+    }
+
+    #[test]
+    fn bounds_the_tree_depth() {
+        let syntax = SyntaxConfig::default();
+        let bound = |src: &str| nesting_bound(src, &syntax, usize::MAX);
+        assert_eq!(bound("text only"), Some(0));
+        assert_eq!(bound("{{ x }}"), Some(1));
+        assert_eq!(bound("{{ a + b + c }}"), Some(3));
+        // Separators end a sibling; closing a bracket drops its level.
+        assert_eq!(bound("{{ [a + b, c] + d }}"), Some(4));
+        assert_eq!(bound("{{ f(a.b.c, d) }}"), Some(5));
+        // Blocks and elifs nest; `{% set x = ... %}` does not, `{% set x %}` does.
+        assert_eq!(
+            bound("{% if a %}{% elif b %}{% elif c %}{{ x }}{% endif %}{{ y }}"),
+            Some(4)
+        );
+        assert_eq!(
+            bound("{% set x = 1 %}{% set y %}{{ x }}{% endset %}"),
+            Some(2)
+        );
+        // A mismatched end tag pops nothing.
+        assert_eq!(bound("{% for x in y %}{% endif %}{{ x }}"), Some(2));
+        // Stops once past the limit.
+        let chain = format!("{{{{ 1{} }}}}", " + 1".repeat(100_000));
+        assert_eq!(nesting_bound(&chain, &syntax, 10), Some(11));
+        assert_eq!(nesting_bound("{{ 'unterminated }}", &syntax, 10), None);
     }
 
     #[test]
