@@ -9,6 +9,8 @@
 //! - `bpe`: `gpt2` vocabularies as an in-memory `tokenizer.json`, run by the
 //!   Hugging Face backend (one byte-level BPE engine for every format);
 //! - `wpm`: `bert` vocabularies, likewise on the Hugging Face WordPiece engine;
+//! - `ugm`: `t5` vocabularies on the SentencePiece Unigram engine and
+//!   normalizer, in their llama.cpp flavor;
 //! - `llama` SPM segmentation lives in the SentencePiece engine
 //!   (`sentencepiece::llama`).
 
@@ -16,6 +18,7 @@ mod bpe;
 mod partition;
 mod pre;
 pub mod reader;
+mod ugm;
 mod vocab;
 mod wpm;
 
@@ -43,6 +46,8 @@ enum Engine {
     Bpe(Box<bpe::Bpe>),
     /// `bert`: the in-memory `tokenizer.json` on the HF backend.
     Hf(Box<HfBackend>),
+    /// `t5`: the SentencePiece Unigram engine in llama.cpp's flavor.
+    Ugm(Box<ugm::Ugm>),
 }
 
 /// A GGUF tokenizer.
@@ -93,6 +98,7 @@ impl GgufBackend {
             }
             VocabType::Bpe => Engine::Bpe(Box::new(bpe::build(path, gguf, &vocab)?)),
             VocabType::Wpm => Engine::Hf(Box::new(wpm::build(path, &vocab)?)),
+            VocabType::Ugm => Engine::Ugm(Box::new(ugm::Ugm::build(path, &vocab)?)),
         };
         let pieces = (0..vocab.len() as u32)
             .map(|id| piece(&vocab, id).into_boxed_slice())
@@ -170,6 +176,19 @@ impl GgufBackend {
                     match *f {
                         Fragment::Text(s, e) => {
                             b.encode(text, s, e, &mut out.ids, out.offsets.as_mut())?;
+                        }
+                        Fragment::Token(id, s, e) => out.push(id, (s, e)),
+                    }
+                }
+            }
+            Engine::Ugm(u) => {
+                if add_special && v.add_bos {
+                    bos(&mut out)?;
+                }
+                for f in &fragments {
+                    match *f {
+                        Fragment::Text(s, e) => {
+                            u.encode(v, text, s, e, &mut out.ids, out.offsets.as_mut())?;
                         }
                         Fragment::Token(id, s, e) => out.push(id, (s, e)),
                     }
@@ -302,7 +321,7 @@ fn piece(v: &Vocab, id: u32) -> Vec<u8> {
         return text.to_vec();
     }
     match v.kind {
-        VocabType::Spm | VocabType::Wpm => {
+        VocabType::Spm | VocabType::Wpm | VocabType::Ugm => {
             if a & attr::NORMAL != 0 {
                 return unescape_spaces(text);
             }
@@ -507,7 +526,8 @@ impl Decoder for GgufBackend {
     }
 
     fn byte_piece(&self, id: u32) -> Option<u8> {
-        (self.vocab.kind == VocabType::Spm && self.vocab.attr(id) & attr::BYTE != 0)
+        (matches!(self.vocab.kind, VocabType::Spm | VocabType::Ugm)
+            && self.vocab.attr(id) & attr::BYTE != 0)
             .then(|| {
                 self.pieces
                     .get(id as usize)

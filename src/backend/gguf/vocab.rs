@@ -32,6 +32,8 @@ pub(crate) enum VocabType {
     Bpe,
     /// `bert`: WordPiece.
     Wpm,
+    /// `t5`: Unigram (llama.cpp's UGM) with the precompiled charsmap.
+    Ugm,
 }
 
 /// The metadata keys (`LLM_KV_TOKENIZER_*`).
@@ -45,6 +47,8 @@ pub(crate) mod key {
     pub const ADD_BOS: &str = "tokenizer.ggml.add_bos_token";
     pub const ADD_EOS: &str = "tokenizer.ggml.add_eos_token";
     pub const ADD_PREFIX: &str = "tokenizer.ggml.add_space_prefix";
+    pub const REMOVE_EXTRA_WS: &str = "tokenizer.ggml.remove_extra_whitespaces";
+    pub const CHARSMAP: &str = "tokenizer.ggml.precompiled_charsmap";
     pub const CHAT_TEMPLATE: &str = "tokenizer.chat_template";
     pub const GENERAL_NAME: &str = "general.name";
 }
@@ -73,6 +77,10 @@ pub(crate) struct Vocab {
     pub add_bos: bool,
     pub add_eos: bool,
     pub add_space_prefix: bool,
+    /// `tokenizer.ggml.remove_extra_whitespaces` (UGM normalization).
+    pub remove_extra_whitespaces: bool,
+    /// `tokenizer.ggml.precompiled_charsmap` as stored (UGM only).
+    pub charsmap: Option<Vec<u8>>,
     pub clean_spaces: bool,
     pub ignore_merges: bool,
     /// End-of-generation ids, ascending (llama.cpp's `special_eog_ids`).
@@ -135,9 +143,10 @@ impl Vocab {
                 Some(103),
             ),
             "gpt2" => (VocabType::Bpe, Some(11), Some(11), none, none, none, none),
+            "t5" => (VocabType::Ugm, none, Some(1), Some(2), none, Some(0), none),
             other => {
                 return Err(unsupported(format!(
-                    "GGUF vocabulary type {other:?} (supported: llama, gpt2, bert)"
+                    "GGUF vocabulary type {other:?} (supported: llama, gpt2, bert, t5)"
                 )));
             }
         };
@@ -160,6 +169,8 @@ impl Vocab {
             add_bos: false,
             add_eos: false,
             add_space_prefix: false,
+            remove_extra_whitespaces: false,
+            charsmap: None,
             clean_spaces: false,
             ignore_merges: false,
             eog: Vec::new(),
@@ -190,9 +201,17 @@ impl Vocab {
                 v.clean_spaces = true;
                 v.add_bos = true;
             }
+            VocabType::Ugm => {
+                // add_space_prefix keeps llama.cpp's member default (false).
+                v.add_eos = true;
+                v.charsmap = meta.bytes(key::CHARSMAP)?;
+            }
         }
         if let Some(b) = meta.bool(key::ADD_PREFIX)? {
             v.add_space_prefix = b;
+        }
+        if let Some(b) = meta.bool(key::REMOVE_EXTRA_WS)? {
+            v.remove_extra_whitespaces = b;
         }
 
         let tokens = meta
@@ -504,6 +523,24 @@ impl Meta<'_, '_> {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(v) => Err(self.wrong_type(key, ValueType::Bool, v.value_type())),
+        }
+    }
+
+    /// A byte array (`u8` or `i8` elements, as llama.cpp reads the charsmap).
+    fn bytes(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        match self.gguf.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) if matches!(a.elem_type(), ValueType::U8 | ValueType::I8) => {
+                Ok(a.raw().map(<[u8]>::to_vec))
+            }
+            Some(Value::Array(a)) => Err(Error::parse(
+                self.path,
+                format!(
+                    "GGUF key `{key}` is an array of {}, expected an array of u8",
+                    a.elem_type()
+                ),
+            )),
+            Some(v) => Err(self.wrong_type(key, ValueType::Array, v.value_type())),
         }
     }
 

@@ -29,6 +29,16 @@ pub use error::SpmError;
 pub use model::{SentencePieceModel, SpmSettings};
 pub use proto::{ModelType, PieceType};
 
+/// What the GGUF `t5` (llama.cpp UGM) vocabularies borrow from this engine.
+pub(crate) mod ugm {
+    pub(crate) use super::PieceType;
+    pub(crate) use super::model::{NO_ID, PieceSink};
+    pub(crate) use super::normalizer::{Normalizer, PrefixMatcher};
+    pub(crate) use super::proto::NormalizerSpec;
+    pub(crate) use super::trie::Trie;
+    pub(crate) use super::unigram::{Flavor, Unigram, UnigramScratch, UnigramVocab};
+}
+
 /// Hook for fuzzing the reader: parses `data` as a model and, when it loads,
 /// runs encodes (with and without offsets), decodes and the streaming table.
 /// Never panics.

@@ -12,10 +12,20 @@
 //!   `escape_whitespaces` turns `' '` into U+2581.
 //! - `norm_to_orig[i]` is the input byte offset of the chunk that produced
 //!   normalized byte `i`; it has one extra final entry.
+//!
+//! [`Flavor::LlamaCpp`] is llama.cpp's `llm_tokenizer_ugm_session::normalize`
+//! (GGUF `t5` vocabularies): the same chunks (user-defined symbols, then the
+//! charsmap, whose walk stops at a NUL byte and keeps the longest of all
+//! matches), but its own whitespace pass: a space mark is written before
+//! the first non-space byte of the text when `add_dummy_prefix`, and with
+//! `remove_extra_whitespaces` before every run of non-space bytes while
+//! spaces themselves are dropped (so the first word gets a mark even without
+//! the dummy prefix, and a text of spaces normalizes to nothing).
 
 use super::error::SpmError;
 use super::proto::NormalizerSpec;
 use super::trie::Trie;
+use super::unigram::Flavor;
 use super::utf8::{REPLACEMENT, SPACE_MARK, char_len_at, valid_decode};
 
 /// Results of the charsmap trie considered per position (`kMaxTrieResultsSize`).
@@ -81,14 +91,23 @@ impl CharsMap {
     }
 
     /// darts-clone `commonPrefixSearch`, keeping the longest of the first 32
-    /// results: returns `(length, value)`.
+    /// results: returns `(length, value)`. With `llama`, llama.cpp's walk:
+    /// it stops at a NUL byte and keeps the longest of all results.
     #[inline]
-    fn longest_prefix(&self, key: &[u8]) -> Option<(usize, usize)> {
+    fn longest_prefix(&self, key: &[u8], llama: bool) -> Option<(usize, usize)> {
+        let limit = if llama {
+            usize::MAX
+        } else {
+            MAX_CHARSMAP_RESULTS
+        };
         let units = &self.units;
         let mut node_pos = offset(*units.first()?);
         let mut found = None;
         let mut count = 0usize;
         for (i, &b) in key.iter().enumerate() {
+            if llama && b == 0 {
+                break;
+            }
             node_pos ^= usize::from(b);
             let unit = *units.get(node_pos)?;
             if label(unit) != u32::from(b) {
@@ -99,7 +118,7 @@ impl CharsMap {
                 let v = unit_value(*units.get(node_pos)?) as usize;
                 found = Some((i + 1, v));
                 count += 1;
-                if count == MAX_CHARSMAP_RESULTS {
+                if count == limit {
                     break;
                 }
             }
@@ -196,6 +215,7 @@ pub(crate) struct Normalizer {
     remove_extra_whitespaces: bool,
     escape_whitespaces: bool,
     treat_whitespace_as_suffix: bool,
+    flavor: Flavor,
 }
 
 impl Normalizer {
@@ -216,7 +236,14 @@ impl Normalizer {
             remove_extra_whitespaces: spec.remove_extra_whitespaces,
             escape_whitespaces: spec.escape_whitespaces,
             treat_whitespace_as_suffix,
+            flavor: Flavor::SentencePiece,
         })
+    }
+
+    /// The same normalizer following `flavor`'s rules.
+    pub(crate) fn with_flavor(mut self, flavor: Flavor) -> Self {
+        self.flavor = flavor;
+        self
     }
 
     /// Whether a charsmap is present (its output may not be UTF-8).
@@ -247,7 +274,8 @@ impl Normalizer {
             }
         }
         if let Some(cm) = &self.charsmap {
-            if let Some((len, value)) = cm.longest_prefix(input) {
+            let llama = self.flavor == Flavor::LlamaCpp;
+            if let Some((len, value)) = cm.longest_prefix(input, llama) {
                 if len <= input.len() && value < cm.normalized.len() {
                     return (cm.replacement(value), len);
                 }
@@ -279,6 +307,10 @@ impl Normalizer {
             return;
         }
         let matcher = matcher.filter(|m| !m.is_empty());
+        if self.flavor == Flavor::LlamaCpp {
+            self.normalize_llama(input, out, n2o, matcher);
+            return;
+        }
         let space = self.space();
 
         // Fast path: without a charsmap every chunk is copied verbatim, and
@@ -371,6 +403,62 @@ impl Normalizer {
             }
         }
         if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            add_ws(out, &mut n2o, consumed);
+        }
+        if let Some(m) = n2o {
+            m.push(consumed);
+        }
+    }
+
+    /// llama.cpp's UGM `normalize` (see the module notes); same contract as
+    /// [`normalize`](Self::normalize), except that an output with no byte
+    /// still gets its final `n2o` entry when the input was not empty.
+    fn normalize_llama(
+        &self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        mut n2o: Option<&mut Vec<usize>>,
+        matcher: Option<&PrefixMatcher>,
+    ) {
+        let space = self.space();
+        let prepend = !self.treat_whitespace_as_suffix && self.add_dummy_prefix;
+        let append = self.treat_whitespace_as_suffix && self.add_dummy_prefix;
+        let merge = self.remove_extra_whitespaces;
+        out.reserve(input.len() + input.len() / 2);
+        let mut prepended = false;
+        let mut in_word = false;
+        let mut consumed = 0usize;
+        let add_ws = |out: &mut Vec<u8>, n2o: &mut Option<&mut Vec<usize>>, at: usize| {
+            out.extend_from_slice(space);
+            if let Some(m) = n2o.as_deref_mut() {
+                m.extend(std::iter::repeat_n(at, space.len()));
+            }
+        };
+        while consumed < input.len() {
+            let (sp, n) = self.normalize_prefix(&input[consumed..], matcher);
+            for &c in sp {
+                if c != b' ' {
+                    if !in_word {
+                        in_word = true;
+                        if (prepend && !prepended) || merge {
+                            add_ws(out, &mut n2o, consumed);
+                            prepended = true;
+                        }
+                    }
+                    out.push(c);
+                    if let Some(m) = n2o.as_deref_mut() {
+                        m.push(consumed);
+                    }
+                } else {
+                    in_word = false;
+                    if !merge {
+                        add_ws(out, &mut n2o, consumed);
+                    }
+                }
+            }
+            consumed += n.max(1);
+        }
+        if append {
             add_ws(out, &mut n2o, consumed);
         }
         if let Some(m) = n2o {

@@ -1,0 +1,157 @@
+//! GGUF ids against golden ids made by llama.cpp itself
+//! (`tests/golden/gguf/make_gguf_corpus_golden.py`: `llama_tokenize(vocab,
+//! text, add_special = false, parse_special = true)` on a vocab-only load)
+//! over slices of every shared corpus file, every adversarial file and
+//! llama.cpp's vector texts, for the 12 shared `.gguf` files and the three
+//! `t5` files of `tests/golden/gguf/t5/` (`make_t5_gguf.py`).
+//!
+//! Per input file, 16 slices of about 2 KB at evenly spaced offsets: the
+//! first slice's ids are compared in full, every slice's id count and
+//! sha256 prefix; the vector texts in full.
+
+mod common;
+
+use std::path::PathBuf;
+
+use router_tokenizer::{LoadOptions, SpecialTokenPolicy, Tokenizer};
+use serde_json::Value;
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gguf")
+}
+
+fn vocab_path(vocab: &str) -> PathBuf {
+    if vocab.starts_with("t5-") {
+        golden_dir().join("t5").join(vocab)
+    } else {
+        common::shared_dir().join("fixtures/gguf").join(vocab)
+    }
+}
+
+pub fn load(path: &std::path::Path) -> Tokenizer {
+    LoadOptions {
+        special_tokens: SpecialTokenPolicy::Parse,
+        bypass_registry: true,
+        ..LoadOptions::default()
+    }
+    .load(path.to_str().unwrap())
+    .unwrap()
+}
+
+fn vector_texts() -> Vec<String> {
+    let inp = std::fs::read_to_string(
+        common::shared_dir().join("fixtures/gguf/ggml-vocab-llama-spm.gguf.inp"),
+    )
+    .unwrap();
+    let mut texts: Vec<String> = inp
+        .split("\n__ggml_vocab_test__\n")
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(texts.pop().as_deref(), Some(""));
+    texts
+}
+
+fn ids_of(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn check(name: &str) {
+    let golden: Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir().join(format!("corpus/{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    let vocab = golden["vocab"].as_str().unwrap();
+    let tok = load(&vocab_path(vocab));
+    let inputs: std::collections::HashMap<String, PathBuf> =
+        common::all_inputs().into_iter().collect();
+    let files = golden["files"].as_object().unwrap();
+    assert_eq!(
+        files.len(),
+        inputs.len(),
+        "{name}: one entry per input file"
+    );
+    let (mut texts, mut tokens, mut failed) = (0usize, 0usize, Vec::new());
+    for (key, slices) in files {
+        let data = std::fs::read(&inputs[key]).unwrap();
+        for s in slices.as_array().unwrap() {
+            let off = s[0].as_u64().unwrap() as usize;
+            let len = s[1].as_u64().unwrap() as usize;
+            let count = s[2].as_u64().unwrap() as usize;
+            let hash = s[3].as_str().unwrap();
+            let text = std::str::from_utf8(&data[off..off + len]).unwrap();
+            let got = tok.encode(text, false).unwrap();
+            let got = got.ids();
+            texts += 1;
+            tokens += count;
+            let full_ok = s[4].is_null() || ids_of(&s[4]) == got;
+            if got.len() != count || &common::ids_sha256(got)[..16] != hash || !full_ok {
+                let first = if s[4].is_null() {
+                    String::new()
+                } else {
+                    let want = ids_of(&s[4]);
+                    let i = want.iter().zip(got).take_while(|(a, b)| a == b).count();
+                    format!(
+                        ", first difference at id {i}: got {:?} want {:?}",
+                        &got[i..(i + 8).min(got.len())],
+                        &want[i..(i + 8).min(want.len())]
+                    )
+                };
+                failed.push(format!(
+                    "{key} @{off}+{len}: {} ids, want {count}{first}",
+                    got.len()
+                ));
+            }
+        }
+    }
+    for (text, want) in vector_texts()
+        .iter()
+        .zip(golden["vectors"].as_array().unwrap())
+    {
+        let want = ids_of(want);
+        let got = tok.encode(text, false).unwrap();
+        texts += 1;
+        tokens += want.len();
+        if got.ids() != want.as_slice() {
+            failed.push(format!(
+                "vector {text:?}: got {:?} want {want:?}",
+                got.ids()
+            ));
+        }
+    }
+    assert!(texts > 700, "{name}: {texts} texts");
+    assert!(
+        failed.is_empty(),
+        "{name}: {} of {texts} texts differ from llama.cpp\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    eprintln!("{name}: {texts} texts, {tokens} ids match llama.cpp");
+}
+
+macro_rules! vocab_tests {
+    ($($test:ident => $name:literal,)*) => {
+        $(#[test] fn $test() { check($name); })*
+    };
+}
+
+vocab_tests! {
+    baichuan => "ggml-vocab-baichuan",
+    bert_bge => "ggml-vocab-bert-bge",
+    deepseek_coder => "ggml-vocab-deepseek-coder",
+    deepseek_llm => "ggml-vocab-deepseek-llm",
+    falcon => "ggml-vocab-falcon",
+    gpt_2 => "ggml-vocab-gpt-2",
+    gpt_neox => "ggml-vocab-gpt-neox",
+    llama_spm => "ggml-vocab-llama-spm",
+    mpt => "ggml-vocab-mpt",
+    phi_3 => "ggml-vocab-phi-3",
+    refact => "ggml-vocab-refact",
+    starcoder => "ggml-vocab-starcoder",
+    t5_test => "t5-test",
+    t5_test_ja => "t5-test-ja",
+    t5_test_identity => "t5-test-identity",
+}

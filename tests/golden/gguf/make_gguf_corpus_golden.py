@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Golden ids from llama.cpp itself for GGUF vocabularies over the shared
+corpus, the adversarial files and llama.cpp's test-vector texts.
+
+Each id list is `llama_tokenize(vocab, text, add_special=false,
+parse_special=true)` on a vocab-only load, printed by tok_dump.cpp (built
+against llama.cpp's `llama` library; see tok_dump.cmake and README.md).
+
+Usage:
+    python3 make_gguf_corpus_golden.py --tok-dump BUILD/tok_dump \
+        --adversarial DIR --out tests/golden/gguf/corpus VOCAB.gguf...
+
+DIR holds the output of `corpus/make_adversarial.py DIR` (default
+arguments, as tests/common does). Per input file, SLICES slices of about
+SLICE bytes at evenly spaced offsets (moved to UTF-8 character boundaries)
+are tokenized; the first slice's ids are stored in full, every slice's id
+count and the first 16 hex digits of the sha256 of its ids (u32 LE). The
+vector texts (`ggml-vocab-llama-spm.gguf.inp`) are stored in full.
+"""
+import argparse
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SLICES = 16
+SLICE = 2048
+
+
+def boundary(b: bytes, i: int) -> int:
+    while 0 < i < len(b) and (b[i] & 0xC0) == 0x80:
+        i += 1
+    return min(i, len(b))
+
+
+def back_boundary(b: bytes, i: int) -> int:
+    while 0 < i < len(b) and (b[i] & 0xC0) == 0x80:
+        i -= 1
+    return i
+
+
+def slices(data: bytes):
+    n = len(data)
+    if n <= SLICE:
+        return [(0, n)]
+    out = []
+    count = min(SLICES, max(1, n // SLICE))
+    step = (n - SLICE) / max(1, count - 1) if count > 1 else 0
+    for k in range(count):
+        s = boundary(data, int(k * step))
+        e = back_boundary(data, min(n, s + SLICE))
+        if e > s and (s, e - s) not in out:
+            out.append((s, e - s))
+    return out
+
+
+def inputs(shared: Path, adversarial: Path):
+    files = []
+    corpus = shared / "corpus"
+    for d in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        for f in sorted(d.iterdir()):
+            files.append((f"{d.name}/{f.name}", f))
+    for f in sorted(adversarial.glob("*.txt")):
+        files.append((f"adversarial/{f.name}", f))
+    return files
+
+
+def vector_texts(shared: Path):
+    raw = (shared / "fixtures/gguf/ggml-vocab-llama-spm.gguf.inp").read_text(encoding="utf-8")
+    return raw.split("\n__ggml_vocab_test__\n")[:-1] if raw.endswith("\n__ggml_vocab_test__\n") else raw.split("\n__ggml_vocab_test__\n")
+
+
+def run(tok_dump: str, vocab: Path, texts):
+    with tempfile.NamedTemporaryFile(delete=False) as f:
+        f.write(struct.pack("<I", len(texts)))
+        for t in texts:
+            f.write(struct.pack("<I", len(t)))
+            f.write(t)
+        name = f.name
+    try:
+        out = subprocess.run([tok_dump, str(vocab), name], check=True, capture_output=True).stdout
+    finally:
+        os.unlink(name)
+    lines = out.decode().split("\n")[: len(texts)]
+    if len(lines) != len(texts) or any(l == "ERR" for l in lines):
+        sys.exit(f"{vocab}: tok_dump failed")
+    return [[int(x) for x in l.split()] for l in lines]
+
+
+def digest(ids):
+    return hashlib.sha256(b"".join(struct.pack("<I", i) for i in ids)).hexdigest()[:16]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tok-dump", required=True)
+    ap.add_argument("--adversarial", required=True, type=Path)
+    ap.add_argument("--shared", type=Path, default=Path(os.environ.get("RTOK_SHARED_DIR", "../shared")))
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--llama-cpp", default="llama.cpp (see README.md)")
+    ap.add_argument("vocabs", nargs="+", type=Path)
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    files = inputs(a.shared, a.adversarial)
+    plan = []  # (key, off, len, bytes)
+    for key, path in files:
+        data = path.read_bytes()
+        for off, ln in slices(data):
+            plan.append((key, off, ln, data[off : off + ln]))
+    vectors = [t.encode() for t in vector_texts(a.shared)]
+    for vocab in a.vocabs:
+        ids = run(a.tok_dump, vocab, [p[3] for p in plan] + vectors)
+        doc = {"vocab": vocab.name, "llama_cpp": a.llama_cpp, "slice": SLICE, "files": {}}
+        for (key, off, ln, _), got in zip(plan, ids):
+            entry = doc["files"].setdefault(key, [])
+            entry.append([off, ln, len(got), digest(got), got if not entry else None])
+        doc["vectors"] = ids[len(plan) :]
+        name = vocab.name.removesuffix(".gguf") + ".json"
+        with open(a.out / name, "w") as f:
+            json.dump(doc, f, separators=(",", ":"))
+            f.write("\n")
+        n = sum(len(x) for x in ids)
+        print(f"{name}: {len(ids)} texts, {n} ids", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+cmake_minimum_required(VERSION 3.14)
+project(tokdump CXX C)
+set(LLAMA_BUILD_COMMON OFF CACHE BOOL "" FORCE)
+add_subdirectory(/work/llamacpp-src/llama_cpp_python-0.3.8/vendor/llama.cpp llama)
+add_executable(tok_dump tok_dump.cpp)
+target_link_libraries(tok_dump PRIVATE llama)
