@@ -202,14 +202,19 @@ impl GgufBackend {
                 for f in &fragments {
                     match *f {
                         Fragment::Text(s, e) => {
-                            let piece = &text[s..e];
+                            let mapped = wpm::llama_nfd(&text[s..e]);
+                            let piece = mapped.as_ref().map_or(&text[s..e], |m| m.0.as_str());
                             if out.offsets.is_some() {
                                 let (ids, offs) =
                                     hf.encode_with_offsets(piece, false)?.into_parts();
                                 let offs = offs.unwrap_or_default();
+                                let orig = |x: usize| match &mapped {
+                                    Some((_, map)) => map.get(x).copied().unwrap_or(e - s),
+                                    None => x,
+                                };
                                 for (i, id) in ids.into_iter().enumerate() {
                                     let (a, b) = offs.get(i).copied().unwrap_or((0, 0));
-                                    out.push(id, (s + a, s + b));
+                                    out.push(id, (s + orig(a), s + orig(b)));
                                 }
                             } else {
                                 out.ids.extend_from_slice(hf.encode(piece, false)?.ids());

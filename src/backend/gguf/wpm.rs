@@ -4,9 +4,11 @@
 //! llama.cpp's converter stores a word-initial piece `word` as `▁word` and a
 //! continuation `##ing` as `ing`; the in-memory `tokenizer.json` spells them
 //! back the BERT way and runs BertNormalizer (lowercase), BertPreTokenizer
-//! and WordPiece. Known difference from llama.cpp's own WPM: it lowercases
-//! and NFD-decomposes without stripping accents, so a word with a combining
-//! mark may become `[UNK]` there and a piece here.
+//! and WordPiece. llama.cpp's own WPM "NFD" maps each code point to the
+//! first code point of its canonical decomposition (`é` → `e`, `が` → `か`)
+//! and keeps combining marks that stand alone in the text (Arabic harakat,
+//! Devanagari vowel signs), so the text goes through [`llama_nfd`] first and
+//! BertNormalizer runs without accent stripping; words have no length limit.
 
 use std::path::Path;
 
@@ -43,7 +45,7 @@ pub(crate) fn build(path: &Path, v: &Vocab) -> Result<HfBackend> {
         "truncation": null,
         "padding": null,
         "added_tokens": [],
-        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": false, "lowercase": true},
         "pre_tokenizer": {"type": "BertPreTokenizer"},
         "post_processor": null,
         "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
@@ -51,7 +53,7 @@ pub(crate) fn build(path: &Path, v: &Vocab) -> Result<HfBackend> {
             "type": "WordPiece",
             "unk_token": unk,
             "continuing_subword_prefix": "##",
-            "max_input_chars_per_word": 100,
+            "max_input_chars_per_word": u32::MAX,
             "vocab": Value::Object(tokens),
         }
     });
@@ -64,4 +66,44 @@ pub(crate) fn build(path: &Path, v: &Vocab) -> Result<HfBackend> {
         SpecialTokenPolicy::PlainText,
         false,
     )
+}
+
+/// llama.cpp's `unicode_cpts_normalize_nfd`: every code point becomes the
+/// first code point of its canonical decomposition. `None` when that changes
+/// nothing; otherwise the mapped text and, for each of its bytes (and one
+/// past the end), the byte offset in `text` of the character it came from.
+pub(crate) fn llama_nfd(text: &str) -> Option<(String, Vec<usize>)> {
+    let first = |c: char| {
+        let mut out = None;
+        unicode_normalization::char::decompose_canonical(c, |d| {
+            out.get_or_insert(d);
+        });
+        out.unwrap_or(c)
+    };
+    if text.is_ascii() || text.chars().all(|c| first(c) == c) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    for (i, c) in text.char_indices() {
+        let m = first(c);
+        out.push(m);
+        map.extend(std::iter::repeat_n(i, m.len_utf8()));
+    }
+    map.push(text.len());
+    Some((out, map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::llama_nfd;
+
+    #[test]
+    fn first_code_point_of_the_decomposition() {
+        assert_eq!(llama_nfd("abc"), None);
+        assert_eq!(llama_nfd("\u{0628}\u{064E}"), None);
+        let (s, map) = llama_nfd("éが").unwrap();
+        assert_eq!(s, "eか");
+        assert_eq!(map, vec![0, 2, 2, 2, 5]);
+    }
 }
