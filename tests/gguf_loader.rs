@@ -142,6 +142,126 @@ fn str_array(items: &[&str]) -> Vec<u8> {
     b
 }
 
+/// The precompiled charsmap stored in a `t5` GGUF (u8 array after its key).
+fn charsmap_of(file: &[u8]) -> Vec<u8> {
+    let key = b"tokenizer.ggml.precompiled_charsmap";
+    let at = file.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    assert_eq!(&file[at..at + 8], &[9, 0, 0, 0, 0, 0, 0, 0], "array of u8");
+    let n = u64::from_le_bytes(file[at + 8..at + 16].try_into().unwrap()) as usize;
+    file[at + 16..at + 16 + n].to_vec()
+}
+
+fn u8_array(elem: u32, bytes: &[u8]) -> Vec<u8> {
+    let size = if elem == 6 { 4 } else { 1 };
+    let mut b = elem.to_le_bytes().to_vec();
+    b.extend(((bytes.len() / size) as u64).to_le_bytes());
+    b.extend(bytes);
+    b
+}
+
+#[test]
+fn hostile_t5_files_are_typed_errors() {
+    let dir = scratch("hostile-t5");
+    let real = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gguf/t5/t5-test.gguf"),
+    )
+    .unwrap();
+    let good = charsmap_of(&real);
+    let t5 = |charsmap: Option<(u32, u32, Vec<u8>)>, tokens: &[&str]| {
+        let mut kvs = vec![
+            ("tokenizer.ggml.model", 8, gstr("t5")),
+            ("tokenizer.ggml.tokens", 9, str_array(tokens)),
+        ];
+        if let Some((tag, elem, bytes)) = charsmap {
+            let v = if tag == 9 {
+                u8_array(elem, &bytes)
+            } else {
+                bytes
+            };
+            kvs.push(("tokenizer.ggml.precompiled_charsmap", tag, v));
+        }
+        gguf_file(&kvs)
+    };
+    let tokens = ["<pad>", "</s>", "<unk>", "\u{2581}", "a", "b"];
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("header only", vec![0, 4, 0, 0]),
+        ("trie past the blob", {
+            let mut b = (1u32 << 30).to_le_bytes().to_vec();
+            b.extend([0; 64]);
+            b
+        }),
+        ("trie not a multiple of 1024", {
+            let mut b = 1000u32.to_le_bytes().to_vec();
+            b.extend(vec![0; 1100]);
+            b
+        }),
+        ("zeroed double array", {
+            let mut b = 1024u32.to_le_bytes().to_vec();
+            b.extend(vec![0; 1024]);
+            b.push(0);
+            b
+        }),
+        ("replacements not NUL-terminated", {
+            let mut b = good.clone();
+            *b.last_mut().unwrap() = b'x';
+            b
+        }),
+    ];
+    // Units pointing past the array.
+    let mut wild = good.clone();
+    for i in (8..1024 * 4).step_by(4) {
+        wild[i..i + 4].copy_from_slice(&0xFFFF_FEFFu32.to_le_bytes());
+    }
+    cases.push(("wild units", wild));
+    for (what, blob) in cases {
+        let p = dir.join("charsmap.gguf");
+        std::fs::write(&p, t5(Some((9, 0, blob)), &tokens)).unwrap();
+        match load_err(&p) {
+            ErrorKind::Parse { path, detail } => {
+                assert_eq!(path, p, "{what}");
+                assert!(detail.contains("precompiled_charsmap"), "{what}: {detail}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Wrong types for the charsmap: an f32 array, a string.
+    for (tag, elem, bytes) in [(9, 6, vec![0; 8]), (8, 0, gstr("abc"))] {
+        let p = dir.join("charsmap-type.gguf");
+        std::fs::write(&p, t5(Some((tag, elem, bytes)), &tokens)).unwrap();
+        let kind = load_err(&p);
+        assert!(
+            matches!(&kind, ErrorKind::Parse { detail, .. } if detail.contains("precompiled_charsmap")),
+            "{kind:?}"
+        );
+    }
+    // Flipped bytes anywhere in a real charsmap: a typed error or a tokenizer
+    // that encodes, never a panic.
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..200 {
+        let mut blob = good.clone();
+        for _ in 0..8 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let i = (rng % blob.len() as u64) as usize;
+            blob[i] ^= (rng >> 40) as u8 | 1;
+        }
+        let p = dir.join("flipped.gguf");
+        std::fs::write(&p, t5(Some((9, 0, blob)), &tokens)).unwrap();
+        if let Ok(tok) = LoadOptions::default().load(p.to_str().unwrap()) {
+            let _ = tok.encode("Ｈｅｌｌｏ ﬁ ① \u{0} x", true).unwrap();
+        }
+    }
+    // No unknown token (two tokens, default unk 2 out of range): a character
+    // with no token is a typed error, not an id of -1.
+    let p = dir.join("nounk.gguf");
+    std::fs::write(&p, t5(None, &["\u{2581}", "a"])).unwrap();
+    let tok = load(&p);
+    assert_eq!(tok.encode(" a", false).unwrap().ids(), &[0, 1]);
+    assert!(tok.encode("z", false).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn hostile_files_are_typed_errors() {
     let dir = scratch("hostile");
