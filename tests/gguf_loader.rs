@@ -441,15 +441,27 @@ fn decode_is_llama_cpp_detokenize() {
     ));
 }
 
+/// The `t5` GGUFs of `tests/golden/gguf/t5/` (`make_t5_gguf.py`).
+const T5: [&str; 3] = ["t5-test", "t5-test-ja", "t5-test-identity"];
+
+fn t5_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/gguf/t5/{name}.gguf"))
+}
+
 fn load_deepseek() -> Tokenizer {
     common::tokenizer("fixtures/gguf/ggml-vocab-deepseek-coder.gguf")
 }
 
 #[test]
 fn offsets_cover_the_text() {
-    for name in ["llama-spm", "gpt-2", "falcon", "bert-bge"] {
-        let tok = load(&fixture(name));
-        let text = "Hello  world, ünïcode 日本 🦙\n\tend";
+    let paths = ["llama-spm", "gpt-2", "falcon", "bert-bge"]
+        .map(fixture)
+        .into_iter()
+        .chain(T5.map(t5_fixture));
+    for path in paths {
+        let name = path.display();
+        let tok = load(&path);
+        let text = "Hello  world, ünïcode 日本 🦙\n\tend ﬁ①  <extra_id_1>x";
         let enc = tok.encode_with_offsets(text, false).unwrap();
         assert_eq!(enc.ids(), tok.encode(text, false).unwrap().ids(), "{name}");
         let offs = enc.offsets().unwrap();
@@ -468,8 +480,13 @@ fn streams_reproduce_decode() {
     // Not bert-bge: llama.cpp's clean_spaces turns "don ' t" into "don't",
     // removing a space the stream has already emitted (see the report in
     // DESIGN.md, GGUF backend).
-    for name in ["llama-spm", "phi-3", "gpt-2", "deepseek-coder", "falcon"] {
-        let tok = load(&fixture(name));
+    let paths = ["llama-spm", "phi-3", "gpt-2", "deepseek-coder", "falcon"]
+        .map(fixture)
+        .into_iter()
+        .chain(T5.map(t5_fixture));
+    for path in paths {
+        let name = path.display();
+        let tok = load(&path);
         let ids = tok.encode(text, false).unwrap().into_ids();
         for skip in [false, true] {
             let mut stream = DecodeStream::new(&tok, &[], skip);
