@@ -32,6 +32,8 @@ const STREAM_SOURCES: &[&str] = &[
     // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN claim 93).
     "fixtures/gguf/ggml-vocab-llama-spm.gguf",
     "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
+    // A `t5` (UGM) vocabulary with a charsmap (tests/golden/gguf/make_t5_gguf.py).
+    "tests/golden/gguf/t5/t5-test-ja.gguf",
 ];
 
 /// The byte a `<0xNN>` byte-fallback piece stands for.

@@ -57,10 +57,14 @@ pub fn tokenizer(source: &str) -> Tokenizer {
             .insert(source.to_owned(), tok.clone());
         return tok;
     }
-    // `fixtures/…` names a file in the shared folder.
-    let path = source
-        .starts_with("fixtures/")
-        .then(|| shared_dir().join(source));
+    // `fixtures/…` names a file in the shared folder, `tests/…` one in this repository.
+    let path = if source.starts_with("fixtures/") {
+        Some(shared_dir().join(source))
+    } else if source.starts_with("tests/") {
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(source))
+    } else {
+        None
+    };
     let name = match &path {
         Some(p) => p.to_str().expect("shared dir path is UTF-8"),
         None => source,
