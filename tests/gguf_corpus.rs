@@ -7,7 +7,9 @@
 //!
 //! Per input file, 16 slices of about 2 KB at evenly spaced offsets: the
 //! first slice's ids are compared in full, every slice's id count and
-//! sha256 prefix; the vector texts in full.
+//! sha256 prefix; the vector texts in full. Decode of every id list (with
+//! and without special tokens) is compared with llama.cpp's
+//! `llama_detokenize` by sha256 prefix.
 
 mod common;
 
@@ -60,6 +62,18 @@ fn ids_of(v: &Value) -> Vec<u32> {
         .collect()
 }
 
+/// sha256 prefixes of `decode(ids, false)` and `decode(ids, true)`, as the
+/// goldens keep llama.cpp's `llama_detokenize(remove_special = false,
+/// unparse_special = true)` and `(true, false)`.
+fn decode_hashes(tok: &Tokenizer, ids: &[u32]) -> [String; 2] {
+    use sha2::{Digest, Sha256};
+    [false, true].map(|skip| {
+        let text = tok.decode(ids, skip).unwrap();
+        let h = Sha256::digest(text.as_bytes());
+        h.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    })
+}
+
 fn check(name: &str) {
     let golden: Value = serde_json::from_str(
         &std::fs::read_to_string(golden_dir().join(format!("corpus/{name}.json"))).unwrap(),
@@ -89,6 +103,12 @@ fn check(name: &str) {
             texts += 1;
             tokens += count;
             let full_ok = s[4].is_null() || ids_of(&s[4]) == got;
+            let decoded = decode_hashes(&tok, got);
+            if decoded != [s[5][0].as_str().unwrap(), s[5][1].as_str().unwrap()] {
+                failed.push(format!(
+                    "{key} @{off}+{len}: decode differs from llama_detokenize"
+                ));
+            }
             if got.len() != count || &common::ids_sha256(got)[..16] != hash || !full_ok {
                 let first = if s[4].is_null() {
                     String::new()
@@ -108,12 +128,16 @@ fn check(name: &str) {
             }
         }
     }
-    for (text, want) in vector_texts()
-        .iter()
-        .zip(golden["vectors"].as_array().unwrap())
-    {
+    let vectors = golden["vectors"].as_array().unwrap();
+    let decodes = golden["vector_decodes"].as_array().unwrap();
+    for ((text, want), dec) in vector_texts().iter().zip(vectors).zip(decodes) {
         let want = ids_of(want);
         let got = tok.encode(text, false).unwrap();
+        if decode_hashes(&tok, got.ids()) != [dec[0].as_str().unwrap(), dec[1].as_str().unwrap()] {
+            failed.push(format!(
+                "vector {text:?}: decode differs from llama_detokenize"
+            ));
+        }
         texts += 1;
         tokens += want.len();
         if got.ids() != want.as_slice() {

@@ -4,7 +4,10 @@ corpus, the adversarial files and llama.cpp's test-vector texts.
 
 Each id list is `llama_tokenize(vocab, text, add_special=false,
 parse_special=true)` on a vocab-only load, printed by tok_dump.cpp (built
-against llama.cpp's `llama` library; see tok_dump.cmake and README.md).
+against llama.cpp's `llama` library; see tok_dump.cmake and README.md) with
+`llama_detokenize` of those ids (remove_special false/unparse_special true,
+and remove_special true/unparse_special false), kept as sha256 prefixes of
+the text read as lossy UTF-8.
 
 Usage:
     python3 make_gguf_corpus_golden.py --tok-dump BUILD/tok_dump \
@@ -85,10 +88,19 @@ def run(tok_dump: str, vocab: Path, texts):
         out = subprocess.run([tok_dump, str(vocab), name], check=True, capture_output=True).stdout
     finally:
         os.unlink(name)
-    lines = out.decode().split("\n")[: len(texts)]
-    if len(lines) != len(texts) or any(l == "ERR" for l in lines):
+    lines = out.decode().split("\n")[: 3 * len(texts)]
+    if len(lines) != 3 * len(texts) or any(l == "ERR" for l in lines):
         sys.exit(f"{vocab}: tok_dump failed")
-    return [[int(x) for x in l.split()] for l in lines]
+    ids = [[int(x) for x in l.split()] for l in lines[0::3]]
+    # Decoded bytes that are not UTF-8 (a byte-level vocabulary missing some
+    # bytes, byte tokens of half a character) are kept in their lossy form,
+    # U+FFFD per maximal invalid subpart: what a Rust String holds.
+    def h(hexbytes):
+        text = bytes.fromhex(hexbytes).decode("utf-8", "replace")
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    decodes = [[h(a), h(b)] for a, b in zip(lines[1::3], lines[2::3])]
+    return ids, decodes
 
 
 def digest(ids):
@@ -113,12 +125,13 @@ def main():
             plan.append((key, off, ln, data[off : off + ln]))
     vectors = [t.encode() for t in vector_texts(a.shared)]
     for vocab in a.vocabs:
-        ids = run(a.tok_dump, vocab, [p[3] for p in plan] + vectors)
+        ids, decodes = run(a.tok_dump, vocab, [p[3] for p in plan] + vectors)
         doc = {"vocab": vocab.name, "llama_cpp": a.llama_cpp, "slice": SLICE, "files": {}}
-        for (key, off, ln, _), got in zip(plan, ids):
+        for (key, off, ln, _), got, dec in zip(plan, ids, decodes):
             entry = doc["files"].setdefault(key, [])
-            entry.append([off, ln, len(got), digest(got), got if not entry else None])
+            entry.append([off, ln, len(got), digest(got), got if not entry else None, dec])
         doc["vectors"] = ids[len(plan) :]
+        doc["vector_decodes"] = decodes[len(plan) :]
         name = vocab.name.removesuffix(".gguf") + ".json"
         with open(a.out / name, "w") as f:
             json.dump(doc, f, separators=(",", ":"))

@@ -1,7 +1,10 @@
 // Reads length-prefixed texts (u32 count, then u32 len + bytes each) from
-// argv[2] and prints, per text, one line of space-separated ids from
+// argv[2] and prints, per text, three lines: the space-separated ids from
 // llama_tokenize(vocab, text, add_special=false, parse_special=true) on a
-// vocab-only load of argv[1]. "ERR" on failure.
+// vocab-only load of argv[1], then the hex bytes of
+// llama_detokenize(vocab, ids, remove_special=false, unparse_special=true)
+// and of llama_detokenize(vocab, ids, remove_special=true,
+// unparse_special=false). "ERR" on failure.
 #include "llama.h"
 #include <cstdio>
 #include <cstdint>
@@ -35,6 +38,13 @@ int main(int argc, char ** argv) {
         if (k < 0) { printf("ERR\n"); continue; }
         for (int j = 0; j < k; j++) printf(j ? " %d" : "%d", toks[j]);
         printf("\n");
+        for (int skip = 0; skip < 2; skip++) {
+            std::vector<char> out(text.size() * 4 + (size_t) k * 64 + 64);
+            int m = llama_detokenize(vocab, toks.data(), k, out.data(), (int32_t) out.size(), skip == 1, skip == 0);
+            if (m < 0) { printf("ERR\n"); continue; }
+            for (int j = 0; j < m; j++) printf("%02x", (unsigned char) out[j]);
+            printf("\n");
+        }
     }
     llama_model_free(model);
     return 0;
