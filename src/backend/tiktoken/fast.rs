@@ -50,6 +50,11 @@ fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
     None
 }
 
+/// Whether `pattern` has a native grammar (so an engine can be built).
+pub(crate) fn has_grammar(pattern: &str) -> bool {
+    native_pattern(pattern).is_some()
+}
+
 /// Why no fast engine was built (the backend then keeps the regex path).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FastError {
@@ -149,6 +154,14 @@ impl FastBpe {
     /// Builds the engine for `pattern` from the ordinary ranks.
     pub(crate) fn new(ranks: &FxHashMap<Vec<u8>, u32>, pattern: &str) -> Result<Self, FastError> {
         let (native, end_fix) = native_pattern(pattern).ok_or(FastError::Pattern)?;
+        // `tokenizers`' vocabulary store holds entries of at most 65,535
+        // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
+        // (up to two bytes per byte); longer tokens stay on the regex path.
+        if ranks.keys().any(|t| t.len() > usize::from(u16::MAX) / 2) {
+            return Err(FastError::Build(
+                "a token too long for the vocabulary store".into(),
+            ));
+        }
         let alphabet = byte_level::byte_to_char_table();
         let merges = derive_merges(ranks);
         let mut by_rank: Vec<Option<&[u8]>> = Vec::new();
@@ -176,13 +189,18 @@ impl FastBpe {
                 byte_level::spell(&token[at..], &alphabet),
             ));
         }
-        let model = PipelineBPE::from_config(BpeConfig {
-            vocab,
-            merges: list,
-            byte_level: true,
-            ignore_merges: true,
-            ..BpeConfig::default()
-        })
+        // Any panic left in `tokenizers`' build (a hostile rank file) is a
+        // build failure, never a crash.
+        let model = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            PipelineBPE::from_config(BpeConfig {
+                vocab,
+                merges: list,
+                byte_level: true,
+                ignore_merges: true,
+                ..BpeConfig::default()
+            })
+        }))
+        .map_err(|_| FastError::Build("tokenizers panicked".into()))?
         .map_err(|e| FastError::Build(e.to_string()))?;
         let split = Split::native(
             SplitPattern::Regex(native.to_owned()),

@@ -17,7 +17,7 @@ mod unicode;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::backend::byte_level;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
@@ -54,10 +54,12 @@ pub(crate) struct SpecialRoles {
 }
 
 pub(crate) struct TiktokenBackend {
-    /// Ordinary tokens → rank, for the regex path.
-    ranks: FxHashMap<Vec<u8>, u32>,
-    /// The byte-level engine, when the pattern has a native grammar.
-    fast: Option<fast::FastBpe>,
+    /// Ordinary tokens → rank, for the regex path and the engine's build.
+    ranks: Arc<FxHashMap<Vec<u8>, u32>>,
+    /// The byte-level engine (claim 194): built by a background thread from
+    /// load on; `None` inside when the pattern has no grammar or the build
+    /// failed. Until it is set, encodes take the regex path.
+    fast: Arc<OnceLock<Option<fast::FastBpe>>>,
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
     bytes: Vec<u8>,
     spans: Vec<(u32, u32)>,
@@ -119,6 +121,15 @@ impl ChunkState {
         self.all || start < self.head || end > self.tail_from
     }
 }
+
+/// Rank sets smaller than this build the byte-level engine at load, on the
+/// caller's thread (it takes milliseconds); larger ones on a thread of their own.
+const SYNC_BUILD_RANKS: usize = 16_384;
+
+/// A segment this long waits for the byte-level engine rather than taking
+/// the regex path: at the regex path's 5–20 MB/s it would take longer than
+/// the rest of the build (under a second for o200k).
+const WAIT_FOR_ENGINE: usize = 8 << 20;
 
 /// Pieces at least this long go through tiktoken's `byte_pair_encode`
 /// (which switches to its heap-based merge there; `byte_pair_split` is quadratic).
@@ -239,16 +250,27 @@ impl TiktokenBackend {
         // `tokenizer.json` speed, so it takes that path's threshold; the
         // regex path (5–20 MB/s) pays from a few pages on (`rtok bench`).
         .with_min_bytes(32 << 10);
-        // Patterns without a grammar keep the regex path; a build failure is
-        // an error (a rank file the byte-level engine cannot hold).
-        let fast = match fast::FastBpe::new(&ranks, pattern) {
-            Ok(fast) => Some(fast),
-            Err(fast::FastError::Pattern) => None,
-            Err(e) => return Err(Error::backend(NAME, e.to_string())),
-        };
-        let split = if fast.is_some() {
+        // Patterns without a grammar, and rank files the byte-level engine
+        // cannot hold (hostile ones: a byte missing, a huge token), keep the
+        // regex path, which gives the same ids.
+        let ranks = Arc::new(ranks);
+        let fast: Arc<OnceLock<Option<fast::FastBpe>>> = Arc::new(OnceLock::new());
+        let split = if fast::has_grammar(pattern) {
+            if ranks.len() < SYNC_BUILD_RANKS {
+                let _ = fast.set(fast::FastBpe::new(&ranks, pattern).ok());
+            } else {
+                let (cell, ranks) = (Arc::clone(&fast), Arc::clone(&ranks));
+                // If no thread can be had, the first encode that needs the
+                // engine (or `warm_up`) builds it.
+                let _ = std::thread::Builder::new()
+                    .name("rtok-tiktoken-bpe".into())
+                    .spawn(move || {
+                        cell.get_or_init(|| fast::FastBpe::new(&ranks, pattern).ok());
+                    });
+            }
             split.with_min_bytes(256 << 10)
         } else {
+            let _ = fast.set(None);
             split
         };
         Ok(Self {
@@ -380,7 +402,7 @@ impl TiktokenBackend {
         if segment.is_empty() {
             return Ok(());
         }
-        if let Some(fast) = &self.fast {
+        if let Some(fast) = self.engine(segment.len()) {
             let first = st.ids.len();
             let mut pieces = Vec::new();
             let taken = fast
@@ -449,6 +471,23 @@ impl TiktokenBackend {
         Ok(())
     }
 
+    /// The byte-level engine for a segment of `len` bytes: when built; a
+    /// segment of at least [`WAIT_FOR_ENGINE`] bytes waits for the build.
+    fn engine(&self, len: usize) -> Option<&fast::FastBpe> {
+        match self.fast.get() {
+            Some(engine) => engine.as_ref(),
+            None if len >= WAIT_FOR_ENGINE => self.build_engine(),
+            None => None,
+        }
+    }
+
+    /// Builds the engine here, or waits for the thread building it.
+    fn build_engine(&self) -> Option<&fast::FastBpe> {
+        self.fast
+            .get_or_init(|| fast::FastBpe::new(&self.ranks, self.pattern).ok())
+            .as_ref()
+    }
+
     fn bytes_of(&self, id: u32) -> Option<&[u8]> {
         let &(start, len) = self.spans.get(id as usize)?;
         if start == u32::MAX {
@@ -462,7 +501,7 @@ impl TiktokenBackend {
         if text.is_empty() {
             return Ok(());
         }
-        if let Some(fast) = &self.fast
+        if let Some(fast) = self.engine(text.len())
             && fast
                 .encode(text, out, None)
                 .map_err(|e| Error::backend(NAME, e))?
@@ -557,6 +596,10 @@ impl Encoder for TiktokenBackend {
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         self.encode_chunk_impl(text, request)
     }
+
+    fn warm_up(&self) {
+        let _ = self.build_engine();
+    }
 }
 
 impl Decoder for TiktokenBackend {
@@ -616,5 +659,40 @@ impl Tokenizer for TiktokenBackend {
 
     fn special_tokens(&self) -> &SpecialTokens {
         &self.special_tokens
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encodings::BuiltinEncoding;
+    use super::*;
+
+    #[test]
+    fn every_builtin_encoding_gets_the_engine() {
+        for enc in BuiltinEncoding::ALL {
+            let backend =
+                TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
+            backend.warm_up();
+            assert!(backend.engine(0).is_some(), "{}", enc.name());
+        }
+        // A small vocabulary builds it at once; a pattern without a grammar never.
+        let ranks: FxHashMap<Vec<u8>, u32> = (0..=255u8)
+            .map(|b| (vec![b], u32::from(b)))
+            .chain([(b"ab".to_vec(), 256)])
+            .collect();
+        let spec = |pattern| TiktokenSpec {
+            ranks: ranks.clone(),
+            specials: Vec::new(),
+            pattern,
+            roles: SpecialRoles::default(),
+            add_bos: None,
+        };
+        let small = TiktokenBackend::new(spec(encodings::O200K_PATTERN), SpecialTokenPolicy::Parse)
+            .unwrap();
+        assert!(small.engine(0).is_some());
+        let other = TiktokenBackend::new(spec(r"\S+|\s+"), SpecialTokenPolicy::Parse).unwrap();
+        other.warm_up();
+        assert!(other.engine(0).is_none());
+        assert_eq!(other.encode("ab ab", false).unwrap().ids(), &[256, 32, 256]);
     }
 }
