@@ -171,6 +171,28 @@ fn long_pieces_match_tiktoken_rs() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// Letters, marks and digits new in Unicode 16 (the engine's grammar and
+/// the reference's regex both know them) and Unicode 17 (only the grammar
+/// does: such segments take the regex path, claim 192), inside text.
+#[test]
+fn new_unicode_letters_match_tiktoken_rs() {
+    let texts = [
+        "Garay \u{10D4A}\u{10D4B}\u{10D60} Todhri \u{105C0}\u{105C1} Kirat Rai \u{16D43}\u{16D44}",
+        "Sunuwar \u{11BC0}\u{11BC1} Ol Onal \u{1E5D0}\u{1E5D1} digits \u{16D70}\u{16D71} x\u{1C89}y A\u{A7CB}b",
+        "Sidetic \u{10940}\u{10941} Tolong Siki \u{11DB0}\u{11DB1} Beria Erfe \u{16EA0} Tai Yo \u{1E6C0}",
+        "CJK J \u{323B0}\u{323B1} a\u{A7CE}b ab\u{1ACF}cd \u{88F}x",
+    ];
+    let mut bad = Vec::new();
+    for t in texts {
+        for pair in PAIRS.iter() {
+            if let Err(e) = check(pair, t) {
+                bad.push(e);
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(256)))]
     #[test]
