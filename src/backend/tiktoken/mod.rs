@@ -673,7 +673,33 @@ mod tests {
             let backend =
                 TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
             backend.warm_up();
-            assert!(backend.engine(0).is_some(), "{}", enc.name());
+            let engine = backend.engine(0);
+            assert!(engine.is_some(), "{}", enc.name());
+            // The engine takes ordinary text and gives the regex path's ids;
+            // a Unicode 17 letter sends the segment back to the regex path.
+            let text = "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ";
+            let mut fast_ids = Vec::new();
+            assert_eq!(
+                engine.map(|e| e.encode(text, &mut fast_ids, None)),
+                Some(Ok(true))
+            );
+            let mut st = ChunkState {
+                ids: Vec::new(),
+                spans: Vec::new(),
+                known: Vec::new(),
+                bounds: Vec::new(),
+                head: 0,
+                tail_from: usize::MAX,
+                all: false,
+            };
+            backend.regex_ordinary(text, 0, &mut st).unwrap();
+            assert_eq!(fast_ids, st.ids, "{}", enc.name());
+            let mut ids = Vec::new();
+            assert_eq!(
+                engine.map(|e| e.encode("a \u{10940} b", &mut ids, None)),
+                Some(Ok(false))
+            );
+            assert!(ids.is_empty());
         }
         // A small vocabulary builds it at once; a pattern without a grammar never.
         let ranks: FxHashMap<Vec<u8>, u32> = (0..=255u8)
