@@ -83,14 +83,119 @@ fn encode_hf(c: &mut Criterion) {
 
 fn encode_tiktoken(c: &mut Criterion) {
     let raw = tiktoken_rs::o200k_base().unwrap();
+    let tok = load("o200k_base");
+    tok.warm_up();
     facade_vs_raw(
         c,
         "tiktoken/o200k_base",
-        &load("o200k_base"),
+        &tok,
         "tiktoken-rs",
         |t| raw.encode_ordinary(t),
         |ids| raw.decode(ids).unwrap(),
     );
+}
+
+/// 1 MiB of one corpus category (its files concatenated), cut on a char boundary.
+fn corpus_mib(category: &str) -> String {
+    let dir = common::shared().join("corpus").join(category);
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut all = String::new();
+    for f in files {
+        all.push_str(&std::fs::read_to_string(f).unwrap());
+    }
+    let mut end = (1 << 20).min(all.len());
+    while !all.is_char_boundary(end) {
+        end -= 1;
+    }
+    all.truncate(end);
+    all
+}
+
+/// The Llama-3 rank file as `tiktoken-rs` loads it (Meta's pattern).
+fn llama3_core() -> tiktoken_rs::CoreBPE {
+    use base64::Engine as _;
+    let path = common::shared().join("fixtures/tiktoken/llama3-tokenizer.model");
+    let mut ranks = rustc_hash::FxHashMap::default();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        if let Some((tok, rank)) = line.split_once(' ') {
+            let tok = base64::engine::general_purpose::STANDARD
+                .decode(tok)
+                .unwrap();
+            ranks.insert(tok, rank.parse::<u32>().unwrap());
+        }
+    }
+    let pattern = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+    tiktoken_rs::CoreBPE::new(ranks, Default::default(), pattern).unwrap()
+}
+
+/// tiktoken encodings and the Llama-3 rank file on 1 MiB of three corpus
+/// categories, single thread, against `tiktoken-rs` in the same run.
+fn tiktoken_corpus(c: &mut Criterion) {
+    let llama3 = common::shared()
+        .join("fixtures/tiktoken/llama3-tokenizer.model")
+        .display()
+        .to_string();
+    let encodings: [(&str, String, tiktoken_rs::CoreBPE); 3] = [
+        (
+            "o200k_base",
+            "o200k_base".into(),
+            tiktoken_rs::o200k_base().unwrap(),
+        ),
+        (
+            "cl100k_base",
+            "cl100k_base".into(),
+            tiktoken_rs::cl100k_base().unwrap(),
+        ),
+        ("llama3-rank-file", llama3, llama3_core()),
+    ];
+    for category in ["en-prose", "code", "zh"] {
+        let text = corpus_mib(category);
+        for (name, source, raw) in &encodings {
+            let tok = load(source);
+            tok.warm_up();
+            assert_eq!(
+                tok.encode_sequential(&text, false).unwrap().ids(),
+                raw.encode_ordinary(&text).as_slice(),
+                "{name} {category}"
+            );
+            let mut g = c.benchmark_group(format!("tiktoken-1mib/{name}/{category}"));
+            g.throughput(Throughput::Bytes(text.len() as u64));
+            g.sample_size(10);
+            g.bench_function("router-tokenizer", |b| {
+                b.iter(|| tok.encode_sequential(black_box(&text), false).unwrap())
+            });
+            g.bench_function("tiktoken-rs", |b| {
+                b.iter(|| raw.encode_ordinary(black_box(&text)))
+            });
+            g.finish();
+        }
+    }
+    let mut g = c.benchmark_group("load/tiktoken");
+    g.sample_size(10);
+    for (name, source, _) in &encodings {
+        let load = || {
+            LoadOptions {
+                bypass_registry: true,
+                ..LoadOptions::default()
+            }
+            .load(source)
+            .unwrap()
+        };
+        // Load and wait for the background build: timing the load alone would
+        // leave each iteration's build running into the next ones.
+        g.bench_function(format!("{name}+warm_up"), |b| {
+            b.iter(|| {
+                let tok = load();
+                tok.warm_up();
+                tok
+            })
+        });
+    }
+    g.finish();
 }
 
 fn load_time(c: &mut Criterion) {
@@ -140,6 +245,7 @@ criterion_group!(
     benches,
     encode_hf,
     encode_tiktoken,
+    tiktoken_corpus,
     load_time,
     metrics_overhead
 );

@@ -37,11 +37,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CATEGORIES = ["en-prose", "zh", "code", "multilingual", "structured", "math"]
 SHIFT = 7
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 # name -> (crate source, kind, reference file relative to shared/)
 TOKENIZERS = {
     "o200k_base": ("o200k_base", "tiktoken", "fixtures/tiktoken/o200k_base.tiktoken"),
     "cl100k_base": ("cl100k_base", "tiktoken", "fixtures/tiktoken/cl100k_base.tiktoken"),
+    # Meta's Llama-3 rank file (tiktoken with Meta's pattern, as its tokenizer.py builds it).
+    "llama3-rank-file": (
+        "fixtures/tiktoken/llama3-tokenizer.model",
+        "tiktoken",
+        "fixtures/tiktoken/llama3-tokenizer.model",
+    ),
     "llama3": ("meta-llama/Meta-Llama-3-8B-Instruct", "hf", None),
     "qwen3": ("Qwen/Qwen3-8B", "hf", None),
     "deepseek-v3": ("deepseek-ai/DeepSeek-V3", "hf", None),
@@ -103,7 +113,15 @@ def contenders(name, kind, shared, crate_source, ref_file):
             str(shared / ref_file), expected_hash=expected_hash
         )
         try:
-            params = op.ENCODING_CONSTRUCTORS[name]()
+            if name == "llama3-rank-file":
+                params = {
+                    "name": name,
+                    "pat_str": LLAMA3_PATTERN,
+                    "mergeable_ranks": tl.load_tiktoken_bpe(str(shared / ref_file)),
+                    "special_tokens": {},
+                }
+            else:
+                params = op.ENCODING_CONSTRUCTORS[name]()
         finally:
             op.load_tiktoken_bpe = saved
         enc = tiktoken.Encoding(**params)
@@ -232,6 +250,7 @@ def main():
                     "exact": crate["ids_sha256"] == ref_hash,
                     "load_ms": crate["load_ms"],
                     "first_encode_ms": crate["first_encode_ms"],
+                    "warm_up_ms": crate.get("warm_up_ms"),
                 },
                 "peers": {
                     label: {

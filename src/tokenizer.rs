@@ -232,6 +232,15 @@ impl Tokenizer {
         })
     }
 
+    /// Builds what the backend builds in the background after a load (the
+    /// tiktoken backend's byte-level engine, under a second for o200k),
+    /// blocking until it is ready. Never needed for correctness: encodes
+    /// before it give the same ids, on a slower path. A router can call it
+    /// once at startup so the first requests run at full speed.
+    pub fn warm_up(&self) {
+        self.inner.backend.warm_up();
+    }
+
     /// Encodes `text` on the calling thread, whatever its length.
     pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let backend = &self.inner.backend;

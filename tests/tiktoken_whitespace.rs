@@ -28,12 +28,15 @@ fn load(name: &str) -> Tokenizer {
             .to_string(),
         other => other.to_owned(),
     };
-    LoadOptions {
+    let tok = LoadOptions {
         parallel: ParallelOptions::never(),
         ..LoadOptions::default()
     }
     .load(&source)
-    .unwrap()
+    .unwrap();
+    // The byte-level engine (built in the background) must be the path tested.
+    tok.warm_up();
+    tok
 }
 
 fn text_of(recipe: &Value) -> String {

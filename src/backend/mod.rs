@@ -64,6 +64,12 @@ pub trait Encoder: Send + Sync {
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         chunk_from_offsets(self, text, request)
     }
+
+    /// Builds whatever this backend builds in the background (the tiktoken
+    /// backend's byte-level engine), blocking until it is ready. Encodes
+    /// never need it (they give the same ids before), but run at full speed
+    /// after it. The default does nothing.
+    fn warm_up(&self) {}
 }
 
 /// [`Encoder::encode_chunk`]'s default: every span from

@@ -1,20 +1,23 @@
 //! tiktoken backend: OpenAI's built-in encodings and custom rank files
-//! (`*.tiktoken`, Llama-3 style `tokenizer.model`), on `tiktoken-rs`'s `CoreBPE`.
+//! (`*.tiktoken`, Llama-3 style `tokenizer.model`).
 //!
-//! `CoreBPE` keeps its vocabulary private and offers no bytes → id lookup, so
-//! the backend keeps its own id → bytes table (used for decode, offsets,
-//! streaming and `id_to_token`) and splits out special tokens itself with
-//! aho-corasick, which also gives their byte spans.
+//! Ordinary text runs on the crate's byte-level BPE engine ([`fast`]: the
+//! native pre-tokenizer and `tokenizers`' BPE, with merges derived from the
+//! ranks); segments it must not take (claim 197) and patterns it has no
+//! grammar for run on the regex path ([`pieces`]: `fancy-regex` pieces, a
+//! rank lookup or tiktoken's byte-pair merge). The backend keeps its own
+//! id → bytes table (decode, offsets, streaming, `id_to_token`) and splits
+//! out special tokens itself with aho-corasick, which also gives their spans.
 
 pub(crate) mod encodings;
+mod fast;
 mod pieces;
 pub(crate) mod ranks;
+mod unicode;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
-use std::collections::HashSet;
-use std::sync::OnceLock;
-use tiktoken_rs::CoreBPE;
+use std::sync::{Arc, OnceLock};
 
 use crate::backend::byte_level;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
@@ -51,7 +54,12 @@ pub(crate) struct SpecialRoles {
 }
 
 pub(crate) struct TiktokenBackend {
-    core: CoreBPE,
+    /// Ordinary tokens → rank, for the regex path and the engine's build.
+    ranks: Arc<FxHashMap<Vec<u8>, u32>>,
+    /// The byte-level engine (claim 199): built by a background thread from
+    /// load on; `None` inside when the pattern has no grammar or the build
+    /// failed. Until it is set, encodes take the regex path.
+    fast: Arc<OnceLock<Option<fast::FastBpe>>>,
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
     bytes: Vec<u8>,
     spans: Vec<(u32, u32)>,
@@ -70,14 +78,12 @@ pub(crate) struct TiktokenBackend {
     /// How whitespace runs are cut without the regex (built-in patterns).
     ws_rule: Option<pieces::WsRule>,
     split: SplitSpec,
-    /// Built on the first parallel encode: a rank map and regexes of our own
-    /// (`CoreBPE` keeps both private).
+    /// The regex path's regexes, built on first use.
     chunker: OnceLock<std::result::Result<Chunker, String>>,
 }
 
-/// What the chunk encoder needs beyond `CoreBPE`.
+/// What the regex path needs beyond the ranks.
 struct Chunker {
-    ranks: FxHashMap<Vec<u8>, u32>,
     /// One regex per thread slot, compiled on the slot's first use: clones
     /// of one `fancy_regex::Regex` share the inner matchers' caches, so
     /// threads encoding chunks side by side would serialize on them.
@@ -116,11 +122,14 @@ impl ChunkState {
     }
 }
 
-/// Texts with a whitespace run this long (in bytes, counting every byte
-/// from 0x80 up as possible whitespace) are encoded by the piece loop of
-/// [`pieces`] instead of `CoreBPE::encode`, whose regex fails from about a
-/// million whitespace chars; both give the same ids.
-const LONG_WS_RUN: usize = 4096;
+/// Rank sets smaller than this build the byte-level engine at load, on the
+/// caller's thread (it takes milliseconds); larger ones on a thread of their own.
+const SYNC_BUILD_RANKS: usize = 16_384;
+
+/// A segment this long waits for the byte-level engine rather than taking
+/// the regex path: at the regex path's 5–20 MB/s it would take longer than
+/// the rest of the build (under a second for o200k).
+const WAIT_FOR_ENGINE: usize = 8 << 20;
 
 /// Pieces at least this long go through tiktoken's `byte_pair_encode`
 /// (which switches to its heap-based merge there; `byte_pair_split` is quadratic).
@@ -237,13 +246,36 @@ impl TiktokenBackend {
             max_token_bytes,
             edges,
         )
-        // tiktoken encodes at 5–20 MB/s: two cores pay from a few pages on
-        // (`rtok bench`).
+        // On the byte-level engine tiktoken encodes at the byte-level
+        // `tokenizer.json` speed, so it takes that path's threshold; the
+        // regex path (5–20 MB/s) pays from a few pages on (`rtok bench`).
         .with_min_bytes(32 << 10);
-        let core = CoreBPE::new(ranks, specials.into_iter().collect(), pattern)
-            .map_err(|e| Error::backend(NAME, format!("building the BPE: {e}")))?;
+        // Patterns without a grammar, and rank files the byte-level engine
+        // cannot hold (hostile ones: a byte missing, a huge token), keep the
+        // regex path, which gives the same ids.
+        let ranks = Arc::new(ranks);
+        let fast: Arc<OnceLock<Option<fast::FastBpe>>> = Arc::new(OnceLock::new());
+        let split = if fast::has_grammar(pattern) {
+            if ranks.len() < SYNC_BUILD_RANKS {
+                let _ = fast.set(fast::FastBpe::new(&ranks, pattern).ok());
+            } else {
+                let (cell, ranks) = (Arc::clone(&fast), Arc::clone(&ranks));
+                // If no thread can be had, the first encode that needs the
+                // engine (or `warm_up`) builds it.
+                let _ = std::thread::Builder::new()
+                    .name("rtok-tiktoken-bpe".into())
+                    .spawn(move || {
+                        cell.get_or_init(|| fast::FastBpe::new(&ranks, pattern).ok());
+                    });
+            }
+            split.with_min_bytes(256 << 10)
+        } else {
+            let _ = fast.set(None);
+            split
+        };
         Ok(Self {
-            core,
+            ranks,
+            fast,
             bytes,
             spans,
             by_spelling,
@@ -263,26 +295,14 @@ impl TiktokenBackend {
 
     fn chunker(&self) -> Result<&Chunker> {
         let built = self.chunker.get_or_init(|| {
-            // Fail early on a bad pattern (CoreBPE compiled it already).
+            // Fail early on a bad pattern.
             let regex = fancy_regex::Regex::new(self.pattern).map_err(|e| e.to_string())?;
             let regexes: Vec<OnceLock<Option<fancy_regex::Regex>>> =
                 (0..REGEX_CLONES).map(|_| OnceLock::new()).collect();
             if let Some(first) = regexes.first() {
                 let _ = first.set(Some(regex));
             }
-            let mut ranks =
-                FxHashMap::with_capacity_and_hasher(self.spans.len(), Default::default());
-            for id in 0..self.spans.len() {
-                let Ok(id) = u32::try_from(id) else { break };
-                if self.is_special_id(id) {
-                    continue;
-                }
-                if let Some(bytes) = self.bytes_of(id) {
-                    ranks.insert(bytes.to_vec(), id);
-                }
-            }
-
-            Ok(Chunker { ranks, regexes })
+            Ok(Chunker { regexes })
         });
         built
             .as_ref()
@@ -306,8 +326,6 @@ impl TiktokenBackend {
     /// lookup or byte-pair merge), keeping piece boundaries and token spans
     /// near both ends.
     fn encode_chunk_impl(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        let chunker = self.chunker()?;
-        let regex = self.chunk_regex(chunker)?;
         let len = text.len();
         let (head, tail_from, all) = if request.all_offsets {
             (len, 0, true)
@@ -332,7 +350,7 @@ impl TiktokenBackend {
             && let Some(matcher) = &self.special_matcher
         {
             for m in matcher.find_iter(text) {
-                self.chunk_ordinary(chunker, regex, &text[start..m.start()], start, &mut st)?;
+                self.chunk_ordinary(&text[start..m.start()], start, &mut st)?;
                 let id = self.special_pattern_ids[m.pattern().as_usize()];
                 if st.touches(m.start(), m.end()) {
                     st.known.push(st.ids.len());
@@ -343,7 +361,7 @@ impl TiktokenBackend {
                 start = m.end();
             }
         }
-        self.chunk_ordinary(chunker, regex, &text[start..], start, &mut st)?;
+        self.chunk_ordinary(&text[start..], start, &mut st)?;
         let ChunkState {
             ids,
             spans,
@@ -378,35 +396,64 @@ impl TiktokenBackend {
         })
     }
 
-    /// One run of ordinary text at chunk position `base`.
-    fn chunk_ordinary(
-        &self,
-        chunker: &Chunker,
-        regex: &fancy_regex::Regex,
-        segment: &str,
-        base: usize,
-        st: &mut ChunkState,
-    ) -> Result<()> {
+    /// One run of ordinary text at chunk position `base`: the byte-level
+    /// engine when it takes the segment, else the regex path.
+    fn chunk_ordinary(&self, segment: &str, base: usize, st: &mut ChunkState) -> Result<()> {
+        if segment.is_empty() {
+            return Ok(());
+        }
+        if let Some(fast) = self.engine(segment.len()) {
+            let first = st.ids.len();
+            let mut pieces = Vec::new();
+            let taken = fast
+                .encode(segment, &mut st.ids, Some(&mut pieces))
+                .map_err(|e| Error::backend(NAME, e))?;
+            if taken {
+                for (s, e) in pieces {
+                    if st.touches(base + s, base + e) {
+                        st.bounds.extend([base + s, base + e]);
+                    }
+                }
+                let mut p = base;
+                for k in first..st.ids.len() {
+                    let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
+                    if st.touches(p, p + l) {
+                        st.known.push(k);
+                        st.spans.push((p, p + l));
+                    }
+                    p += l;
+                }
+                return Ok(());
+            }
+        }
+        self.regex_ordinary(segment, base, st)
+    }
+
+    /// The regex path: `fancy-regex` pieces (whitespace runs cut without
+    /// it), then a rank lookup or tiktoken's byte-pair merge per piece.
+    fn regex_ordinary(&self, segment: &str, base: usize, st: &mut ChunkState) -> Result<()> {
+        let chunker = self.chunker()?;
+        let regex = self.chunk_regex(chunker)?;
         for m in pieces::Pieces::new(regex, segment, self.ws_rule) {
             let (start, end) =
                 m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
             let piece = &segment.as_bytes()[start..end];
             let (ps, pe) = (base + start, base + end);
             let first = st.ids.len();
-            if let Some(&id) = chunker.ranks.get(piece) {
+            if let Some(&id) = self.ranks.get(piece) {
                 st.ids.push(id);
             } else if piece.len() < 2 {
                 return Err(Error::backend(NAME, "a single byte missing from the ranks"));
             } else if piece.len() < LONG_PIECE {
-                for part in tiktoken_rs::byte_pair_split(piece, &chunker.ranks) {
-                    let id = chunker.ranks.get(part).ok_or_else(|| {
+                for part in tiktoken_rs::byte_pair_split(piece, &self.ranks) {
+                    let id = self.ranks.get(part).ok_or_else(|| {
                         Error::backend(NAME, "byte-pair merge left an unknown piece")
                     })?;
                     st.ids.push(*id);
                 }
             } else {
                 // tiktoken's own merge for long pieces (a heap, O(n log n)).
-                let ids = pieces::byte_pair_encode(piece, &chunker.ranks)
+                let ids = pieces::byte_pair_encode(piece, &self.ranks)
                     .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
                 st.ids.extend_from_slice(&ids);
             }
@@ -424,6 +471,23 @@ impl TiktokenBackend {
         Ok(())
     }
 
+    /// The byte-level engine for a segment of `len` bytes: when built; a
+    /// segment of at least [`WAIT_FOR_ENGINE`] bytes waits for the build.
+    fn engine(&self, len: usize) -> Option<&fast::FastBpe> {
+        match self.fast.get() {
+            Some(engine) => engine.as_ref(),
+            None if len >= WAIT_FOR_ENGINE => self.build_engine(),
+            None => None,
+        }
+    }
+
+    /// Builds the engine here, or waits for the thread building it.
+    fn build_engine(&self) -> Option<&fast::FastBpe> {
+        self.fast
+            .get_or_init(|| fast::FastBpe::new(&self.ranks, self.pattern).ok())
+            .as_ref()
+    }
+
     fn bytes_of(&self, id: u32) -> Option<&[u8]> {
         let &(start, len) = self.spans.get(id as usize)?;
         if start == u32::MAX {
@@ -437,32 +501,25 @@ impl TiktokenBackend {
         if text.is_empty() {
             return Ok(());
         }
-        if self.ws_rule.is_some() && pieces::may_have_long_ws_run(text, LONG_WS_RUN) {
-            // Long whitespace runs overflow CoreBPE's regex stack: the chunk
-            // encoder's loop cuts them without the regex, with the same pieces.
-            let chunker = self.chunker()?;
-            let regex = self.chunk_regex(chunker)?;
-            let mut st = ChunkState {
-                ids: std::mem::take(out),
-                spans: Vec::new(),
-                known: Vec::new(),
-                bounds: Vec::new(),
-                head: 0,
-                tail_from: usize::MAX,
-                all: false,
-            };
-            let result = self.chunk_ordinary(chunker, regex, text, 0, &mut st);
-            *out = st.ids;
-            return result;
+        if let Some(fast) = self.engine(text.len())
+            && fast
+                .encode(text, out, None)
+                .map_err(|e| Error::backend(NAME, e))?
+        {
+            return Ok(());
         }
-        // `encode` with no allowed specials is `encode_ordinary` that reports
-        // regex errors (backtrack limits) instead of panicking.
-        let (ids, _) = self
-            .core
-            .encode(text, &HashSet::new())
-            .map_err(|e| Error::backend(NAME, e.message))?;
-        out.extend_from_slice(&ids);
-        Ok(())
+        let mut st = ChunkState {
+            ids: std::mem::take(out),
+            spans: Vec::new(),
+            known: Vec::new(),
+            bounds: Vec::new(),
+            head: 0,
+            tail_from: usize::MAX,
+            all: false,
+        };
+        let result = self.regex_ordinary(text, 0, &mut st);
+        *out = st.ids;
+        result
     }
 
     /// Encodes `text` into `ids`, calling `on_special(start, end)` for each special match.
@@ -539,6 +596,10 @@ impl Encoder for TiktokenBackend {
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         self.encode_chunk_impl(text, request)
     }
+
+    fn warm_up(&self) {
+        let _ = self.build_engine();
+    }
 }
 
 impl Decoder for TiktokenBackend {
@@ -598,5 +659,66 @@ impl Tokenizer for TiktokenBackend {
 
     fn special_tokens(&self) -> &SpecialTokens {
         &self.special_tokens
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encodings::BuiltinEncoding;
+    use super::*;
+
+    #[test]
+    fn every_builtin_encoding_gets_the_engine() {
+        for enc in BuiltinEncoding::ALL {
+            let backend =
+                TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
+            backend.warm_up();
+            let engine = backend.engine(0);
+            assert!(engine.is_some(), "{}", enc.name());
+            // The engine takes ordinary text and gives the regex path's ids;
+            // a Unicode 17 letter sends the segment back to the regex path.
+            let text = "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ";
+            let mut fast_ids = Vec::new();
+            assert_eq!(
+                engine.map(|e| e.encode(text, &mut fast_ids, None)),
+                Some(Ok(true))
+            );
+            let mut st = ChunkState {
+                ids: Vec::new(),
+                spans: Vec::new(),
+                known: Vec::new(),
+                bounds: Vec::new(),
+                head: 0,
+                tail_from: usize::MAX,
+                all: false,
+            };
+            backend.regex_ordinary(text, 0, &mut st).unwrap();
+            assert_eq!(fast_ids, st.ids, "{}", enc.name());
+            let mut ids = Vec::new();
+            assert_eq!(
+                engine.map(|e| e.encode("a \u{10940} b", &mut ids, None)),
+                Some(Ok(false))
+            );
+            assert!(ids.is_empty());
+        }
+        // A small vocabulary builds it at once; a pattern without a grammar never.
+        let ranks: FxHashMap<Vec<u8>, u32> = (0..=255u8)
+            .map(|b| (vec![b], u32::from(b)))
+            .chain([(b"ab".to_vec(), 256)])
+            .collect();
+        let spec = |pattern| TiktokenSpec {
+            ranks: ranks.clone(),
+            specials: Vec::new(),
+            pattern,
+            roles: SpecialRoles::default(),
+            add_bos: None,
+        };
+        let small = TiktokenBackend::new(spec(encodings::O200K_PATTERN), SpecialTokenPolicy::Parse)
+            .unwrap();
+        assert!(small.engine(0).is_some());
+        let other = TiktokenBackend::new(spec(r"\S+|\s+"), SpecialTokenPolicy::Parse).unwrap();
+        other.warm_up();
+        assert!(other.engine(0).is_none());
+        assert_eq!(other.encode("ab ab", false).unwrap().ids(), &[256, 32, 256]);
     }
 }

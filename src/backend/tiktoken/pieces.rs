@@ -189,23 +189,6 @@ pub(crate) fn byte_pair_encode(piece: &[u8], ranks: &FxHashMap<Vec<u8>, u32>) ->
     Some(out)
 }
 
-/// Whether `text` may hold a whitespace run long enough to strain the regex
-/// (bytes of 0x80 and up count as possible whitespace).
-pub(crate) fn may_have_long_ws_run(text: &str, min: usize) -> bool {
-    let mut run = 0usize;
-    for &b in text.as_bytes() {
-        if b >= 0x80 || b.is_ascii_whitespace() || b == 0x0B {
-            run += 1;
-            if run >= min {
-                return true;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,12 +305,5 @@ mod tests {
         }
         assert_eq!(byte_pair_encode(b"", &ranks), Some(vec![]));
         assert_eq!(byte_pair_encode(b"x", &ranks), Some(vec![ranks[&b"x"[..]]]));
-    }
-
-    #[test]
-    fn long_run_detection() {
-        assert!(may_have_long_ws_run(&" ".repeat(10), 10));
-        assert!(!may_have_long_ws_run(&" a".repeat(10), 2));
-        assert!(may_have_long_ws_run("\u{3000}\u{3000}", 6));
     }
 }

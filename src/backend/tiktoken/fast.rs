@@ -1,0 +1,412 @@
+//! tiktoken encodings on the crate's byte-level BPE engine: `tokenizers`
+//! 1.0's native pre-tokenizer (the `bitcannon` grammars) and its BPE model,
+//! built from the ranks (DESIGN.md claims 195–199).
+//!
+//! The ranks define the merges. For every token `t` of two or more bytes,
+//! tiktoken's own merge is run on `t`'s bytes alone; when it ends in `t`,
+//! its last step joined two parts `(l, r)`, and `(l, r) → t` is the one merge
+//! listed for `t`, in rank order. Claim 190 proves that a merge run over any
+//! text only ever forms `t` from that split, so this one-merge-per-token
+//! list gives tiktoken's ids exactly (no two merges share a product, so the
+//! list index orders merges as the ranks do, and ties go leftmost in both).
+//!
+//! The pre-tokenizer is the encoding's pattern as the native grammar spells
+//! it (claim 196 has why the pieces are tiktoken's): cl100k's `\s++$`
+//! alternative is the one difference, repaired by joining the last two
+//! pre-tokens of a segment when both are whitespace. Text holding a code
+//! point whose class the grammar's Unicode tables see differently from
+//! tiktoken's regex engine (claim 197) is left to the regex path.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustc_hash::FxHashMap;
+use tokenizers::SplitDelimiterBehavior;
+use tokenizers::models::bpe::{BpeConfig, BpeScratch, PipelineBPE, Vocab};
+use tokenizers::pipeline::{Model, PipelineToken, PreTokenizer, PreTokenizerScratch, Span};
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+
+use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
+use crate::backend::byte_level;
+
+/// The native grammar's spelling of each built-in pattern, and whether the
+/// cl100k end-of-text repair applies.
+fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
+    /// `tokenizers`' GPT-2 spelling (claim 196: same pieces as tiktoken's r50k/p50k).
+    const NATIVE_GPT2: &str =
+        r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+    if pattern == GPT2_PATTERN {
+        return Some((NATIVE_GPT2, false));
+    }
+    if pattern == CL100K_PATTERN {
+        return Some((LLAMA3_PATTERN, true));
+    }
+    if pattern == LLAMA3_PATTERN {
+        return Some((LLAMA3_PATTERN, false));
+    }
+    if pattern == O200K_PATTERN {
+        return Some((O200K_PATTERN, false));
+    }
+    None
+}
+
+/// Whether `pattern` has a native grammar (so an engine can be built).
+pub(crate) fn has_grammar(pattern: &str) -> bool {
+    native_pattern(pattern).is_some()
+}
+
+/// Why no fast engine was built (the backend then keeps the regex path).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FastError {
+    #[error("the pattern has no native grammar")]
+    Pattern,
+    #[error("building the byte-level BPE: {0}")]
+    Build(String),
+}
+
+/// tiktoken's `_byte_pair_merge` on `piece` alone; returns the split of its
+/// last merge when the merge ends in one part (the whole piece).
+fn last_merge(
+    piece: &[u8],
+    ranks: &FxHashMap<Vec<u8>, u32>,
+    parts: &mut Vec<(usize, u32)>,
+) -> Option<usize> {
+    let n = piece.len();
+    if n < 2 {
+        return None;
+    }
+    parts.clear();
+    let rank_of = |s: &[u8]| ranks.get(s).copied().unwrap_or(u32::MAX);
+    for i in 0..n - 1 {
+        parts.push((i, rank_of(&piece[i..i + 2])));
+    }
+    parts.push((n - 1, u32::MAX));
+    parts.push((n, u32::MAX));
+    let get_rank = |parts: &[(usize, u32)], i: usize| -> u32 {
+        if i + 3 < parts.len() {
+            rank_of(&piece[parts[i].0..parts[i + 3].0])
+        } else {
+            u32::MAX
+        }
+    };
+    let mut split = None;
+    loop {
+        let mut min = (u32::MAX, usize::MAX);
+        for (i, &(_, r)) in parts[..parts.len() - 1].iter().enumerate() {
+            if r < min.0 {
+                min = (r, i);
+            }
+        }
+        if min.0 == u32::MAX {
+            break;
+        }
+        let i = min.1;
+        if parts.len() == 3 {
+            // Two parts left: this merge makes the whole piece.
+            split = Some(parts[1].0);
+        }
+        if i > 0 {
+            parts[i - 1].1 = get_rank(parts, i - 1);
+        }
+        parts[i].1 = get_rank(parts, i);
+        parts.remove(i + 1);
+    }
+    (parts.len() == 2).then_some(split).flatten()
+}
+
+/// The merge list of claim 195: one `(left, right)` per token that tiktoken
+/// can form, in rank order (byte strings).
+pub(crate) fn derive_merges(ranks: &FxHashMap<Vec<u8>, u32>) -> Vec<(u32, usize)> {
+    let mut out: Vec<(u32, usize)> = Vec::with_capacity(ranks.len());
+    let mut parts = Vec::with_capacity(64);
+    for (token, &rank) in ranks {
+        if let Some(split) = last_merge(token, ranks, &mut parts) {
+            out.push((rank, split));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The fast engine for one encoding.
+pub(crate) struct FastBpe {
+    split: Split,
+    model: PipelineBPE,
+    /// cl100k: join the last two pre-tokens of a segment when both are whitespace.
+    end_fix: bool,
+    /// Identifies this engine's scratch in the thread-local cache.
+    id: u64,
+}
+
+struct Scratch {
+    owner: u64,
+    model: BpeScratch,
+    pre: PreTokenizerScratch,
+    spans: Vec<Span>,
+    tokens: Vec<PipelineToken>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+}
+
+impl FastBpe {
+    /// Builds the engine for `pattern` from the ordinary ranks.
+    pub(crate) fn new(ranks: &FxHashMap<Vec<u8>, u32>, pattern: &str) -> Result<Self, FastError> {
+        let (native, end_fix) = native_pattern(pattern).ok_or(FastError::Pattern)?;
+        // `tokenizers`' vocabulary store holds entries of at most 65,535
+        // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
+        // (up to two bytes per byte); longer tokens stay on the regex path.
+        if ranks.keys().any(|t| t.len() > usize::from(u16::MAX) / 2) {
+            return Err(FastError::Build(
+                "a token too long for the vocabulary store".into(),
+            ));
+        }
+        let alphabet = byte_level::byte_to_char_table();
+        let merges = derive_merges(ranks);
+        let mut by_rank: Vec<Option<&[u8]>> = Vec::new();
+        for (token, &rank) in ranks {
+            let i = rank as usize;
+            if i >= by_rank.len() {
+                by_rank.resize(i + 1, None);
+            }
+            by_rank[i] = Some(token);
+        }
+        let mut vocab = Vocab::default();
+        vocab.reserve(ranks.len());
+        for (token, &rank) in ranks {
+            vocab.insert(byte_level::spell(token, &alphabet), rank);
+        }
+        let mut list = Vec::with_capacity(merges.len());
+        for &(rank, at) in &merges {
+            let token = by_rank
+                .get(rank as usize)
+                .copied()
+                .flatten()
+                .ok_or_else(|| FastError::Build("rank without a token".into()))?;
+            list.push((
+                byte_level::spell(&token[..at], &alphabet),
+                byte_level::spell(&token[at..], &alphabet),
+            ));
+        }
+        // Any panic left in `tokenizers`' build (a hostile rank file) is a
+        // build failure, never a crash.
+        let model = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            PipelineBPE::from_config(BpeConfig {
+                vocab,
+                merges: list,
+                byte_level: true,
+                ignore_merges: true,
+                ..BpeConfig::default()
+            })
+        }))
+        .map_err(|_| FastError::Build("tokenizers panicked".into()))?
+        .map_err(|e| FastError::Build(e.to_string()))?;
+        let split = Split::native(
+            SplitPattern::Regex(native.to_owned()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(|e| FastError::Build(e.to_string()))?;
+        if split.grammar().is_none() {
+            return Err(FastError::Pattern);
+        }
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Ok(Self {
+            split,
+            model,
+            end_fix,
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Encodes one segment (text between special tokens), appending ids to
+    /// `out` and, when `bounds` is given, each pre-token's `[start, end)`
+    /// (relative to the segment). `false` when the segment must take the
+    /// regex path instead (a code point of claim 197, or over 4 GiB).
+    pub(crate) fn encode(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        bounds: Option<&mut Vec<(usize, usize)>>,
+    ) -> Result<bool, String> {
+        if text.is_empty() {
+            return Ok(true);
+        }
+        if u32::try_from(text.len()).is_err() || super::unicode::needs_regex(text) {
+            return Ok(false);
+        }
+        let mut scratch = SCRATCH
+            .with(|cell| cell.borrow_mut().take())
+            .filter(|s| s.owner == self.id)
+            .unwrap_or_else(|| Scratch {
+                owner: self.id,
+                model: self.model.init_scratch(),
+                pre: PreTokenizerScratch::default(),
+                spans: Vec::new(),
+                tokens: Vec::new(),
+            });
+        let result = self.encode_with(text, out, bounds, &mut scratch);
+        // Large buffers are not kept past a huge input.
+        if scratch.tokens.capacity() > 1 << 20 {
+            scratch.tokens = Vec::new();
+            scratch.spans = Vec::new();
+        }
+        SCRATCH.with(|cell| *cell.borrow_mut() = Some(scratch));
+        result.map(|()| true)
+    }
+
+    fn encode_with(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        bounds: Option<&mut Vec<(usize, usize)>>,
+        scratch: &mut Scratch,
+    ) -> Result<(), String> {
+        scratch.spans.clear();
+        self.split
+            .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
+            .map_err(|e| e.to_string())?;
+        if self.end_fix {
+            fix_end(text, &mut scratch.spans);
+        }
+        scratch.tokens.clear();
+        self.model
+            .tokenize_spans(
+                text,
+                &scratch.spans,
+                &mut scratch.model,
+                &mut scratch.tokens,
+            )
+            .map_err(|e| e.to_string())?;
+        out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
+        if let Some(bounds) = bounds {
+            bounds.extend(
+                scratch
+                    .spans
+                    .iter()
+                    .map(|s| (s.start as usize, s.end as usize)),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// cl100k's `\s++$`: a segment's trailing whitespace is one piece where the
+/// native grammar (`\s*[\r\n]+` first) cuts it after its last newline, so
+/// two whitespace pre-tokens at the end are joined (claim 196).
+fn fix_end(text: &str, spans: &mut Vec<Span>) {
+    let n = spans.len();
+    if n < 2 {
+        return;
+    }
+    let (a, b) = (spans[n - 2], spans[n - 1]);
+    let ws = |s: Span| {
+        text.get(s.range())
+            .is_some_and(|t| t.chars().all(char::is_whitespace))
+    };
+    if b.end as usize == text.len() && ws(a) && ws(b) {
+        spans.truncate(n - 1);
+        spans[n - 2].end = b.end;
+    }
+}
+
+/// The pieces the fast engine cuts `text` into for a tiktoken `pattern`
+/// (tests compare them with the regex's).
+#[cfg(test)]
+pub(crate) fn native_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
+    let (native, end_fix) = native_pattern(pattern).expect("a built-in pattern");
+    let split = Split::native(
+        SplitPattern::Regex(native.to_owned()),
+        SplitDelimiterBehavior::Isolated,
+        false,
+    )
+    .expect("native split");
+    let mut spans = Vec::new();
+    split
+        .pre_tokenize(text, &mut PreTokenizerScratch::default(), &mut spans)
+        .expect("pre-tokenize");
+    if end_fix {
+        fix_end(text, &mut spans);
+    }
+    spans
+        .iter()
+        .map(|s| (s.start as usize, s.end as usize))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PATTERNS: [&str; 4] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN];
+
+    fn regex_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
+        fancy_regex::Regex::new(pattern)
+            .unwrap()
+            .find_iter(text)
+            .map(|m| m.map(|m| (m.start(), m.end())).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn cl100k_trailing_whitespace_is_one_piece() {
+        for text in [
+            "x\n  ",
+            "x.\n \n\t ",
+            "a \n",
+            "\n\n  ",
+            " \n ",
+            "a\r\n\r\n  ",
+        ] {
+            assert_eq!(
+                native_pieces(CL100K_PATTERN, text),
+                regex_pieces(CL100K_PATTERN, text),
+                "{text:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+        #[test]
+        fn pieces_match_the_regex(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(" "), Just("\t"), Just("\n"), Just("\r"), Just("\u{a0}"), Just("\u{3000}"),
+                    Just("a"), Just("Ab"), Just("AB"), Just("1"), Just("123"), Just("."), Just("'s"),
+                    Just("'LL"), Just("/"), Just("é"), Just("\u{301}"), Just("中"), Just("\u{b}"),
+                    Just("\u{85}"), Just("ǅ"), Just("ʰ"), Just("\u{200d}"), Just("½"), Just("Ⅻ"),
+                    Just("_"), Just("👍"), Just("\u{1}"),
+                ],
+                0..40,
+            ),
+            which in 0usize..4,
+        ) {
+            let text: String = parts.concat();
+            let pattern = PATTERNS[which];
+            prop_assert_eq!(native_pieces(pattern, &text), regex_pieces(pattern, &text));
+        }
+    }
+
+    #[test]
+    fn derived_merges_are_one_per_formable_token() {
+        let enc = crate::backend::tiktoken::encodings::BuiltinEncoding::Cl100kBase;
+        let ranks = enc.spec().unwrap().ranks;
+        let merges = derive_merges(&ranks);
+        // Sorted by rank, one per product.
+        assert!(merges.windows(2).all(|w| w[0].0 < w[1].0));
+        let mut parts = Vec::new();
+        // " the" forms from " t" + "he"? Whatever the split, both halves
+        // are tokens and merging the whole gives the token.
+        let by_rank: FxHashMap<u32, &Vec<u8>> = ranks.iter().map(|(t, &r)| (r, t)).collect();
+        for &(rank, at) in merges.iter().step_by(97) {
+            let t = by_rank[&rank];
+            assert!(ranks.contains_key(&t[..at]) && ranks.contains_key(&t[at..]));
+            assert_eq!(last_merge(t, &ranks, &mut parts), Some(at));
+        }
+        // Most multi-byte tokens are formable.
+        assert!(merges.len() > ranks.len() * 9 / 10, "{}", merges.len());
+    }
+}
