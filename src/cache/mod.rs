@@ -1,0 +1,177 @@
+//! The L0 prompt cache: exact text → ids (DESIGN.md, claims 198–202).
+//!
+//! Keyed by a 128-bit hash of the text and of every option that changes the
+//! ids (`add_special_tokens`, whether special-token text is parsed, the
+//! tokenizer's identity); an entry keeps its text and is used only when the
+//! text is equal byte for byte, so a hash collision is a miss, never wrong
+//! ids. Bounded in bytes (moka, a weigher, TinyLFU admission so one-off
+//! prompts do not evict the ones that recur), shared by every clone of a
+//! handle.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use metrics::{Counter, counter};
+use moka::notification::RemovalCause;
+use rustc_hash::FxHasher;
+
+/// Prompt caches of a [`Tokenizer`](crate::Tokenizer), part of
+/// [`LoadOptions`](crate::LoadOptions).
+///
+/// The default keeps an L0 cache of 32 MiB for texts of at least 256
+/// bytes. Why: a router sees the same long prompt again (retries, `n > 1`
+/// fan-out, shared system prompts, health checks), and a hit returns a
+/// 64 KB prompt's ids in microseconds instead of a full encode; 32 MiB
+/// holds a few thousand such prompts per tokenizer, small next to a
+/// router's memory. Texts shorter than `l0_min_bytes` never touch the cache:
+/// they encode in about a microsecond, less than a hash and a lookup, so
+/// short encodes pay nothing (one length comparison).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PromptCacheOptions {
+    /// The L0 cache's capacity in bytes (text + ids + 64 per entry); 0 turns it off.
+    pub l0_bytes: u64,
+    /// Texts shorter than this many bytes bypass the L0 cache.
+    pub l0_min_bytes: usize,
+}
+
+impl Default for PromptCacheOptions {
+    fn default() -> Self {
+        Self {
+            l0_bytes: 32 << 20,
+            l0_min_bytes: 256,
+        }
+    }
+}
+
+impl PromptCacheOptions {
+    /// No caches.
+    pub fn off() -> Self {
+        Self {
+            l0_bytes: 0,
+            ..Self::default()
+        }
+    }
+
+    /// An L0 cache of `bytes`, for texts of at least `min_bytes`.
+    pub fn l0(bytes: u64, min_bytes: usize) -> Self {
+        Self {
+            l0_bytes: bytes,
+            l0_min_bytes: min_bytes,
+        }
+    }
+}
+
+/// Bytes charged per entry beyond its text and ids.
+const ENTRY_OVERHEAD: usize = 64;
+
+struct Entry {
+    text: Box<str>,
+    ids: Box<[u32]>,
+}
+
+#[derive(Clone)]
+struct CacheMetrics {
+    hits: Counter,
+    misses: Counter,
+    evictions: Counter,
+    bytes_reused: Counter,
+}
+
+/// One handle's L0 cache.
+pub(crate) struct L0Cache {
+    map: moka::sync::Cache<u128, Arc<Entry>>,
+    min_bytes: usize,
+    /// Distinguishes tokenizers should a cache ever be shared.
+    identity: u64,
+    metrics: CacheMetrics,
+}
+
+static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
+
+impl L0Cache {
+    /// `None` when the options turn it off.
+    pub(crate) fn new(options: &PromptCacheOptions, backend: &'static str) -> Option<Self> {
+        if options.l0_bytes == 0 {
+            return None;
+        }
+        let metrics = CacheMetrics {
+            hits: counter!("rtok_cache_hits_total", "backend" => backend, "cache" => "l0"),
+            misses: counter!("rtok_cache_misses_total", "backend" => backend, "cache" => "l0"),
+            evictions: counter!("rtok_cache_evictions_total", "backend" => backend, "cache" => "l0"),
+            bytes_reused: counter!("rtok_cache_bytes_reused_total", "backend" => backend, "cache" => "l0"),
+        };
+        let evictions = metrics.evictions.clone();
+        let map = moka::sync::Cache::builder()
+            .max_capacity(options.l0_bytes)
+            .weigher(|_k: &u128, e: &Arc<Entry>| {
+                let bytes = e.text.len() + e.ids.len() * 4 + ENTRY_OVERHEAD;
+                u32::try_from(bytes).unwrap_or(u32::MAX)
+            })
+            .eviction_listener(move |_k, _v, cause| {
+                if cause == RemovalCause::Size {
+                    evictions.increment(1);
+                }
+            })
+            .build();
+        Some(Self {
+            map,
+            min_bytes: options.l0_min_bytes,
+            identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
+            metrics,
+        })
+    }
+
+    /// Whether `text` goes through the cache at all.
+    #[inline]
+    pub(crate) fn applies(&self, text: &str) -> bool {
+        text.len() >= self.min_bytes
+    }
+
+    fn key(&self, text: &str, flags: u8) -> u128 {
+        let hash = |seed: usize| {
+            let mut h = FxHasher::with_seed(seed);
+            h.write_u64(self.identity);
+            h.write_u8(flags);
+            h.write(text.as_bytes());
+            h.write_usize(text.len());
+            h.finish()
+        };
+        (u128::from(hash(0x9E37_79B9)) << 64) | u128::from(hash(0x85EB_CA6B))
+    }
+
+    /// The cached ids of `text`, or the result of `encode`, stored.
+    pub(crate) fn get_or_encode<E>(
+        &self,
+        text: &str,
+        flags: u8,
+        encode: impl FnOnce() -> Result<Vec<u32>, E>,
+    ) -> Result<Vec<u32>, E> {
+        let key = self.key(text, flags);
+        if let Some(e) = self.map.get(&key)
+            && *e.text == *text
+        {
+            self.metrics.hits.increment(1);
+            self.metrics.bytes_reused.increment(text.len() as u64);
+            return Ok(e.ids.to_vec());
+        }
+        self.metrics.misses.increment(1);
+        let ids = encode()?;
+        self.map.insert(
+            key,
+            Arc::new(Entry {
+                text: Box::from(text),
+                ids: Box::from(ids.as_slice()),
+            }),
+        );
+        Ok(ids)
+    }
+
+    /// Entries and weighted bytes now held (after pending maintenance).
+    #[allow(dead_code)]
+    pub(crate) fn usage(&self) -> (u64, u64) {
+        self.map.run_pending_tasks();
+        (self.map.entry_count(), self.map.weighted_size())
+    }
+}
