@@ -765,6 +765,35 @@ mod tests {
     }
 
     #[test]
+    fn clones_share_the_l0_cache() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let tok = metrics::with_local_recorder(&recorder, || {
+            Tokenizer::from_backend(
+                Arc::new(crate::backend::mock::MockTokenizer::default()),
+                Format::HfJson,
+            )
+            .with_prompt_cache(PromptCacheOptions::l0(1 << 20, 8))
+        });
+        let text = "a long enough <s> text";
+        let first = tok.encode(text, true).unwrap();
+        let clone = tok.clone();
+        assert_eq!(clone.encode(text, true).unwrap(), first);
+        // Other parallel options: the same cache.
+        let other = clone.with_parallel(ParallelOptions::never());
+        assert_eq!(other.encode(text, true).unwrap(), first);
+        assert_eq!(tok.encode("short", false).unwrap().len(), 5);
+        let hits = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find(|(k, _, _, _)| k.key().name() == "rtok_cache_hits_total")
+            .map(|(_, _, _, v)| v);
+        assert_eq!(hits, Some(DebugValue::Counter(2)));
+    }
+
+    #[test]
     fn handle_is_send_sync() {
         assert_send_sync::<Tokenizer>();
         assert_send_sync::<Encoding>();

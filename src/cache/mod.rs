@@ -175,3 +175,76 @@ impl L0Cache {
         (self.map.entry_count(), self.map.weighted_size())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    fn counters(snapshotter: &metrics_util::debugging::Snapshotter) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, _, _, value)| match value {
+                DebugValue::Counter(n) => Some((key.key().name().to_owned(), n)),
+                _ => None,
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn hits_misses_evictions_and_bytes_are_counted() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let cache = metrics::with_local_recorder(&recorder, || {
+            L0Cache::new(&PromptCacheOptions::l0(4096, 4), "mock")
+        })
+        .unwrap();
+        let encode = |t: &str| Ok::<_, ()>(t.bytes().map(u32::from).collect::<Vec<u32>>());
+        assert!(!cache.applies("abc"));
+        assert!(cache.applies("abcd"));
+        let text = "x".repeat(100);
+        assert_eq!(
+            cache.get_or_encode(&text, 0, || encode(&text)),
+            encode(&text)
+        );
+        assert_eq!(cache.get_or_encode(&text, 0, || Err(())), encode(&text));
+        // Another flag is another key.
+        assert_eq!(
+            cache.get_or_encode(&text, 1, || encode(&text)),
+            encode(&text)
+        );
+        // 40 texts of ~600 weighted bytes each cannot all fit in 4096.
+        for i in 0..40 {
+            let t = format!("{i:03}{}", "y".repeat(100));
+            assert_eq!(cache.get_or_encode(&t, 0, || encode(&t)), encode(&t));
+        }
+        let (_, weighted) = cache.usage();
+        assert!(weighted <= 4096, "{weighted}");
+        let got = counters(&snapshotter);
+        let get = |name: &str| got.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+        assert_eq!(get("rtok_cache_hits_total"), 1);
+        assert_eq!(get("rtok_cache_misses_total"), 42);
+        assert_eq!(get("rtok_cache_bytes_reused_total"), 100);
+        assert!(get("rtok_cache_evictions_total") > 0, "{got:?}");
+    }
+
+    #[test]
+    fn a_hash_match_with_other_text_is_a_miss() {
+        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), "mock").unwrap();
+        let key = cache.key("abc", 0);
+        // Plant an entry under the key of "abc" holding another text.
+        cache.map.insert(
+            key,
+            Arc::new(Entry {
+                text: Box::from("abd"),
+                ids: Box::from([9u32].as_slice()),
+            }),
+        );
+        let ids = cache.get_or_encode("abc", 0, || Ok::<_, ()>(vec![1, 2, 3]));
+        assert_eq!(ids, Ok(vec![1, 2, 3]));
+    }
+}
