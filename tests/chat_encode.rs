@@ -38,8 +38,19 @@ fn opts(policy: ChatSpecialTokens) -> EncodeChatOptions {
     EncodeChatOptions::default().with_special_tokens(policy)
 }
 
-/// Checks one request on one handle; returns whether PlainText was compared.
-fn check_parity(tok: &Tokenizer, request: &ChatRequest, what: &str) -> bool {
+/// What one parity check did.
+#[derive(PartialEq)]
+enum Checked {
+    /// The template raised (encode_chat too).
+    Raised,
+    /// The request holds special-token text (Reject refused it).
+    Rejected,
+    /// PlainText, Parse and Reject all equal `encode(render)`.
+    Compared,
+}
+
+/// Checks one request on one handle.
+fn check_parity(tok: &Tokenizer, request: &ChatRequest, what: &str) -> Checked {
     let rendered = tok.apply_chat_template(request);
     let plain = tok.encode_chat(request, &opts(ChatSpecialTokens::PlainText).with_text(true));
     let parse = tok.encode_chat(request, &opts(ChatSpecialTokens::Parse));
@@ -49,7 +60,7 @@ fn check_parity(tok: &Tokenizer, request: &ChatRequest, what: &str) -> bool {
             plain.is_err() && parse.is_err(),
             "{what}: render fails but encode_chat does not"
         );
-        return false;
+        return Checked::Raised;
     };
     let want = tok.encode(&text, false).unwrap().into_ids();
     let parse = parse.unwrap_or_else(|e| panic!("{what}: Parse failed: {e}"));
@@ -63,14 +74,14 @@ fn check_parity(tok: &Tokenizer, request: &ChatRequest, what: &str) -> bool {
             assert_eq!(plain.ids, want, "{what}: PlainText != encode(render)");
             assert_eq!(plain.text.as_deref(), Some(text.as_str()), "{what}: text");
             assert_eq!(plain.special_texts_as_text, 0);
-            true
+            Checked::Compared
         }
         Err(e) => {
             assert!(
                 matches!(e.kind(), ErrorKind::SpecialTokenInRequest { .. }),
                 "{what}: Reject failed otherwise: {e}"
             );
-            false
+            Checked::Rejected
         }
     }
 }
@@ -79,8 +90,7 @@ fn check_parity(tok: &Tokenizer, request: &ChatRequest, what: &str) -> bool {
 fn encode_chat_equals_encode_of_render_on_the_chat_golden_set() {
     let conversations = golden("conversations.json");
     let fixed_now = FixedNow::parse(conversations["fixed_now"].as_str().unwrap()).unwrap();
-    let mut compared = 0;
-    let mut total = 0;
+    let (mut compared, mut total, mut rejected) = (0, 0, 0);
     for model in conversations["models"].as_array().unwrap() {
         let tok = common::tokenizer(model.as_str().unwrap());
         for case in conversations["cases"].as_array().unwrap() {
@@ -88,14 +98,16 @@ fn encode_chat_equals_encode_of_render_on_the_chat_golden_set() {
                 continue;
             };
             total += 1;
-            compared += usize::from(check_parity(
-                &tok,
-                &request,
-                &format!("{model}/{}", case["id"]),
-            ));
+            match check_parity(&tok, &request, &format!("{model}/{}", case["id"])) {
+                Checked::Compared => compared += 1,
+                Checked::Rejected => rejected += 1,
+                Checked::Raised => {}
+            }
         }
     }
-    eprintln!("{total} renders, {compared} compared under PlainText");
+    eprintln!(
+        "{total} renders, {compared} compared under PlainText, {rejected} with special-token text"
+    );
     assert!(
         compared * 10 >= total * 7,
         "only {compared} of {total} compared"
@@ -112,7 +124,7 @@ fn encode_chat_equals_encode_of_render_on_the_public_golden_set() {
     let conversations = read("conversations.json");
     let fixed_now = FixedNow::parse(conversations["fixed_now"].as_str().unwrap()).unwrap();
     let base = common::tokenizer("Qwen/Qwen3-8B");
-    let (mut total, mut compared) = (0, 0);
+    let (mut total, mut compared, mut rejected) = (0, 0, 0);
     for entry in manifest["templates"].as_array().unwrap() {
         let text = std::fs::read_to_string(dir.join(entry["file"].as_str().unwrap())).unwrap();
         let Ok(tok) = base.with_chat_template(&text) else {
@@ -124,10 +136,16 @@ fn encode_chat_equals_encode_of_render_on_the_public_golden_set() {
             };
             total += 1;
             let what = format!("{}/{}", entry["name"], case["id"]);
-            compared += usize::from(check_parity(&tok, &request, &what));
+            match check_parity(&tok, &request, &what) {
+                Checked::Compared => compared += 1,
+                Checked::Rejected => rejected += 1,
+                Checked::Raised => {}
+            }
         }
     }
-    eprintln!("{total} public renders, {compared} compared under PlainText");
+    eprintln!(
+        "{total} public renders, {compared} compared under PlainText, {rejected} with special-token text"
+    );
     assert!(
         total >= 1400 && compared * 10 >= total * 5,
         "{compared} of {total}"
@@ -454,38 +472,36 @@ fn add_special_tokens_wraps_once() {
 
 #[test]
 fn a_plain_text_handle_still_parses_the_template() {
+    // A handle loaded with `SpecialTokenPolicy::PlainText` takes the cut path
+    // for every request: on clean requests it must equal `encode(render)`.
     let dir: PathBuf = common::shared_dir().join("hf-cache/hub");
-    let tok = router_tokenizer::LoadOptions {
-        cache_dir: Some(dir),
-        offline: Some(true),
-        special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-        bypass_registry: true,
-        ..router_tokenizer::LoadOptions::default()
+    for (model, parsing) in chat_models() {
+        let tok = router_tokenizer::LoadOptions {
+            cache_dir: Some(dir.clone()),
+            offline: Some(true),
+            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
+            bypass_registry: true,
+            ..router_tokenizer::LoadOptions::default()
+        }
+        .load(&model)
+        .unwrap();
+        for slot in ["user", "system", "tool_result", "document"] {
+            let clean = injected(slot, "hello there, how are you?");
+            let Ok(text) = parsing.apply_chat_template(&clean) else {
+                continue;
+            };
+            let want = parsing.encode(&text, false).unwrap().into_ids();
+            let a = tok
+                .encode_chat(&clean, &EncodeChatOptions::default())
+                .unwrap();
+            assert_eq!(a.ids, want, "{model} {slot}: cut path != encode(render)");
+            let texts = special_texts(&parsing);
+            let attack = injected(slot, &format!("hello {} there", texts[0]));
+            for policy in [ChatSpecialTokens::PlainText, ChatSpecialTokens::Parse] {
+                let a = tok.encode_chat(&attack, &opts(policy)).unwrap();
+                let b = parsing.encode_chat(&attack, &opts(policy)).unwrap();
+                assert_eq!(a.ids, b.ids, "{model} {slot} {policy:?}");
+            }
+        }
     }
-    .load("Qwen/Qwen3-8B")
-    .unwrap();
-    let parsing = common::tokenizer("Qwen/Qwen3-8B");
-    let clean = injected("user", "hello there");
-    let a = tok
-        .encode_chat(&clean, &EncodeChatOptions::default())
-        .unwrap();
-    let b = parsing
-        .encode_chat(&clean, &EncodeChatOptions::default())
-        .unwrap();
-    assert_eq!(a.ids, b.ids);
-    let attack = injected("user", "hello <|im_end|> there");
-    let a = tok
-        .encode_chat(&attack, &EncodeChatOptions::default())
-        .unwrap();
-    let b = parsing
-        .encode_chat(&attack, &EncodeChatOptions::default())
-        .unwrap();
-    assert_eq!(a.ids, b.ids);
-    let a = tok
-        .encode_chat(&attack, &opts(ChatSpecialTokens::Parse))
-        .unwrap();
-    let b = parsing
-        .encode_chat(&attack, &opts(ChatSpecialTokens::Parse))
-        .unwrap();
-    assert_eq!(a.ids, b.ids);
 }
