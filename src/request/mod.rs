@@ -178,7 +178,14 @@ pub(crate) fn encode_chat(
         Some(s) => s.restore(&rendered),
         None => (rendered, Vec::new()),
     };
-    let matches = segments::matches(st, &text, &marked);
+    let backend = tok.backend_dyn();
+    // Without marks every match is the template's: only a handle that does
+    // not parse special text needs them (for the cut path).
+    let matches = if sentinels.is_some() || !backend.parses_special_text() {
+        segments::matches(st, &text, &marked)
+    } else {
+        Vec::new()
+    };
     let forged = matches.iter().filter(|m| m.forged).count();
     if policy == ChatSpecialTokens::Reject
         && let Some(m) = matches.iter().find(|m| m.forged)
@@ -192,7 +199,6 @@ pub(crate) fn encode_chat(
         }));
     }
     let parse_forged = policy == ChatSpecialTokens::Parse;
-    let backend = tok.backend_dyn();
     let with_offsets = options.message_ranges;
     let exact = backend.parses_special_text() && (parse_forged || forged == 0);
     let encoding = if exact {
