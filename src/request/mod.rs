@@ -111,11 +111,14 @@ pub struct ChatEncoding {
     pub special_texts_as_text: usize,
 }
 
+/// The ids `add_special_tokens` puts before and after a text.
+type BosEos = (Vec<u32>, Vec<u32>);
+
 /// What `encode_chat` learns about a tokenizer once (shared by clones).
 #[derive(Default)]
 pub(crate) struct RequestFacts {
     special: OnceLock<std::result::Result<SpecialText, ErrorKind>>,
-    bos_eos: OnceLock<std::result::Result<(Vec<u32>, Vec<u32>), ErrorKind>>,
+    bos_eos: OnceLock<std::result::Result<BosEos, ErrorKind>>,
 }
 
 impl RequestFacts {
@@ -126,7 +129,7 @@ impl RequestFacts {
             .map_err(|k| Error::new(k.clone()))
     }
 
-    fn bos_eos(&self, tok: &Tokenizer) -> Result<&(Vec<u32>, Vec<u32>)> {
+    fn bos_eos(&self, tok: &Tokenizer) -> Result<&BosEos> {
         self.bos_eos
             .get_or_init(|| segments::bos_eos(tok.backend_dyn()).map_err(|e| e.kind().clone()))
             .as_ref()
