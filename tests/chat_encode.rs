@@ -505,3 +505,62 @@ fn a_plain_text_handle_still_parses_the_template() {
         }
     }
 }
+
+#[test]
+fn every_backend_encodes_request_special_text_as_text() {
+    // tiktoken, SentencePiece `.model`, GGUF (SPM and byte-level BPE), HF.
+    for source in [
+        "o200k_base",
+        "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+        "fixtures/gguf/ggml-vocab-llama-spm.gguf",
+        "fixtures/gguf/ggml-vocab-gpt-2.gguf",
+        "meta-llama/Llama-3.2-1B-Instruct",
+    ] {
+        let tok = common::tokenizer(source);
+        let path = if source.starts_with("fixtures/") {
+            common::shared_dir()
+                .join(source)
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            source.to_owned()
+        };
+        let plain = router_tokenizer::LoadOptions {
+            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
+            bypass_registry: true,
+            ..common::offline_options()
+        }
+        .load(&path)
+        .unwrap();
+        let texts = special_texts(&tok);
+        let (open, close) = (&texts[0], texts.last().unwrap());
+        let one = |t: &str| {
+            let ids = tok.encode(t, false).unwrap().into_ids();
+            assert_eq!(ids.len(), 1, "{source}: {t:?} is not one special id");
+            ids[0]
+        };
+        let template =
+            format!("{open}{{% for m in messages %}}{{{{ m.content }}}}{close}{{% endfor %}}");
+        let tok = tok.with_chat_template(&template).unwrap();
+        let content = format!("x {open} y{close}z and {}", texts.join(" "));
+        let request = ChatRequest::new(vec![Message::new("user", content.clone())]);
+        let got = tok
+            .encode_chat(&request, &EncodeChatOptions::default())
+            .unwrap();
+        let mut want = vec![one(open)];
+        want.extend(plain.encode(&content, false).unwrap().into_ids());
+        want.push(one(close));
+        assert_eq!(got.ids, want, "{source}: PlainText");
+        assert!(got.special_texts_as_text >= 2, "{source}");
+        let text = tok.apply_chat_template(&request).unwrap();
+        let parse = tok
+            .encode_chat(&request, &opts(ChatSpecialTokens::Parse))
+            .unwrap();
+        assert_eq!(
+            parse.ids,
+            tok.encode(&text, false).unwrap().into_ids(),
+            "{source}: Parse"
+        );
+        assert_ne!(parse.ids, got.ids, "{source}");
+    }
+}
