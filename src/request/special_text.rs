@@ -29,6 +29,9 @@ pub(crate) struct SpecialText {
     /// ends with one of `last`, one at its end starts with one of `first`.
     first: FxHashSet<char>,
     last: FxHashSet<char>,
+    /// ASCII bytes that are a first or last char; `None` when some first or
+    /// last char is not ASCII (then no prefilter).
+    edge_bytes: Option<[bool; 128]>,
     /// The longest text, in bytes.
     max_len: usize,
 }
@@ -82,9 +85,18 @@ impl SpecialText {
             }
         }
         let max_len = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-        let first = texts.iter().filter_map(|t| t.chars().next()).collect();
-        let last = texts.iter().filter_map(|t| t.chars().next_back()).collect();
+        let first: FxHashSet<char> = texts.iter().filter_map(|t| t.chars().next()).collect();
+        let last: FxHashSet<char> = texts.iter().filter_map(|t| t.chars().next_back()).collect();
+        let edge_bytes = first
+            .iter()
+            .chain(&last)
+            .try_fold([false; 128], |mut map, &c| {
+                let b = usize::from(u8::try_from(c).ok().filter(u8::is_ascii)?);
+                map[b] = true;
+                Some(map)
+            });
         Ok(Self {
+            edge_bytes,
             first,
             last,
             ids,
@@ -138,7 +150,18 @@ impl SpecialText {
     }
 
     /// Whether `s` needs marks at all (no allocation).
+    ///
+    /// A special-token text starts with one of `first`; a fragment at the
+    /// start ends with one of `last`, one at the end starts with one of
+    /// `first`: a string with none of those chars needs no marks.
     pub(crate) fn needs_marks(&self, s: &str) -> bool {
+        if let Some(map) = &self.edge_bytes
+            && !s
+                .bytes()
+                .any(|b| map.get(usize::from(b)).copied().unwrap_or(false))
+        {
+            return false;
+        }
         if self.has_text(s) {
             return true;
         }
