@@ -91,12 +91,33 @@ fn bench_l0(c: &mut Criterion) {
             b.iter(|| on.encode(black_box(&text), false).unwrap())
         });
     }
-    // 30-char encodes, a different slice each call (no memo answers).
+    // Misses: a different slice each call, cache off against every text
+    // through the cache (a miss and an insert each time).
     let pool = prose(1 << 20);
+    let forced = base.with_prompt_cache(PromptCacheOptions::l0(32 << 20, 0));
+    for (name, n) in [("2KB", 2048usize), ("16KB", 16384)] {
+        for (mode, tok) in [("miss_off", &off), ("miss_on", &forced)] {
+            let next = Cell::new(0usize);
+            group.bench_function(format!("{name}/{mode}"), |b| {
+                b.iter(|| {
+                    let mut s = next.get();
+                    next.set((s + 7) % (pool.len() - n - 8));
+                    while !pool.is_char_boundary(s) {
+                        s += 1;
+                    }
+                    let mut e = s + n;
+                    while !pool.is_char_boundary(e) {
+                        e += 1;
+                    }
+                    tok.encode(black_box(&pool[s..e]), false).unwrap()
+                })
+            });
+        }
+    }
+    // 30-char encodes, a different slice each call (no memo answers).
     let starts: Vec<usize> = (0..pool.len() - 64)
         .filter(|&i| pool.is_char_boundary(i) && pool.is_char_boundary(i + 30))
         .collect();
-    let forced = base.with_prompt_cache(PromptCacheOptions::l0(32 << 20, 0));
     for (name, tok) in [("off", &off), ("default", &on), ("forced_miss", &forced)] {
         let next = Cell::new(0usize);
         group.bench_function(format!("30chars/{name}"), |b| {

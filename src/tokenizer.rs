@@ -778,6 +778,8 @@ mod tests {
         });
         let text = "a long enough <s> text";
         let first = tok.encode(text, true).unwrap();
+        // Stored on the second miss.
+        assert_eq!(tok.encode(text, true).unwrap(), first);
         let clone = tok.clone();
         assert_eq!(clone.encode(text, true).unwrap(), first);
         // Other parallel options: the same cache.

@@ -79,9 +79,16 @@ struct CacheMetrics {
     bytes_reused: Counter,
 }
 
+/// Slots of the doorkeeper: recent missed keys, one `u64` each.
+const DOORKEEPER_SLOTS: usize = 4096;
+
 /// One handle's L0 cache.
 pub(crate) struct L0Cache {
     map: moka::sync::Cache<u128, Arc<Entry>>,
+    /// The low 64 bits of recently missed keys: a text is stored on its
+    /// second miss, so a one-off prompt costs a hash and two lookups, never
+    /// a copy or a moka insert (claim 205).
+    doorkeeper: Box<[AtomicU64]>,
     min_bytes: usize,
     /// Distinguishes tokenizers should a cache ever be shared.
     identity: u64,
@@ -117,6 +124,7 @@ impl L0Cache {
             .build();
         Some(Self {
             map,
+            doorkeeper: (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             min_bytes: options.l0_min_bytes,
             identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
             metrics,
@@ -141,7 +149,8 @@ impl L0Cache {
         (u128::from(hash(0x9E37_79B9)) << 64) | u128::from(hash(0x85EB_CA6B))
     }
 
-    /// The cached ids of `text`, or the result of `encode`, stored.
+    /// The cached ids of `text`, or the result of `encode` (stored when the
+    /// same key missed recently).
     pub(crate) fn get_or_encode<E>(
         &self,
         text: &str,
@@ -158,6 +167,12 @@ impl L0Cache {
         }
         self.metrics.misses.increment(1);
         let ids = encode()?;
+        // Admit on the second miss within the doorkeeper's memory.
+        let low = key as u64 | 1;
+        let slot = &self.doorkeeper[(low as usize >> 1) % DOORKEEPER_SLOTS];
+        if slot.swap(low, Ordering::Relaxed) != low {
+            return Ok(ids);
+        }
         self.map.insert(
             key,
             Arc::new(Entry {
@@ -207,29 +222,54 @@ mod tests {
         assert!(!cache.applies("abc"));
         assert!(cache.applies("abcd"));
         let text = "x".repeat(100);
+        // A text is stored on its second miss, answered from the third call.
+        assert_eq!(
+            cache.get_or_encode(&text, 0, || encode(&text)),
+            encode(&text)
+        );
         assert_eq!(
             cache.get_or_encode(&text, 0, || encode(&text)),
             encode(&text)
         );
         assert_eq!(cache.get_or_encode(&text, 0, || Err(())), encode(&text));
         // Another flag is another key.
-        assert_eq!(
-            cache.get_or_encode(&text, 1, || encode(&text)),
-            encode(&text)
-        );
+        assert_eq!(cache.get_or_encode(&text, 1, || Err(())), Err(()));
         // 40 texts of ~600 weighted bytes each cannot all fit in 4096.
         for i in 0..40 {
             let t = format!("{i:03}{}", "y".repeat(100));
-            assert_eq!(cache.get_or_encode(&t, 0, || encode(&t)), encode(&t));
+            for _ in 0..2 {
+                assert_eq!(cache.get_or_encode(&t, 0, || encode(&t)), encode(&t));
+            }
         }
         let (_, weighted) = cache.usage();
         assert!(weighted <= 4096, "{weighted}");
         let got = counters(&snapshotter);
         let get = |name: &str| got.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
         assert_eq!(get("rtok_cache_hits_total"), 1);
-        assert_eq!(get("rtok_cache_misses_total"), 42);
+        assert_eq!(get("rtok_cache_misses_total"), 83);
         assert_eq!(get("rtok_cache_bytes_reused_total"), 100);
         assert!(get("rtok_cache_evictions_total") > 0, "{got:?}");
+    }
+
+    #[test]
+    fn one_off_texts_are_not_stored() {
+        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), "mock").unwrap();
+        for i in 0..1000 {
+            let t = format!("one-off prompt {i}");
+            assert_eq!(
+                cache.get_or_encode(&t, 0, || Ok::<_, ()>(vec![i])),
+                Ok(vec![i])
+            );
+        }
+        assert_eq!(cache.usage().0, 0);
+        let t = "seen twice";
+        for _ in 0..2 {
+            assert_eq!(
+                cache.get_or_encode(t, 0, || Ok::<_, ()>(vec![7])),
+                Ok(vec![7])
+            );
+        }
+        assert_eq!(cache.usage().0, 1);
     }
 
     #[test]
