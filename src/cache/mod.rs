@@ -1,12 +1,13 @@
 //! The L0 prompt cache: exact text → ids (DESIGN.md, claims 198–202).
 //!
-//! Keyed by a 128-bit hash of the text and of every option that changes the
+//! Keyed by a 64-bit hash of the text and of every option that changes the
 //! ids (`add_special_tokens`, whether special-token text is parsed, the
-//! tokenizer's identity); an entry keeps its text and is used only when the
-//! text is equal byte for byte, so a hash collision is a miss, never wrong
-//! ids. Bounded in bytes (moka, a weigher, TinyLFU admission so one-off
-//! prompts do not evict the ones that recur), shared by every clone of a
-//! handle.
+//! tokenizer's identity) plus the text's length; an entry keeps its text and
+//! is used only when the text is equal byte for byte, so a hash collision is
+//! a miss, never wrong ids. A text is stored on its second miss (a
+//! doorkeeper of recent keys), then moka bounds the bytes (a weigher) and
+//! its TinyLFU admission keeps one-off prompts from evicting the ones that
+//! recur. Shared by every clone of a handle.
 
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -137,16 +138,14 @@ impl L0Cache {
         text.len() >= self.min_bytes
     }
 
+    /// 64 bits of FxHash over the identity, flags and text, then the length:
+    /// one pass over the text (a collision is a miss, claim 199).
     fn key(&self, text: &str, flags: u8) -> u128 {
-        let hash = |seed: usize| {
-            let mut h = FxHasher::with_seed(seed);
-            h.write_u64(self.identity);
-            h.write_u8(flags);
-            h.write(text.as_bytes());
-            h.write_usize(text.len());
-            h.finish()
-        };
-        (u128::from(hash(0x9E37_79B9)) << 64) | u128::from(hash(0x85EB_CA6B))
+        let mut h = FxHasher::with_seed(0x9E37_79B9);
+        h.write_u64(self.identity);
+        h.write_u8(flags);
+        h.write(text.as_bytes());
+        (u128::from(h.finish()) << 64) | text.len() as u128
     }
 
     /// The cached ids of `text`, or the result of `encode` (stored when the
@@ -168,7 +167,7 @@ impl L0Cache {
         self.metrics.misses.increment(1);
         let ids = encode()?;
         // Admit on the second miss within the doorkeeper's memory.
-        let low = key as u64 | 1;
+        let low = (key >> 64) as u64 | 1;
         let slot = &self.doorkeeper[(low as usize >> 1) % DOORKEEPER_SLOTS];
         if slot.swap(low, Ordering::Relaxed) != low {
             return Ok(ids);
