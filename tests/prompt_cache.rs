@@ -20,7 +20,7 @@ const MODELS: &[&str] = &[
 
 fn off(tok: &Tokenizer) -> Tokenizer {
     let t = tok.with_prompt_cache(PromptCacheOptions::off());
-    assert!(!t.same_handle(tok));
+    assert_eq!(t.prompt_cache_options(), &PromptCacheOptions::off());
     t
 }
 
@@ -61,9 +61,14 @@ fn cache_on_equals_cache_off_on_every_input() {
             PromptCacheOptions::l0(4096, 1),
             PromptCacheOptions::l0(1, 0),
         ] {
-            let cached = tok.with_prompt_cache(options.clone());
-            // Twice: misses, then hits (or evicted misses).
-            for round in 0..2 {
+            let recorder = metrics_util::debugging::DebuggingRecorder::new();
+            let snapshotter = recorder.snapshotter();
+            let cached =
+                metrics::with_local_recorder(&recorder, || tok.with_prompt_cache(options.clone()));
+            assert!(!cached.same_handle(&reference));
+            // Three times: two misses (stored on the second), then hits
+            // (or misses again where the cache evicted the text).
+            for round in 0..3 {
                 for ((name, text), want) in texts.iter().zip(&want) {
                     let got = cached.encode(text, false).unwrap();
                     assert_eq!(
@@ -72,6 +77,23 @@ fn cache_on_equals_cache_off_on_every_input() {
                         "{model} {options:?} round {round}: {name}"
                     );
                 }
+            }
+            let hits = snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find(|(k, _, _, _)| k.key().name() == "rtok_cache_hits_total")
+                .map(|(_, _, _, v)| v);
+            let hits = match hits {
+                Some(metrics_util::debugging::DebugValue::Counter(n)) => n,
+                other => panic!("{other:?}"),
+            };
+            // The default cache holds every text; a 1-byte one evicts each
+            // entry at its next maintenance (moka may still answer in between).
+            match options.l0_bytes {
+                1 => {}
+                b if b > 1 << 20 => assert!(hits as usize >= texts.len() / 2, "{model}: {hits}"),
+                _ => assert!(hits > 0, "{model}"),
             }
             let text = &texts[1].1;
             assert_eq!(
