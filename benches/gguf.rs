@@ -28,6 +28,7 @@ fn gguf(name: &str) -> PathBuf {
 fn fresh(path: &std::path::Path) -> Tokenizer {
     LoadOptions {
         bypass_registry: true,
+        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
         ..LoadOptions::default()
     }
     .load(path.to_str().unwrap())

@@ -130,6 +130,15 @@ pub enum ErrorKind {
         /// Which limit it broke.
         reason: String,
     },
+    /// Special-token text came from a chat request where
+    /// [`ChatSpecialTokens::Reject`](crate::ChatSpecialTokens::Reject) refuses it.
+    #[error("special-token text {token:?} in {location} of the chat request")]
+    SpecialTokenInRequest {
+        /// Where it is: `message 2 (`content`)`, `tool 0`, `document 1`, …
+        location: String,
+        /// The special-token text.
+        token: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {

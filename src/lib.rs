@@ -44,6 +44,14 @@
 //! [`Tokenizer::split_family`] tells which tokenizers are cut and why others
 //! are not.
 //!
+//! # Chat requests
+//!
+//! [`Tokenizer::encode_chat`] renders a [`chat::ChatRequest`] and encodes it
+//! in one call; special-token text that came from the request is plain text
+//! by default ([`ChatSpecialTokens`]), so a user cannot forge control tokens.
+//! Repeated long prompts are answered from an exact L0 cache
+//! ([`PromptCacheOptions`]).
+//!
 //! # Metrics
 //!
 //! Encodes, decodes and loads report through the [`metrics`](::metrics) crate under
@@ -54,6 +62,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod backend;
+mod cache;
 pub mod chat;
 mod config;
 mod decode;
@@ -63,10 +72,12 @@ mod error;
 mod limits;
 mod load;
 mod metrics;
+mod request;
 mod special;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;
+pub use cache::PromptCacheOptions;
 pub use decode::{
     BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
     TokenText, UnknownIds,
@@ -79,6 +90,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use load::{
     Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
 };
+pub use request::{ChatEncoding, ChatSpecialTokens, EncodeChatOptions};
 pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 

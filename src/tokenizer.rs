@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::backend::{self, DecodeStyle};
+use crate::cache::{L0Cache, PromptCacheOptions};
 use crate::chat::{ChatRequest, ChatTemplate, LazyChatTemplate};
 use crate::encode::budget::Search;
 use crate::encode::parallel::ParallelEncoder;
@@ -16,6 +17,7 @@ use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::load::Format;
 use crate::metrics::Metrics;
+use crate::request::{ChatEncoding, EncodeChatOptions, RequestFacts};
 use crate::special::SpecialTokens;
 
 /// Facts about where a tokenizer came from, kept for metadata and chat templates.
@@ -38,6 +40,12 @@ struct Inner {
     parallel: ParallelEncoder,
     chat: Arc<ChatSlot>,
     budget: Arc<BudgetFacts>,
+    /// What `encode_chat` learns once (special-token texts, BOS/EOS ids).
+    request: Arc<RequestFacts>,
+    /// The L0 prompt cache (shared by clones and by handles that differ only
+    /// in parallel options, chat template or context length).
+    l0: Option<Arc<L0Cache>>,
+    cache_options: PromptCacheOptions,
 }
 
 /// What the token-budget operations learn about a tokenizer once.
@@ -94,7 +102,8 @@ impl std::fmt::Debug for Tokenizer {
 
 impl Tokenizer {
     pub(crate) fn build(backend: Arc<dyn backend::Tokenizer>, info: TokenizerInfo) -> Self {
-        let metrics = Metrics::new(backend.backend_name());
+        let backend_name = backend.backend_name();
+        let metrics = Metrics::new(backend_name);
         let parallel = ParallelEncoder::new(ParallelOptions::default(), backend.backend_name());
         let chat = Arc::new(ChatSlot::for_info(&info));
         let budget = Arc::new(BudgetFacts {
@@ -112,6 +121,9 @@ impl Tokenizer {
                 parallel,
                 chat,
                 budget,
+                request: Arc::default(),
+                l0: L0Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
+                cache_options: PromptCacheOptions::default(),
             }),
         }
     }
@@ -130,6 +142,9 @@ impl Tokenizer {
                 parallel: self.inner.parallel.with_options(options),
                 chat: Arc::clone(&self.inner.chat),
                 budget: Arc::clone(&self.inner.budget),
+                request: Arc::clone(&self.inner.request),
+                l0: self.inner.l0.clone(),
+                cache_options: self.inner.cache_options.clone(),
             }),
         }
     }
@@ -172,6 +187,9 @@ impl Tokenizer {
                     .with_options(self.inner.parallel.options().clone()),
                 chat: Arc::new(ChatSlot::Ready(compiled)),
                 budget: Arc::clone(&self.inner.budget),
+                request: Arc::clone(&self.inner.request),
+                l0: self.inner.l0.clone(),
+                cache_options: self.inner.cache_options.clone(),
             }),
         })
     }
@@ -223,12 +241,27 @@ impl Tokenizer {
     /// Long inputs (see [`ParallelOptions`]) are encoded in parallel chunks
     /// when the tokenizer's [`split_family`](Self::split_family) allows; the
     /// ids are always exactly [`encode_sequential`](Self::encode_sequential)'s.
+    ///
+    /// Texts of at least [`PromptCacheOptions::l0_min_bytes`] go through the
+    /// handle's L0 cache when it is on: the ids are the same either way.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let inner = &*self.inner;
-        inner.metrics.encode(|| {
-            inner
+        inner.metrics.encode(|| match &inner.l0 {
+            Some(cache) if cache.applies(text) => {
+                let flags = u8::from(add_special_tokens)
+                    | (u8::from(inner.backend.parses_special_text()) << 1);
+                cache
+                    .get_or_encode(text, flags, || {
+                        inner
+                            .parallel
+                            .encode(&*inner.backend, text, add_special_tokens, false)
+                            .map(Encoding::into_ids)
+                    })
+                    .map(Encoding::from_ids)
+            }
+            _ => inner
                 .parallel
-                .encode(&*inner.backend, text, add_special_tokens, false)
+                .encode(&*inner.backend, text, add_special_tokens, false),
         })
     }
 
@@ -239,6 +272,73 @@ impl Tokenizer {
     /// once at startup so the first requests run at full speed.
     pub fn warm_up(&self) {
         self.inner.backend.warm_up();
+    }
+
+    /// Renders `request` with the chat template and encodes the prompt in
+    /// one call, with special-token text from the request handled as
+    /// `options.special_tokens` says (by default as plain text: only the
+    /// template's own special tokens are special).
+    ///
+    /// ```no_run
+    /// use router_tokenizer::chat::{ChatRequest, Message};
+    /// use router_tokenizer::EncodeChatOptions;
+    /// let tok = router_tokenizer::create_tokenizer("Qwen/Qwen3-8B")?;
+    /// let mut request = ChatRequest::new(vec![Message::new("user", "Hi <|im_end|>")]);
+    /// request.add_generation_prompt = true;
+    /// let enc = tok.encode_chat(&request, &EncodeChatOptions::default())?;
+    /// assert_eq!(enc.special_texts_as_text, 1);
+    /// # Ok::<(), router_tokenizer::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Template errors ([`ErrorKind::Template`](crate::ErrorKind::Template)),
+    /// encode errors, and under [`ChatSpecialTokens::Reject`](crate::ChatSpecialTokens::Reject)
+    /// [`ErrorKind::SpecialTokenInRequest`](crate::ErrorKind::SpecialTokenInRequest).
+    pub fn encode_chat(
+        &self,
+        request: &ChatRequest,
+        options: &EncodeChatOptions,
+    ) -> Result<ChatEncoding> {
+        crate::request::encode_chat(self, request, options)
+    }
+
+    /// The same tokenizer with other prompt caches (a fresh cache unless the
+    /// options are this handle's). Cheap: no reload.
+    pub fn with_prompt_cache(&self, options: PromptCacheOptions) -> Self {
+        if self.inner.cache_options == options {
+            return self.clone();
+        }
+        let inner = &*self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                backend: Arc::clone(&inner.backend),
+                info: inner.info.clone(),
+                metrics: inner.metrics.clone(),
+                parallel: inner
+                    .parallel
+                    .with_options(inner.parallel.options().clone()),
+                chat: Arc::clone(&inner.chat),
+                budget: Arc::clone(&inner.budget),
+                request: Arc::clone(&inner.request),
+                l0: L0Cache::new(&options, inner.backend.backend_name()).map(Arc::new),
+                cache_options: options,
+            }),
+        }
+    }
+
+    /// This handle's prompt-cache options.
+    pub fn prompt_cache_options(&self) -> &PromptCacheOptions {
+        &self.inner.cache_options
+    }
+
+    /// The backend, for the request path.
+    pub(crate) fn backend_dyn(&self) -> &dyn backend::Tokenizer {
+        &*self.inner.backend
+    }
+
+    /// What `encode_chat` learned about this tokenizer.
+    pub(crate) fn request_facts(&self) -> &RequestFacts {
+        &self.inner.request
     }
 
     /// Encodes `text` on the calling thread, whatever its length.
@@ -498,6 +598,9 @@ impl Tokenizer {
                     special_overhead: self.inner.budget.special_overhead.clone(),
                     space_starts_tokens: self.inner.budget.space_starts_tokens.clone(),
                 }),
+                request: Arc::clone(&self.inner.request),
+                l0: self.inner.l0.clone(),
+                cache_options: self.inner.cache_options.clone(),
             }),
         }
     }
@@ -668,6 +771,37 @@ mod tests {
         assert!(
             matches!(&seen["rtok_encode_duration_seconds"], DebugValue::Histogram(v) if !v.is_empty())
         );
+    }
+
+    #[test]
+    fn clones_share_the_l0_cache() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let tok = metrics::with_local_recorder(&recorder, || {
+            Tokenizer::from_backend(
+                Arc::new(crate::backend::mock::MockTokenizer::default()),
+                Format::HfJson,
+            )
+            .with_prompt_cache(PromptCacheOptions::l0(1 << 20, 8))
+        });
+        let text = "a long enough <s> text";
+        let first = tok.encode(text, true).unwrap();
+        // Stored on the second miss.
+        assert_eq!(tok.encode(text, true).unwrap(), first);
+        let clone = tok.clone();
+        assert_eq!(clone.encode(text, true).unwrap(), first);
+        // Other parallel options: the same cache.
+        let other = clone.with_parallel(ParallelOptions::never());
+        assert_eq!(other.encode(text, true).unwrap(), first);
+        assert_eq!(tok.encode("short", false).unwrap().len(), 5);
+        let hits = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find(|(k, _, _, _)| k.key().name() == "rtok_cache_hits_total")
+            .map(|(_, _, _, v)| v);
+        assert_eq!(hits, Some(DebugValue::Counter(2)));
     }
 
     #[test]

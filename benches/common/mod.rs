@@ -1,7 +1,7 @@
 //! Shared bench helpers: the shared data folder and offline loading.
 #![allow(dead_code)]
 
-use router_tokenizer::{LoadOptions, Tokenizer};
+use router_tokenizer::{LoadOptions, PromptCacheOptions, Tokenizer};
 use std::path::{Path, PathBuf};
 
 /// `RTOK_SHARED_DIR`, else `../shared` beside the repository.
@@ -21,11 +21,13 @@ pub fn snapshot(model: &str) -> PathBuf {
     folder.join("snapshots").join(commit.trim())
 }
 
-/// Loads a tokenizer offline from the shared cache.
+/// Loads a tokenizer offline from the shared cache, with the L0 prompt cache
+/// off: the benches time encoding, and most repeat one text.
 pub fn load(source: &str) -> Tokenizer {
     LoadOptions {
         cache_dir: Some(shared().join("hf-cache/hub")),
         offline: Some(true),
+        prompt_cache: PromptCacheOptions::off(),
         ..LoadOptions::default()
     }
     .load(source)

@@ -68,6 +68,19 @@ impl Encoder for MockTokenizer {
         Encoding::with_offsets(ids, offsets)
             .ok_or_else(|| Error::backend("mock", "length mismatch"))
     }
+
+    /// Every byte is its own id; `<s>`/`</s>` are text.
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        let ids: Vec<u32> = text.bytes().map(u32::from).collect();
+        if !with_offsets {
+            return Some(Ok(Encoding::from_ids(ids)));
+        }
+        let offsets = (0..text.len()).map(|i| (i, i + 1)).collect();
+        Some(
+            Encoding::with_offsets(ids, offsets)
+                .ok_or_else(|| Error::backend("mock", "length mismatch")),
+        )
+    }
 }
 
 impl Decoder for MockTokenizer {

@@ -39,6 +39,28 @@ pub trait Encoder: Send + Sync {
             .collect()
     }
 
+    /// Whether [`encode`](Encoder::encode) parses special-token text as
+    /// special tokens (the load-time
+    /// [`SpecialTokenPolicy`](crate::SpecialTokenPolicy)). The default, `true`,
+    /// is `Parse`.
+    fn parses_special_text(&self) -> bool {
+        true
+    }
+
+    /// Encodes `text` with every special-token text as ordinary text,
+    /// whatever the load-time policy, with no BOS/EOS (and one span per id
+    /// when `with_offsets`): what `encode` gives under
+    /// [`SpecialTokenPolicy::PlainText`](crate::SpecialTokenPolicy::PlainText).
+    ///
+    /// `None`, the default, says the backend cannot; then
+    /// [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat) refuses a
+    /// request whose special-token text it would have to encode as text
+    /// (it never parses it instead).
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        let _ = (text, with_offsets);
+        None
+    }
+
     /// How this backend's encodes may be cut into chunks and encoded in
     /// parallel (see [`SplitSpec`]); `None`, the default, keeps it sequential.
     ///

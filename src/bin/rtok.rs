@@ -9,8 +9,9 @@ use router_tokenizer::chat::{
     ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
 };
 use router_tokenizer::{
-    LoadOptions, MatchedStop, ModelAliases, Output, ParallelMode, ParallelOptions, Side,
-    SpecialTokenPolicy, StopConfig, StopSequenceDecoder, Tokenizer, UnknownIds,
+    ChatSpecialTokens, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases, Output,
+    ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig, StopSequenceDecoder,
+    Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -62,6 +63,17 @@ struct Input {
 }
 
 /// Which end `truncate` cuts off.
+/// `rtok chat --special-tokens`: what special-token text from the request becomes.
+#[derive(Clone, Copy, ValueEnum)]
+enum ChatSpecialArg {
+    /// Parse it as special tokens (transformers' behaviour).
+    Parse,
+    /// Encode it as text (the default).
+    Plain,
+    /// Refuse the request, naming the message.
+    Reject,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum SideArg {
     /// Cut the start, keep the end.
@@ -290,6 +302,17 @@ enum Command {
         /// clock as written is used, as Python's naive `datetime.now()`).
         #[arg(long)]
         now: Option<String>,
+        /// Print the prompt's ids (separated by spaces) instead of its text; loads the
+        /// vocabulary.
+        #[arg(long)]
+        encode: bool,
+        /// With `--encode`: print `{"ids":[…]}`.
+        #[arg(long, requires = "encode")]
+        json: bool,
+        /// With `--encode`: special-token text from the request is parsed, plain text
+        /// (default) or refused.
+        #[arg(long, value_enum, default_value = "plain", requires = "encode")]
+        special_tokens: ChatSpecialArg,
     },
     /// Format, vocabulary size, special tokens, eos ids, chat template names.
     Inspect {
@@ -551,6 +574,9 @@ fn run(cli: Cli) -> Result<()> {
             template,
             kwargs,
             now,
+            encode,
+            json,
+            special_tokens,
         } => {
             let read = |p: &PathBuf| -> Result<String> {
                 if p.as_os_str() == "-" {
@@ -593,6 +619,29 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             if let Some(now) = now {
                 request.fixed_now = Some(FixedNow::parse(&now)?);
+            }
+            if encode {
+                let tok = load(&source)?;
+                let tok = match &template_text {
+                    Some(text) => tok.with_chat_template(text)?,
+                    None => tok,
+                };
+                let policy = match special_tokens {
+                    ChatSpecialArg::Parse => ChatSpecialTokens::Parse,
+                    ChatSpecialArg::Plain => ChatSpecialTokens::PlainText,
+                    ChatSpecialArg::Reject => ChatSpecialTokens::Reject,
+                };
+                let enc = tok.encode_chat(
+                    &request,
+                    &EncodeChatOptions::default().with_special_tokens(policy),
+                )?;
+                if json {
+                    writeln!(out, "{}", serde_json::json!({ "ids": enc.ids }))?;
+                } else {
+                    let line: Vec<String> = enc.ids.iter().map(u32::to_string).collect();
+                    writeln!(out, "{}", line.join(" "))?;
+                }
+                return Ok(());
             }
             let options = load_options(&source, ParallelOptions::default())?;
             let compiled = match template_text {

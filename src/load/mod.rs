@@ -16,6 +16,7 @@ use std::time::Instant;
 use crate::backend::hf::HfBackend;
 use crate::backend::tiktoken::encodings::{BuiltinEncoding, RankFamily};
 use crate::backend::tiktoken::{SpecialRoles, TiktokenBackend, TiktokenSpec, ranks};
+use crate::cache::PromptCacheOptions;
 use crate::config::{self, TokenizerConfig};
 use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
@@ -64,6 +65,9 @@ pub struct LoadOptions {
     pub endpoint: Option<String>,
     /// Hub network limits: timeouts and retries ([`HubTimeouts::default`]).
     pub hub: HubTimeouts,
+    /// Prompt caches (the L0 exact cache; on by default, see
+    /// [`PromptCacheOptions`]). Shared by every clone of the handle.
+    pub prompt_cache: PromptCacheOptions,
     /// Folders local paths may be loaded from (with the hub cache). `None`
     /// (the default) allows any path; `Some(vec![])` allows none, so a source
     /// string taken from a client can only name a hub id or an encoding.
@@ -157,6 +161,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("parallel", &self.parallel)
             .field("endpoint", &self.endpoint)
             .field("hub", &self.hub)
+            .field("prompt_cache", &self.prompt_cache)
             .field("allowed_dirs", &self.allowed_dirs)
             .finish()
     }
@@ -188,7 +193,9 @@ impl LoadOptions {
             })
             .with_source(e)
         })?;
-        Ok(tokenizer.with_parallel(self.parallel.clone()))
+        Ok(tokenizer
+            .with_parallel(self.parallel.clone())
+            .with_prompt_cache(self.prompt_cache.clone()))
     }
 
     /// Loads on the caller's tokio runtime (file reads and parsing run in

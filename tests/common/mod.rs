@@ -23,11 +23,15 @@ pub fn shared_dir() -> PathBuf {
     dir
 }
 
-/// Options that resolve hub ids in the shared cache, offline.
+/// Options that resolve hub ids in the shared cache, offline, with the L0
+/// prompt cache off: tests that encode one text several ways (parallel
+/// options, offsets) must reach the encoder every time. `tests/prompt_cache.rs`
+/// turns the cache on explicitly.
 pub fn offline_options() -> LoadOptions {
     LoadOptions {
         cache_dir: Some(shared_dir().join("hf-cache/hub")),
         offline: Some(true),
+        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
         ..LoadOptions::default()
     }
 }

@@ -134,13 +134,22 @@ impl GgufBackend {
     }
 
     fn encode_impl(&self, text: &str, add_special: bool, offsets: bool) -> Result<Encoding> {
+        self.encode_with(text, add_special, offsets, self.parse_special)
+    }
+
+    /// `encode_impl` with CONTROL/UNKNOWN text parsed or not.
+    fn encode_with(
+        &self,
+        text: &str,
+        add_special: bool,
+        offsets: bool,
+        parse_special: bool,
+    ) -> Result<Encoding> {
         let mut out = Out {
             ids: Vec::with_capacity(text.len() / 3 + 2),
             offsets: offsets.then(Vec::new),
         };
-        let fragments = self
-            .partitioner
-            .split(&self.vocab, text, self.parse_special);
+        let fragments = self.partitioner.split(&self.vocab, text, parse_special);
         let v = &self.vocab;
         let bos = |out: &mut Out| -> Result<()> {
             let id = v.bos.ok_or_else(|| {
@@ -477,6 +486,14 @@ impl Encoder for GgufBackend {
 
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         self.encode_impl(text, add_special_tokens, true)
+    }
+
+    fn parses_special_text(&self) -> bool {
+        self.parse_special
+    }
+
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        Some(self.encode_with(text, false, with_offsets, false))
     }
 }
 

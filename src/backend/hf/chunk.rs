@@ -414,6 +414,9 @@ struct Windows {
     all: bool,
     /// Record pre-token boundaries (the family cuts at them).
     bounds: bool,
+    /// Special added tokens are text (the `PlainText` policy, or a plain
+    /// encode asked for per call).
+    specials_as_text: bool,
 }
 
 /// What one window learned.
@@ -486,6 +489,7 @@ impl HfBackend {
         text: &str,
         request: &ChunkRequest,
         bounds: bool,
+        specials_as_text: bool,
     ) -> Result<ChunkEncoding> {
         let mut scratch = SCRATCH
             .with(|cell| cell.borrow_mut().take())
@@ -497,7 +501,7 @@ impl HfBackend {
                 spans: Vec::new(),
                 one: Vec::new(),
             });
-        let result = self.encode_chunk_with(text, request, bounds, &mut scratch);
+        let result = self.encode_chunk_with(text, request, bounds, specials_as_text, &mut scratch);
         SCRATCH.with(|cell| *cell.borrow_mut() = Some(scratch));
         result
     }
@@ -507,6 +511,7 @@ impl HfBackend {
         text: &str,
         request: &ChunkRequest,
         bounds: bool,
+        specials_as_text: bool,
         scratch: &mut Scratch,
     ) -> Result<ChunkEncoding> {
         let len = text.len();
@@ -515,6 +520,7 @@ impl HfBackend {
             tail_from: len.saturating_sub(request.tail),
             all: request.all_offsets,
             bounds,
+            specials_as_text,
         };
         let mut out = Out {
             tokens: Vec::with_capacity(len / 4 + 8),
@@ -528,7 +534,7 @@ impl HfBackend {
         let bytes = text.as_bytes();
         let mut pos = 0;
         loop {
-            let next = added.extract_next(bytes, pos, false, self.specials_as_text);
+            let next = added.extract_next(bytes, pos, false, windows.specials_as_text);
             let text_end = next.map_or(len, |((s, _), _)| s);
             if text_end > pos {
                 let segment = text
@@ -625,7 +631,7 @@ impl HfBackend {
         // mapped the segment's ends.
         let mut norm_added: Vec<(usize, usize, usize)> = Vec::new();
         loop {
-            let nnext = added.extract_next(nbytes, npos, true, self.specials_as_text);
+            let nnext = added.extract_next(nbytes, npos, true, windows.specials_as_text);
             let nend = nnext.map_or(norm.len(), |((s, _), _)| s);
             if nend > npos {
                 let text = norm

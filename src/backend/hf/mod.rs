@@ -245,9 +245,18 @@ impl HfBackend {
     }
 
     fn sequence_ids(&self, text: &str, capacity: usize) -> Result<Vec<u32>> {
+        self.sequence_ids_with(text, capacity, &self.options)
+    }
+
+    fn sequence_ids_with(
+        &self,
+        text: &str,
+        capacity: usize,
+        options: &EncodeOptions,
+    ) -> Result<Vec<u32>> {
         let mut out: Vec<PipelineToken> = Vec::with_capacity(capacity);
         self.pipe
-            .encode_into(text, &self.options, &mut out)
+            .encode_into(text, options, &mut out)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
         // Same size and alignment: this collect reuses the allocation.
         let ids: Vec<u32> = out.into_iter().map(u32::from).collect();
@@ -359,7 +368,12 @@ impl Encoder for HfBackend {
     /// The chunk encoder over the whole text with every span on: one walk
     /// of the pipeline stages serves both.
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let chunk = self.encode_chunk_impl(text, &ChunkRequest::new(0, 0, true), false)?;
+        let chunk = self.encode_chunk_impl(
+            text,
+            &ChunkRequest::new(0, 0, true),
+            false,
+            self.specials_as_text,
+        )?;
         let spans = chunk
             .offsets
             .ok_or_else(|| Error::backend(NAME, "no offsets from the chunk encoder"))?;
@@ -377,12 +391,44 @@ impl Encoder for HfBackend {
         out.finish(text.len(), NAME)
     }
 
+    fn parses_special_text(&self) -> bool {
+        !self.specials_as_text
+    }
+
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        if with_offsets {
+            let chunk = self.encode_chunk_impl(text, &ChunkRequest::new(0, 0, true), false, true);
+            return Some(chunk.and_then(|c| {
+                let offsets = c
+                    .offsets
+                    .ok_or_else(|| Error::backend(NAME, "no offsets from the chunk encoder"))?;
+                Encoding::with_offsets(c.ids, offsets)
+                    .ok_or_else(|| Error::backend(NAME, "chunk encoder: one span per id expected"))
+            }));
+        }
+        let options = EncodeOptions {
+            add_special_tokens: false,
+            encode_special_tokens: true,
+            padding: Override::Off,
+            truncation: Override::Off,
+        };
+        Some(
+            self.sequence_ids_with(text, text.len() / 4 + 4, &options)
+                .map(Encoding::from_ids),
+        )
+    }
+
     fn split_spec(&self) -> Option<&SplitSpec> {
         Some(&self.split)
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
-        self.encode_chunk_impl(text, request, self.split.family.needs_boundaries())
+        self.encode_chunk_impl(
+            text,
+            request,
+            self.split.family.needs_boundaries(),
+            self.specials_as_text,
+        )
     }
 }
 

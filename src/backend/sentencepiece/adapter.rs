@@ -117,14 +117,16 @@ impl SpmBackend {
             text.len() / 3 + 4,
             with_offsets,
         );
-        self.encode_segments(text, &mut out.ids, out.offsets.as_mut());
+        self.encode_segments(text, true, &mut out.ids, out.offsets.as_mut());
         out.finish(text.len(), NAME)
     }
 
-    /// Encodes `text`, control pieces split out first when the policy parses them.
+    /// Encodes `text`, control pieces split out first when the policy parses
+    /// them and `parse` allows.
     fn encode_segments(
         &self,
         text: &str,
+        parse: bool,
         ids: &mut Vec<u32>,
         mut offsets: Option<&mut Vec<(usize, usize)>>,
     ) {
@@ -151,7 +153,7 @@ impl SpmBackend {
             }
         };
         let mut pos = 0;
-        if let Some((matcher, control_ids)) = &self.control_matcher {
+        if parse && let Some((matcher, control_ids)) = &self.control_matcher {
             for m in matcher.find_iter(text) {
                 encode(pos, m.start(), ids, &mut offsets);
                 ids.push(control_ids[m.pattern().as_usize()]);
@@ -244,6 +246,24 @@ impl Encoder for SpmBackend {
 
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         self.encode_impl(text, add_special_tokens, true)
+    }
+
+    fn parses_special_text(&self) -> bool {
+        self.control_matcher.is_some()
+    }
+
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+        let mut offsets = Vec::new();
+        self.encode_segments(text, false, &mut ids, with_offsets.then_some(&mut offsets));
+        Some(Ok(if with_offsets {
+            match Encoding::with_offsets(ids, offsets) {
+                Some(e) => e,
+                None => return Some(Err(Error::backend(NAME, "one span per id expected"))),
+            }
+        } else {
+            Encoding::from_ids(ids)
+        }))
     }
 
     fn split_spec(&self) -> Option<&SplitSpec> {

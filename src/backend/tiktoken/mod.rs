@@ -527,12 +527,26 @@ impl TiktokenBackend {
         &self,
         text: &str,
         ids: &mut Vec<u32>,
+        on_segment: impl FnMut(&[u32], Option<(usize, usize)>),
+    ) -> Result<()> {
+        self.encode_into_with(
+            text,
+            self.policy == SpecialTokenPolicy::Parse,
+            ids,
+            on_segment,
+        )
+    }
+
+    /// [`encode_into`](Self::encode_into) with special tokens parsed or not.
+    fn encode_into_with(
+        &self,
+        text: &str,
+        parse: bool,
+        ids: &mut Vec<u32>,
         mut on_segment: impl FnMut(&[u32], Option<(usize, usize)>),
     ) -> Result<()> {
         let mut start = 0;
-        if self.policy == SpecialTokenPolicy::Parse
-            && let Some(matcher) = &self.special_matcher
-        {
+        if parse && let Some(matcher) = &self.special_matcher {
             for m in matcher.find_iter(text) {
                 let before = ids.len();
                 self.encode_segment(&text[start..m.start()], ids)?;
@@ -547,6 +561,38 @@ impl TiktokenBackend {
         self.encode_segment(&text[start..], ids)?;
         on_segment(&ids[before..], None);
         Ok(())
+    }
+
+    /// `encode_with_offsets` with special tokens parsed or not.
+    fn encode_offsets_with(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        parse: bool,
+    ) -> Result<Encoding> {
+        let mut out = EncodingBuilder::new(
+            self.add_bos.as_slice(),
+            &[],
+            add_special_tokens,
+            text.len() / 3 + 1,
+            true,
+        );
+        let mut offsets = out.offsets.take().unwrap_or_default();
+        let mut pos = 0usize;
+        self.encode_into_with(text, parse, &mut out.ids, |segment, special| {
+            if let Some((s, e)) = special {
+                offsets.push((s, e));
+                pos = e;
+                return;
+            }
+            for &id in segment {
+                let len = self.bytes_of(id).map_or(0, <[u8]>::len);
+                offsets.push((pos, pos + len));
+                pos += len;
+            }
+        })?;
+        out.offsets = Some(offsets);
+        out.finish(text.len(), NAME)
     }
 }
 
@@ -564,29 +610,26 @@ impl Encoder for TiktokenBackend {
     }
 
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let mut out = EncodingBuilder::new(
-            self.add_bos.as_slice(),
-            &[],
+        self.encode_offsets_with(
+            text,
             add_special_tokens,
-            text.len() / 3 + 1,
-            true,
-        );
-        let mut offsets = out.offsets.take().unwrap_or_default();
-        let mut pos = 0usize;
-        self.encode_into(text, &mut out.ids, |segment, special| {
-            if let Some((s, e)) = special {
-                offsets.push((s, e));
-                pos = e;
-                return;
-            }
-            for &id in segment {
-                let len = self.bytes_of(id).map_or(0, <[u8]>::len);
-                offsets.push((pos, pos + len));
-                pos += len;
-            }
-        })?;
-        out.offsets = Some(offsets);
-        out.finish(text.len(), NAME)
+            self.policy == SpecialTokenPolicy::Parse,
+        )
+    }
+
+    fn parses_special_text(&self) -> bool {
+        self.policy == SpecialTokenPolicy::Parse
+    }
+
+    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+        if with_offsets {
+            return Some(self.encode_offsets_with(text, false, false));
+        }
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        Some(
+            self.encode_into_with(text, false, &mut ids, |_, _| {})
+                .map(|()| Encoding::from_ids(ids)),
+        )
     }
 
     fn split_spec(&self) -> Option<&SplitSpec> {

@@ -1,0 +1,136 @@
+//! The request path: `encode_chat` against `apply_chat_template` + `encode`
+//! (caches off), L0 hit latency for 2 KB and 64 KB prompts against a full
+//! encode, and the L0 cost on a 30-character encode (default: short texts
+//! bypass the cache; `forced`: every text goes through it, a miss each time).
+//!
+//! Needs the shared Hugging Face cache (`$RTOK_SHARED_DIR/hf-cache`).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::path::Path;
+
+mod common;
+
+use common::{load, prose};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::Value as Json;
+
+use router_tokenizer::chat::{ChatRequest, FixedNow, Message};
+use router_tokenizer::{ChatSpecialTokens, EncodeChatOptions, PromptCacheOptions};
+
+fn request(case: &Json, now: FixedNow) -> ChatRequest {
+    let messages: Vec<Message> = serde_json::from_value(case["messages"].clone()).unwrap();
+    let mut r = ChatRequest::new(messages);
+    r.tools = case.get("tools").and_then(|t| t.as_array().cloned());
+    r.add_generation_prompt = case["add_generation_prompt"].as_bool().unwrap_or(false);
+    r.fixed_now = Some(now);
+    r
+}
+
+fn bench_encode_chat(c: &mut Criterion) {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/chat/conversations.json");
+    let conv: Json = serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
+    let now = FixedNow::parse(conv["fixed_now"].as_str().unwrap()).unwrap();
+    let case = |id: &str| {
+        conv["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    let mut group = c.benchmark_group("encode_chat");
+    for model in ["meta-llama/Llama-3.2-1B-Instruct", "Qwen/Qwen3-8B"] {
+        let tok = load(model).with_prompt_cache(PromptCacheOptions::off());
+        let short = model.rsplit('/').next().unwrap();
+        for id in ["bench_4", "bench_20_tools"] {
+            let r = request(&case(id), now);
+            let text = tok.apply_chat_template(&r).unwrap();
+            let want = tok.encode(&text, false).unwrap().into_ids();
+            for policy in [ChatSpecialTokens::PlainText, ChatSpecialTokens::Parse] {
+                let o = EncodeChatOptions::default().with_special_tokens(policy);
+                assert_eq!(tok.encode_chat(&r, &o).unwrap().ids, want);
+            }
+            group.bench_function(format!("{short}/{id}/render+encode"), |b| {
+                b.iter(|| {
+                    let text = tok.apply_chat_template(black_box(&r)).unwrap();
+                    tok.encode(&text, false).unwrap()
+                })
+            });
+            for (name, policy) in [
+                ("encode_chat_plain", ChatSpecialTokens::PlainText),
+                ("encode_chat_parse", ChatSpecialTokens::Parse),
+            ] {
+                let o = EncodeChatOptions::default().with_special_tokens(policy);
+                group.bench_function(format!("{short}/{id}/{name}"), |b| {
+                    b.iter(|| tok.encode_chat(black_box(&r), &o).unwrap())
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+fn bench_l0(c: &mut Criterion) {
+    let base = load("meta-llama/Llama-3.2-1B-Instruct");
+    let off = base.with_prompt_cache(PromptCacheOptions::off());
+    let on = base.with_prompt_cache(PromptCacheOptions::default());
+    let mut group = c.benchmark_group("l0");
+    for (name, n) in [("2KB", 2048), ("64KB", 65536)] {
+        let text = prose(n);
+        assert_eq!(
+            on.encode(&text, false).unwrap(),
+            off.encode(&text, false).unwrap()
+        );
+        group.bench_function(format!("{name}/encode_off"), |b| {
+            b.iter(|| off.encode(black_box(&text), false).unwrap())
+        });
+        group.bench_function(format!("{name}/hit"), |b| {
+            b.iter(|| on.encode(black_box(&text), false).unwrap())
+        });
+    }
+    // Misses: a different slice each call, cache off against every text
+    // through the cache (a miss and an insert each time).
+    let pool = prose(1 << 20);
+    let forced = base.with_prompt_cache(PromptCacheOptions::l0(32 << 20, 0));
+    for (name, n) in [("2KB", 2048usize), ("16KB", 16384)] {
+        for (mode, tok) in [("miss_off", &off), ("miss_on", &forced)] {
+            let next = Cell::new(0usize);
+            group.bench_function(format!("{name}/{mode}"), |b| {
+                b.iter(|| {
+                    let mut s = next.get();
+                    next.set((s + 7) % (pool.len() - n - 8));
+                    while !pool.is_char_boundary(s) {
+                        s += 1;
+                    }
+                    let mut e = s + n;
+                    while !pool.is_char_boundary(e) {
+                        e += 1;
+                    }
+                    tok.encode(black_box(&pool[s..e]), false).unwrap()
+                })
+            });
+        }
+    }
+    // 30-char encodes, a different slice each call (no memo answers).
+    let starts: Vec<usize> = (0..pool.len() - 64)
+        .filter(|&i| pool.is_char_boundary(i) && pool.is_char_boundary(i + 30))
+        .collect();
+    for (name, tok) in [("off", &off), ("default", &on), ("forced_miss", &forced)] {
+        let next = Cell::new(0usize);
+        group.bench_function(format!("30chars/{name}"), |b| {
+            b.iter(|| {
+                let i = next.get();
+                next.set((i + 1) % starts.len());
+                let s = starts[i];
+                tok.encode(black_box(&pool[s..s + 30]), false).unwrap()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_encode_chat, bench_l0);
+criterion_main!(benches);
