@@ -163,6 +163,30 @@ fn multi_turn_chat_sequences_are_lossless() {
     }
 }
 
+/// Loads with equal options share one handle, so a router that loads per
+/// request does not build a fresh L0 cache (and lose its hits) every time;
+/// loads that differ only in cache options still parse once.
+#[test]
+fn loads_with_equal_cache_options_share_the_handle_and_its_cache() {
+    let small = PromptCacheOptions::l0(1 << 20, 64);
+    let options = router_tokenizer::LoadOptions {
+        prompt_cache: small.clone(),
+        ..common::offline_options()
+    };
+    let a = options.load("Qwen/Qwen3-8B").unwrap();
+    let b = options.load("Qwen/Qwen3-8B").unwrap();
+    assert!(a.same_handle(&b));
+    assert_eq!(a.prompt_cache_options(), &small);
+    let uncached = common::offline_options().load("Qwen/Qwen3-8B").unwrap();
+    assert!(!uncached.same_handle(&a));
+    assert_eq!(uncached.prompt_cache_options(), &PromptCacheOptions::off());
+    let text = "a prompt long enough for the L0 cache, ".repeat(4);
+    assert_eq!(
+        a.encode(&text, false).unwrap().ids(),
+        uncached.encode(&text, false).unwrap().ids()
+    );
+}
+
 #[test]
 fn sixty_four_threads_share_one_handle() {
     let texts: Vec<String> = texts().into_iter().map(|(_, t)| t).take(48).collect();

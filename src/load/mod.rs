@@ -179,11 +179,14 @@ impl LoadOptions {
             self.check_allowed(resolved, allowed)?;
         }
         let tokenizer = if self.bypass_registry {
-            self.load_uncached(resolved)
+            self.load_uncached(resolved).map(|tok| {
+                tok.with_parallel(self.parallel.clone())
+                    .with_prompt_cache(self.prompt_cache.clone())
+            })
         } else {
             registry::load_shared(resolved, self, || self.load_uncached(resolved))
         };
-        let tokenizer = tokenizer.map_err(|e| {
+        tokenizer.map_err(|e| {
             if resolved == source {
                 return e;
             }
@@ -192,10 +195,7 @@ impl LoadOptions {
                 reason: format!("its source {resolved:?} does not load"),
             })
             .with_source(e)
-        })?;
-        Ok(tokenizer
-            .with_parallel(self.parallel.clone())
-            .with_prompt_cache(self.prompt_cache.clone()))
+        })
     }
 
     /// Loads on the caller's tokio runtime (file reads and parsing run in

@@ -54,12 +54,39 @@ fn key(source: &str, o: &LoadOptions) -> String {
     )
 }
 
+/// Loads `source` once per key and shares the handle, with the handle-level
+/// options ([`ParallelOptions`](crate::ParallelOptions) and
+/// [`PromptCacheOptions`](crate::PromptCacheOptions)) applied.
+///
+/// Two levels: the parsed tokenizer is keyed by what changes parsing, so
+/// handles that differ only in handle-level options parse once; the
+/// configured handle is keyed by everything, so loads with equal options get
+/// the same handle (and share one L0 prompt cache instead of each building
+/// its own).
 pub(super) fn load_shared(
     source: &str,
     options: &LoadOptions,
     load: impl FnOnce() -> Result<Tokenizer>,
 ) -> Result<Tokenizer> {
-    let key = key(source, options);
+    let parsed_key = key(source, options);
+    let handle_key = format!(
+        "{parsed_key}\u{0}{:?}\u{0}{:?}",
+        options.parallel, options.prompt_cache
+    );
+    load_keyed(handle_key, source, options, || {
+        let parsed = load_keyed(parsed_key, source, options, load)?;
+        Ok(parsed
+            .with_parallel(options.parallel.clone())
+            .with_prompt_cache(options.prompt_cache.clone()))
+    })
+}
+
+fn load_keyed(
+    key: String,
+    source: &str,
+    options: &LoadOptions,
+    load: impl FnOnce() -> Result<Tokenizer>,
+) -> Result<Tokenizer> {
     let deadline = Instant::now() + options.hub.wait_for_other_load;
     let slot = Arc::clone(REGISTRY.entry(key.clone()).or_default().value());
     {
