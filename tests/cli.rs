@@ -136,6 +136,64 @@ fn stream_eos_unknown_ids_and_token_text() {
     assert!(err.contains("unknown token id"), "{err}");
 }
 
+/// `--stop-token-sequence` and `--eos-token` reach `StopConfig`: a sequence
+/// stops where the ids end with it (its text emitted), and an explicit EOS set
+/// replaces the tokenizer's.
+#[test]
+fn stream_token_sequences_and_explicit_eos() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("stream-seq-ids.txt");
+    let (_, encoded, _) = rtok(&["encode"], "Hello, world! STOP more");
+    let ids: Vec<u32> = encoded
+        .split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert!(ids.len() >= 5, "{encoded}");
+    std::fs::write(&path, &encoded).unwrap();
+    let path = path.to_str().unwrap();
+    let (_, hello, _) = rtok(&["decode"], &format!("{} {}", ids[0], ids[1]));
+    let lines = |out: &str| -> Vec<serde_json::Value> {
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let text = |lines: &[serde_json::Value]| -> String {
+        lines.iter().map(|l| l["text"].as_str().unwrap()).collect()
+    };
+    // Stop at the sequence ids[0..2], given with a comma.
+    let seq = format!("{},{}", ids[0], ids[1]);
+    let (code, out, err) = rtok(
+        &["stream", "--input", path, "--stop-token-sequence", &seq],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let got = lines(&out);
+    assert_eq!(text(&got), hello.trim_end_matches('\n'));
+    let stop = &got.last().unwrap()["stop"];
+    assert_eq!(
+        (stop["type"].as_str(), stop["index"].as_u64()),
+        (Some("token_sequence"), Some(0))
+    );
+    // ids[2] as the only EOS id: the stream ends before it, reported as EOS.
+    let eos = ids[2].to_string();
+    let (code, out, err) = rtok(&["stream", "--input", path, "--eos-token", &eos], "");
+    assert_eq!(code, 0, "{err}");
+    let got = lines(&out);
+    assert_eq!(text(&got), hello.trim_end_matches('\n'));
+    let stop = &got.last().unwrap()["stop"];
+    assert_eq!(
+        (stop["type"].as_str(), stop["id"].as_u64()),
+        (Some("eos"), Some(u64::from(ids[2])))
+    );
+    // A malformed sequence is a one-line error naming the bad id.
+    let (code, _, err) = rtok(
+        &["stream", "--input", path, "--stop-token-sequence", "1,x"],
+        "",
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("\"x\""), "{err}");
+}
+
 #[test]
 fn errors_are_one_line_and_nonzero() {
     let (code, out, err) = rtok(&["encode", "-t", "no-such-org/no-such-model"], "x");

@@ -246,6 +246,15 @@ enum Command {
         /// A visible stop token id (repeatable).
         #[arg(long = "visible-stop-token")]
         visible_stop_token: Vec<u32>,
+        /// A stop id sequence, ids separated by spaces or commas (repeatable):
+        /// the stream stops once the generated ids end with it; its text is
+        /// emitted, as for a visible stop.
+        #[arg(long = "stop-token-sequence", value_name = "IDS")]
+        stop_token_sequence: Vec<String>,
+        /// An end-of-generation id (repeatable); given at least once, these
+        /// replace the tokenizer's own EOS set.
+        #[arg(long = "eos-token", value_name = "ID")]
+        eos_token: Vec<u32>,
         /// Ignore stops until more than this many tokens.
         #[arg(long, default_value_t = 0)]
         min_tokens: usize,
@@ -493,6 +502,8 @@ fn run(cli: Cli) -> Result<()> {
             visible_stop,
             stop_token,
             visible_stop_token,
+            stop_token_sequence,
+            eos_token,
             min_tokens,
             skip_special_tokens,
             ignore_eos,
@@ -519,6 +530,11 @@ fn run(cli: Cli) -> Result<()> {
                 StopConfig {
                     stop_token_ids: stop_token,
                     visible_stop_token_ids: visible_stop_token,
+                    stop_token_sequences: stop_token_sequence
+                        .iter()
+                        .map(|s| parse_ids(&s.replace(',', " ")))
+                        .collect::<Result<_>>()?,
+                    eos_token_ids: (!eos_token.is_empty()).then_some(eos_token),
                     stop_strings: stop,
                     visible_stop_strings: visible_stop,
                     min_tokens,
