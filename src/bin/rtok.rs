@@ -546,7 +546,6 @@ fn run(cli: Cli) -> Result<()> {
                         UnknownIds::Skip
                     },
                     spaces_between_special_tokens,
-                    ..StopConfig::default()
                 },
             )?;
             let line = |id: Option<u32>, output: Output, matched: Option<&MatchedStop>| {
