@@ -15,156 +15,24 @@
 //!   characters or words may differ (checked to be only those).
 
 mod common;
+mod gguf_writer;
 
 use std::path::{Path, PathBuf};
 
 use router_tokenizer::{LoadOptions, Tokenizer};
-use serde_json::Value;
 use unicode_normalization::UnicodeNormalization as _;
 
-/// Bytes of one GGUF value.
-enum V {
-    Str(String),
-    U32(u32),
-    Strs(Vec<String>),
-    I32s(Vec<i32>),
-    F32s(Vec<f32>),
-}
-
-fn gstr(b: &mut Vec<u8>, s: &str) {
-    b.extend((s.len() as u64).to_le_bytes());
-    b.extend(s.as_bytes());
-}
-
-fn write_gguf(path: &Path, kvs: &[(&str, V)]) {
-    let mut b = b"GGUF".to_vec();
-    b.extend(3u32.to_le_bytes());
-    b.extend(0u64.to_le_bytes());
-    b.extend((kvs.len() as u64).to_le_bytes());
-    for (k, v) in kvs {
-        gstr(&mut b, k);
-        match v {
-            V::Str(s) => {
-                b.extend(8u32.to_le_bytes());
-                gstr(&mut b, s);
-            }
-            V::U32(x) => {
-                b.extend(4u32.to_le_bytes());
-                b.extend(x.to_le_bytes());
-            }
-            V::Strs(items) => {
-                b.extend(9u32.to_le_bytes());
-                b.extend(8u32.to_le_bytes());
-                b.extend((items.len() as u64).to_le_bytes());
-                for s in items {
-                    gstr(&mut b, s);
-                }
-            }
-            V::I32s(items) => {
-                b.extend(9u32.to_le_bytes());
-                b.extend(5u32.to_le_bytes());
-                b.extend((items.len() as u64).to_le_bytes());
-                for x in items {
-                    b.extend(x.to_le_bytes());
-                }
-            }
-            V::F32s(items) => {
-                b.extend(9u32.to_le_bytes());
-                b.extend(6u32.to_le_bytes());
-                b.extend((items.len() as u64).to_le_bytes());
-                for x in items {
-                    b.extend(x.to_le_bytes());
-                }
-            }
-        }
-    }
-    std::fs::write(path, b).unwrap();
-}
-
-/// A vocab-only GGUF from a `tokenizer.json`, as convert_hf_to_gguf.py does
-/// (`get_vocab_base` for BPE, `BertModel.set_vocab` for WordPiece).
+/// A vocab-only GGUF from a shared model's `tokenizer.json`.
 fn convert(model: &str, pre: &str, out: &Path) {
     let snap = common::shared_dir()
         .join("hf-cache/hub")
         .join(format!("models--{}", model.replace('/', "--")));
     let commit = std::fs::read_to_string(snap.join("refs/main")).unwrap();
-    let json: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            snap.join("snapshots")
-                .join(commit.trim())
-                .join("tokenizer.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let m = &json["model"];
-    let mut by_id: Vec<Option<(String, i32)>> = Vec::new();
-    let mut put = |id: usize, t: String, ty: i32| {
-        if by_id.len() <= id {
-            by_id.resize(id + 1, None);
-        }
-        by_id[id] = Some((t, ty));
-    };
-    let wordpiece = m["type"] == "WordPiece";
-    for (t, id) in m["vocab"].as_object().unwrap() {
-        let t = if wordpiece {
-            // BERT: word-initial pieces get the phantom space, `##` goes.
-            match t.strip_prefix("##") {
-                Some(rest) => rest.to_owned(),
-                None => format!("\u{2581}{t}"),
-            }
-        } else {
-            t.clone()
-        };
-        put(id.as_u64().unwrap() as usize, t, 1);
-    }
-    for a in json["added_tokens"].as_array().unwrap() {
-        let special = a["special"].as_bool().unwrap_or(false);
-        put(
-            a["id"].as_u64().unwrap() as usize,
-            a["content"].as_str().unwrap().to_owned(),
-            if special { 3 } else { 4 },
-        );
-    }
-    let (tokens, types): (Vec<String>, Vec<i32>) = by_id
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| t.unwrap_or((format!("[PAD{i}]"), 5)))
-        .unzip();
-    let n = tokens.len();
-    let mut kvs = vec![
-        (
-            "tokenizer.ggml.model",
-            V::Str(if wordpiece { "bert" } else { "gpt2" }.into()),
-        ),
-        ("tokenizer.ggml.pre", V::Str(pre.into())),
-        ("tokenizer.ggml.tokens", V::Strs(tokens)),
-        ("tokenizer.ggml.token_type", V::I32s(types)),
-    ];
-    if wordpiece {
-        kvs.push(("tokenizer.ggml.scores", V::F32s(vec![0.0; n])));
-        for (key, text) in [
-            ("tokenizer.ggml.unknown_token_id", "[UNK]"),
-            ("tokenizer.ggml.seperator_token_id", "[SEP]"),
-            ("tokenizer.ggml.bos_token_id", "[CLS]"),
-            ("tokenizer.ggml.padding_token_id", "[PAD]"),
-        ] {
-            kvs.push((key, V::U32(m["vocab"][text].as_u64().unwrap() as u32)));
-        }
-    } else {
-        let merges = m["merges"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| match x {
-                Value::String(s) => s.clone(),
-                Value::Array(p) => format!("{} {}", p[0].as_str().unwrap(), p[1].as_str().unwrap()),
-                _ => panic!("merge"),
-            })
-            .collect();
-        kvs.push(("tokenizer.ggml.merges", V::Strs(merges)));
-    }
-    write_gguf(out, &kvs);
+    let json = snap
+        .join("snapshots")
+        .join(commit.trim())
+        .join("tokenizer.json");
+    gguf_writer::convert(&json, pre, out);
 }
 
 fn load(path: &Path) -> Tokenizer {
@@ -227,8 +95,9 @@ fn deepseek_v3_gguf_matches_tokenizer_json() {
 
 /// Where llama.cpp's WPM departs from BertNormalizer + WordPiece: it maps a
 /// code point to the first code point of its NFD (Hangul syllables to their
-/// first jamo, `é` to `e`), keeps combining marks that stand alone, and has
-/// no 100-character word limit.
+/// first jamo, `é` to `e`), keeps combining marks that stand alone, splits
+/// words at VT, FF and NEL (BertNormalizer deletes them as controls), and
+/// has no 100-character word limit.
 fn llama_wpm_departs(text: &str) -> bool {
     use unicode_normalization::char::{decompose_canonical, is_combining_mark};
     let remapped = text.chars().any(|c| {
@@ -236,7 +105,8 @@ fn llama_wpm_departs(text: &str) -> bool {
         decompose_canonical(c, |_| n += 1);
         n > 1 || is_combining_mark(c)
     });
-    remapped || text.split_whitespace().any(|w| w.chars().count() > 100)
+    let control_space = text.contains(['\u{0B}', '\u{0C}', '\u{85}']);
+    remapped || control_space || text.split_whitespace().any(|w| w.chars().count() > 100)
 }
 
 #[test]

@@ -54,12 +54,14 @@ impl Bpe {
         let Some(regexes) = &self.split else {
             return self.encode_word(fragment, start, ids, spans);
         };
-        let mut pieces = vec![(0, fragment.len())];
+        let vt = whitespace_as_vt(fragment);
+        let subject = vt.as_ref().map_or(fragment, |v| v.0.as_str());
+        let mut pieces = vec![(0, subject.len())];
         let mut next = Vec::new();
         for re in regexes {
             next.clear();
             for &(s, e) in &pieces {
-                let part = &fragment[s..e];
+                let part = &subject[s..e];
                 let mut last = 0;
                 for m in re.find_iter(part) {
                     let m =
@@ -79,6 +81,10 @@ impl Bpe {
             std::mem::swap(&mut pieces, &mut next);
         }
         for (s, e) in pieces {
+            let (s, e) = match &vt {
+                Some((_, map)) => (map[s], map[e]),
+                None => (s, e),
+            };
             self.encode_word(&fragment[s..e], start + s, ids, spans.as_deref_mut())?;
         }
         Ok(())
@@ -114,6 +120,23 @@ impl Bpe {
         }
         Ok(())
     }
+}
+
+/// The text llama.cpp's `std::regex` splitter matches: every non-ASCII
+/// whitespace character (its White_Space set: NEL, NBSP, U+1680,
+/// U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) becomes VT
+/// (0x0B), so it matches `\s` but no explicit range (deepseek's CJK range
+/// `ࠀ-一` spans U+2028 and U+3000). `None` when there is none; otherwise the
+/// text and, for each of its bytes (and one past the end), the byte offset
+/// in `text` it came from.
+fn whitespace_as_vt(text: &str) -> Option<(String, Vec<usize>)> {
+    let wide_space = |c: char| !c.is_ascii() && c.is_whitespace();
+    if text.is_ascii() || !text.chars().any(wide_space) {
+        return None;
+    }
+    Some(super::charmap::map_chars(text, |c| {
+        if wide_space(c) { '\u{0B}' } else { c }
+    }))
 }
 
 /// Builds the segmenter for a `gpt2` vocabulary.
@@ -225,4 +248,18 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         Some(compiled)
     };
     Ok(Bpe { hf, split, n_vocab })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whitespace_as_vt;
+
+    #[test]
+    fn wide_whitespace_becomes_vt() {
+        assert_eq!(whitespace_as_vt("a b"), None);
+        assert_eq!(whitespace_as_vt("é"), None);
+        let (s, map) = whitespace_as_vt("é\u{2029} \u{3000}").unwrap();
+        assert_eq!(s, "é\u{0B} \u{0B}");
+        assert_eq!(map, vec![0, 0, 2, 5, 6, 9]);
+    }
 }

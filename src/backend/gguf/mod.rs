@@ -15,6 +15,7 @@
 //!   (`sentencepiece::llama`).
 
 mod bpe;
+mod charmap;
 mod partition;
 mod pre;
 pub mod reader;

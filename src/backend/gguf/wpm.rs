@@ -69,29 +69,29 @@ pub(crate) fn build(path: &Path, v: &Vocab) -> Result<HfBackend> {
 }
 
 /// llama.cpp's `unicode_cpts_normalize_nfd`: every code point becomes the
-/// first code point of its canonical decomposition. `None` when that changes
-/// nothing; otherwise the mapped text and, for each of its bytes (and one
-/// past the end), the byte offset in `text` of the character it came from.
+/// first code point of its canonical decomposition. The three White_Space
+/// characters that are also controls (VT, FF, NEL) become a space: llama.cpp's
+/// WPM tests for whitespace first and splits the word there, where
+/// BertNormalizer's `clean_text` tests for controls first and deletes them,
+/// joining the words around them. `None` when that changes nothing;
+/// otherwise the mapped text and, for each of its bytes (and one past the
+/// end), the byte offset in `text` of the character it came from.
 pub(crate) fn llama_nfd(text: &str) -> Option<(String, Vec<usize>)> {
     let first = |c: char| {
+        if matches!(c, '\u{0B}' | '\u{0C}' | '\u{85}') {
+            return ' ';
+        }
         let mut out = None;
         unicode_normalization::char::decompose_canonical(c, |d| {
             out.get_or_insert(d);
         });
         out.unwrap_or(c)
     };
-    if text.is_ascii() || text.chars().all(|c| first(c) == c) {
+    let plain_ascii = text.bytes().all(|b| b.is_ascii() && b != 0x0B && b != 0x0C);
+    if plain_ascii || text.chars().all(|c| first(c) == c) {
         return None;
     }
-    let mut out = String::with_capacity(text.len());
-    let mut map = Vec::with_capacity(text.len() + 1);
-    for (i, c) in text.char_indices() {
-        let m = first(c);
-        out.push(m);
-        map.extend(std::iter::repeat_n(i, m.len_utf8()));
-    }
-    map.push(text.len());
-    Some((out, map))
+    Some(super::charmap::map_chars(text, first))
 }
 
 #[cfg(test)]
@@ -105,5 +105,8 @@ mod tests {
         let (s, map) = llama_nfd("éが").unwrap();
         assert_eq!(s, "eか");
         assert_eq!(map, vec![0, 2, 2, 2, 5]);
+        let (s, map) = llama_nfd("a\u{85}b\u{0B}c").unwrap();
+        assert_eq!(s, "a b c");
+        assert_eq!(map, vec![0, 1, 3, 4, 5, 6]);
     }
 }

@@ -77,7 +77,7 @@ def vector_texts(shared: Path):
     return raw.split("\n__ggml_vocab_test__\n")[:-1] if raw.endswith("\n__ggml_vocab_test__\n") else raw.split("\n__ggml_vocab_test__\n")
 
 
-def run(tok_dump: str, vocab: Path, texts):
+def run(tok_dump: str, vocab: Path, texts, full_hash=False):
     with tempfile.NamedTemporaryFile(delete=False) as f:
         f.write(struct.pack("<I", len(texts)))
         for t in texts:
@@ -85,7 +85,14 @@ def run(tok_dump: str, vocab: Path, texts):
             f.write(t)
         name = f.name
     try:
-        out = subprocess.run([tok_dump, str(vocab), name], check=True, capture_output=True).stdout
+        # libstdc++'s std::regex recurses once per repeated character: a
+        # whole 1 MB punctuation run needs a large stack (llama.cpp's
+        # fallback splitter for falcon/deepseek patterns uses std::regex).
+        out = subprocess.run(
+            ["sh", "-c", 'ulimit -s unlimited; exec "$0" "$@"', tok_dump, str(vocab), name],
+            check=True,
+            capture_output=True,
+        ).stdout
     finally:
         os.unlink(name)
     lines = out.decode().split("\n")[: 3 * len(texts)]
@@ -97,14 +104,34 @@ def run(tok_dump: str, vocab: Path, texts):
     # U+FFFD per maximal invalid subpart: what a Rust String holds.
     def h(hexbytes):
         text = bytes.fromhex(hexbytes).decode("utf-8", "replace")
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        full = hashlib.sha256(text.encode()).hexdigest()
+        return full if full_hash else full[:16]
 
     decodes = [[h(a), h(b)] for a, b in zip(lines[1::3], lines[2::3])]
     return ids, decodes
 
 
-def digest(ids):
-    return hashlib.sha256(b"".join(struct.pack("<I", i) for i in ids)).hexdigest()[:16]
+def digest(ids, n=16):
+    return hashlib.sha256(struct.pack(f"<{len(ids)}I", *ids)).hexdigest()[:n]
+
+
+def full(a, files):
+    """One whole-file encode per input file and vocabulary."""
+    texts = [path.read_bytes() for _, path in files]
+    for vocab in a.vocabs:
+        ids, decodes = run(a.tok_dump, vocab, texts, full_hash=True)
+        head = {"vocab": vocab.name, "llama_cpp": a.llama_cpp}
+        rows = [
+            json.dumps(key) + ":" + json.dumps([len(text), len(got), digest(got, 64), dec], separators=(",", ":"))
+            for (key, _), text, got, dec in zip(files, texts, ids, decodes)
+        ]
+        name = vocab.name.removesuffix(".gguf") + ".json"
+        with open(a.out / name, "w") as f:
+            # One line per file, so a regeneration diffs file by file.
+            f.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"files":{\n')
+            f.write(",\n".join(rows) + "\n}}\n")
+        n = sum(len(x) for x in ids)
+        print(f"{name}: {len(ids)} files, {n} ids", file=sys.stderr)
 
 
 def main():
@@ -114,10 +141,13 @@ def main():
     ap.add_argument("--shared", type=Path, default=Path(os.environ.get("RTOK_SHARED_DIR", "../shared")))
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--llama-cpp", default="llama.cpp (see README.md)")
+    ap.add_argument("--full", action="store_true", help="whole files, hashes only")
     ap.add_argument("vocabs", nargs="+", type=Path)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     files = inputs(a.shared, a.adversarial)
+    if a.full:
+        return full(a, files)
     plan = []  # (key, off, len, bytes)
     for key, path in files:
         data = path.read_bytes()
