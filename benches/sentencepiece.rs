@@ -139,5 +139,92 @@ fn bench_encode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_encode);
+/// Mistral-7B's `tokenizer.json` through the facade on the SentencePiece
+/// route (DESIGN.md claims 230–238) and with the route off, its
+/// `tokenizer.model` through the facade, and raw `tokenizers`: 1 MiB of
+/// English, code and Chinese, single thread. Every iteration takes a window
+/// no earlier iteration took (`tokenizers`' word cache keys on the whole
+/// input here, and would answer a repeated one).
+fn bench_json_route(c: &mut Criterion) {
+    use router_tokenizer::__testing::hf_json;
+    use router_tokenizer::SpecialTokenPolicy;
+    let shared = shared();
+    let snap = snapshot("mistralai/Mistral-7B-v0.1");
+    let json = snap.join("tokenizer.json");
+    let routed = hf_json(&json, SpecialTokenPolicy::Parse, true).unwrap();
+    let general = hf_json(&json, SpecialTokenPolicy::Parse, false).unwrap();
+    let model = common::load(snap.join("tokenizer.model").to_str().unwrap());
+    let raw = common::raw_hf("mistralai/Mistral-7B-v0.1");
+    let opts = EncodeOptions::no_specials();
+    let read = |files: &[&str]| -> String {
+        files
+            .iter()
+            .map(|f| std::fs::read_to_string(shared.join("corpus").join(f)).unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let inputs = [
+        (
+            "english",
+            read(&[
+                "en-prose/pride-and-prejudice.txt",
+                "en-prose/botchan.txt",
+                "en-prose/tinyshakespeare.txt",
+            ]),
+        ),
+        ("code", read(&["code/rust.txt", "code/python.txt"])),
+        ("chinese", read(&["zh/hongloumeng.txt"])),
+    ];
+    const SIZE: usize = 1 << 20;
+    let mut group = c.benchmark_group("mistral7b_json_route_1MiB");
+    group.sample_size(10);
+    group.warm_up_time(std::time::Duration::from_secs(1));
+    group.measurement_time(std::time::Duration::from_secs(4));
+    group.throughput(Throughput::Bytes(SIZE as u64));
+    for (label, text) in &inputs {
+        let span = text.len() - SIZE;
+        let at = |k: usize| window(text, (k * 4093) % span, SIZE);
+        // Criterion calls each routine several times; the counter outlives them.
+        let next = std::cell::Cell::new(0usize);
+        let w = at(3);
+        let ids = routed.encode_sequential(w, false).unwrap();
+        assert_eq!(
+            ids.ids(),
+            general.encode_sequential(w, false).unwrap().ids()
+        );
+        assert_eq!(ids.ids(), model.encode_sequential(w, false).unwrap().ids());
+        let variants: [(&str, &router_tokenizer::Tokenizer); 3] = [
+            ("json_spm_route", &routed),
+            ("json_general", &general),
+            ("model_file", &model),
+        ];
+        for (name, tok) in variants {
+            group.bench_function(BenchmarkId::new(name, label), |b| {
+                b.iter(|| {
+                    let k = next.get() + 1;
+                    next.set(k);
+                    black_box(
+                        tok.encode_sequential(black_box(at(k)), false)
+                            .unwrap()
+                            .len(),
+                    )
+                })
+            });
+        }
+        group.bench_function(BenchmarkId::new("raw_tokenizers", label), |b| {
+            b.iter(|| {
+                let k = next.get() + 1;
+                next.set(k);
+                black_box(
+                    raw.encode(black_box(at(k)), &opts).wait().unwrap()[0]
+                        .ids()
+                        .len(),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_encode, bench_json_route);
 criterion_main!(benches);

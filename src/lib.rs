@@ -141,6 +141,12 @@ pub mod __fuzz {
     }
 }
 
+/// Internals the route-equivalence tests compare (not a stable API).
+#[doc(hidden)]
+pub mod __testing {
+    pub use crate::load::testing::{hf_json, spm_route};
+}
+
 /// Test helpers (feature `test-util`).
 #[cfg(feature = "test-util")]
 pub mod testing {

@@ -8,6 +8,7 @@ mod gguf;
 pub(crate) mod hub;
 mod registry;
 mod source;
+pub(crate) mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -9,6 +9,7 @@
 
 mod align;
 mod chunk;
+mod spm_route;
 mod vocab;
 
 use std::path::Path;
@@ -53,6 +54,9 @@ pub(crate) struct HfBackend {
     id: u64,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
+    /// A SentencePiece conversion on the native engine (claims 230–238),
+    /// or why the file stays on `tokenizers`.
+    spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
 }
 
 /// Runs a `tokenizers` call that may panic on a file validation missed.
@@ -117,6 +121,19 @@ impl HfBackend {
         config: &TokenizerConfig,
         policy: SpecialTokenPolicy,
         keep_padding_truncation: bool,
+    ) -> Result<Self> {
+        Self::from_json_routed(path, json, config, policy, keep_padding_truncation, true)
+    }
+
+    /// [`from_json`](Self::from_json); `spm_route == false` keeps every
+    /// file on `tokenizers` (the route-equivalence tests compare both).
+    pub(crate) fn from_json_routed(
+        path: &Path,
+        json: &str,
+        config: &TokenizerConfig,
+        policy: SpecialTokenPolicy,
+        keep_padding_truncation: bool,
+        spm_route: bool,
     ) -> Result<Self> {
         let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             Error::parse(
@@ -221,7 +238,17 @@ impl HfBackend {
         };
         let file_padding = keep_padding_truncation
             && (pipe.get_padding().is_some() || pipe.get_truncation().is_some());
-        let split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
+        let spm = if !spm_route {
+            Err("the route is switched off".to_owned())
+        } else if file_padding {
+            Err("padding or truncation kept from the file".to_owned())
+        } else {
+            spm_route::SpmRoute::recognise(&value)
+        };
+        let mut split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
+        if spm.is_ok() {
+            split = split.with_min_bytes(SPM_ROUTE_MIN_BYTES);
+        }
         let pieces = chunk::PieceNorm::new(pipe.get_normalizers());
         Ok(Self {
             pipe,
@@ -235,7 +262,13 @@ impl HfBackend {
             split,
             id: chunk::next_backend_id(),
             pieces,
+            spm,
         })
+    }
+
+    /// `Ok` when encodes run on the SentencePiece engine, else why not.
+    pub(crate) fn spm_route(&self) -> std::result::Result<(), &str> {
+        self.spm.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
     /// The model family, which decides how the parallel encoder may cut.
@@ -298,6 +331,10 @@ impl HfBackend {
     }
 }
 
+/// The `Auto` threshold on the SentencePiece route: the `.model` files'
+/// (`sentencepiece::adapter`), since the same engine encodes.
+const SPM_ROUTE_MIN_BYTES: usize = 256 << 10;
+
 /// The parallel family and edge rule of a canonical `tokenizer.json`.
 fn split_spec(
     json: &serde_json::Value,
@@ -356,7 +393,14 @@ impl Encoder for HfBackend {
         if self.file_padding {
             return self.encode_full_pipeline(text, add_special_tokens);
         }
-        let ids = self.sequence_ids(text, text.len() / 4 + 4)?;
+        let ids = match &self.spm {
+            Ok(route) => {
+                let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+                route.encode(text, !self.specials_as_text, &mut ids);
+                ids
+            }
+            Err(_) => self.sequence_ids(text, text.len() / 4 + 4)?,
+        };
         if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
             return Ok(Encoding::from_ids(ids));
         }
@@ -406,6 +450,11 @@ impl Encoder for HfBackend {
                     .ok_or_else(|| Error::backend(NAME, "chunk encoder: one span per id expected"))
             }));
         }
+        if let Ok(route) = &self.spm {
+            let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+            route.encode(text, false, &mut ids);
+            return Some(Ok(Encoding::from_ids(ids)));
+        }
         let options = EncodeOptions {
             add_special_tokens: false,
             encode_special_tokens: true,
@@ -423,6 +472,16 @@ impl Encoder for HfBackend {
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
+        // The SentencePiece route's windows, as `.model` files give them,
+        // when no added token lies in the chunk; spans elsewhere come from
+        // the general walk.
+        if let Ok(route) = &self.spm
+            && !request.all_offsets
+            && (self.specials_as_text || !route.has_added(text))
+            && let Some(chunk) = route.encode_windows(text, request)
+        {
+            return Ok(chunk);
+        }
         self.encode_chunk_impl(
             text,
             request,

@@ -277,26 +277,39 @@ impl Encoder for SpmBackend {
             .control_matcher
             .as_ref()
             .is_some_and(|(matcher, _)| matcher.is_match(text));
-        if !request.all_offsets && !controls {
-            let mut ids = Vec::with_capacity(text.len() / 3 + 4);
-            let mut windows = SpanWindows::default();
-            if self
-                .model
-                .encode_windows(text, request.head, request.tail, &mut ids, &mut windows)
-            {
-                let tail_first = windows.tail_first.unwrap_or(ids.len());
-                return Ok(ChunkEncoding {
-                    ids,
-                    head: windows.head,
-                    tail_first,
-                    tail: windows.tail,
-                    boundaries: Vec::new(),
-                    offsets: None,
-                });
-            }
+        if !request.all_offsets
+            && !controls
+            && let Some(chunk) = window_chunk(&self.model, text, request)
+        {
+            return Ok(chunk);
         }
         chunk_from_offsets(self, text, request)
     }
+}
+
+/// A parallel-encoder chunk with spans near its ends only (`SpanWindows`),
+/// when the model has the raw BPE path; the caller checks the chunk holds no
+/// text that is split out before the model. Shared with the HF backend's
+/// SentencePiece route.
+pub(crate) fn window_chunk(
+    model: &SentencePieceModel,
+    text: &str,
+    request: &ChunkRequest,
+) -> Option<ChunkEncoding> {
+    let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+    let mut windows = SpanWindows::default();
+    if !model.encode_windows(text, request.head, request.tail, &mut ids, &mut windows) {
+        return None;
+    }
+    let tail_first = windows.tail_first.unwrap_or(ids.len());
+    Some(ChunkEncoding {
+        ids,
+        head: windows.head,
+        tail_first,
+        tail: windows.tail,
+        boundaries: Vec::new(),
+        offsets: None,
+    })
 }
 
 impl Decoder for SpmBackend {

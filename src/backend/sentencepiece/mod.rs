@@ -20,11 +20,12 @@ pub(crate) mod model;
 mod normalizer;
 mod proto;
 mod simple;
+pub(crate) mod synth;
 mod trie;
 mod unigram;
 mod utf8;
 
-pub(crate) use adapter::SpmBackend;
+pub(crate) use adapter::{SpmBackend, window_chunk};
 pub use error::SpmError;
 pub use model::{SentencePieceModel, SpmSettings};
 pub use proto::{ModelType, PieceType};

@@ -1,0 +1,36 @@
+//! Entry points the route-equivalence tests use (not a stable API): a
+//! `tokenizer.json` loaded with the SentencePiece route on or off.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::backend::hf::HfBackend;
+use crate::config::TokenizerConfig;
+use crate::error::{Error, Result};
+use crate::load::Format;
+use crate::special::SpecialTokenPolicy;
+use crate::{PromptCacheOptions, Tokenizer};
+
+/// Loads the `tokenizer.json` at `path` (configs beside it), with the
+/// SentencePiece route (DESIGN.md claims 230–238) on or off, the L0 cache off.
+pub fn hf_json(path: &Path, policy: SpecialTokenPolicy, spm_route: bool) -> Result<Tokenizer> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let config = TokenizerConfig::read_dir(dir)?;
+    let backend = HfBackend::from_json_routed(path, &text, &config, policy, false, spm_route)?;
+    Ok(Tokenizer::from_backend(Arc::new(backend), Format::HfJson)
+        .with_prompt_cache(PromptCacheOptions::off()))
+}
+
+/// Whether a `tokenizer.json` text runs on the SentencePiece route: `Ok`,
+/// or the reason it stays on `tokenizers`. Errors when it does not load.
+pub fn spm_route(json: &str) -> Result<std::result::Result<(), String>> {
+    let backend = HfBackend::from_json(
+        Path::new("tokenizer.json"),
+        json,
+        &TokenizerConfig::default(),
+        SpecialTokenPolicy::Parse,
+        false,
+    )?;
+    Ok(backend.spm_route().map_err(str::to_owned))
+}
