@@ -27,7 +27,7 @@ use std::cell::RefCell;
 use std::path::Path;
 
 use crate::backend::hf::HfBackend;
-use crate::backend::sentencepiece::llama::{LlamaSpmScratch, segment};
+use crate::backend::sentencepiece::llama::{LlamaSpmScratch, MAX_FRAGMENT_BYTES, segment};
 use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
@@ -292,6 +292,15 @@ impl GgufBackend {
             }
         }
         map.push(end);
+        if esc.len() > MAX_FRAGMENT_BYTES {
+            return Err(Error::backend(
+                NAME,
+                format!(
+                    "a text fragment of {} bytes (escaped) is over the 4 GiB the SPM segmenter takes",
+                    esc.len()
+                ),
+            ));
+        }
         let v = &self.vocab;
         let mut symbols = Vec::new();
         SPM_SCRATCH.with(|s| {

@@ -26,22 +26,33 @@ pub(crate) fn utf8_len(lead: u8) -> usize {
     LEN[usize::from(lead >> 4)] as usize
 }
 
+// Performance note: the queue holds up to one entry per character of a
+// fragment (a whole prompt for a long text), so for long inputs the pops are
+// bound by memory traffic, not by comparisons. Symbols and bigrams use u32
+// positions (16 bytes each instead of 32), and the first pairs are heapified
+// in one O(n) pass instead of n pushes (DESIGN.md claim 247 has the
+// figures; the cost stays super-linear, bound by cache misses).
+
 #[derive(Debug, Clone, Copy)]
 struct Symbol {
-    start: usize,
-    len: usize,
-    prev: usize,
-    next: usize,
+    start: u32,
+    len: u32,
+    prev: u32,
+    next: u32,
 }
 
-const NONE: usize = usize::MAX;
+const NONE: u32 = u32::MAX;
+
+/// The longest fragment [`segment`] takes: positions are u32 and
+/// [`NONE`] is reserved.
+pub(crate) const MAX_FRAGMENT_BYTES: usize = (u32::MAX - 1) as usize;
 
 #[derive(Debug, Clone, Copy)]
 struct Bigram {
     score: f32,
-    left: usize,
-    right: usize,
-    size: usize,
+    left: u32,
+    right: u32,
+    size: u32,
 }
 
 impl PartialEq for Bigram {
@@ -75,73 +86,85 @@ pub(crate) struct LlamaSpmScratch {
 ///
 /// `score` returns the score of the token spelled by a byte string, or
 /// `None` when the vocabulary has no such token. `out` receives the final
-/// symbols as `(start, len)` byte ranges of `text`, in order.
+/// symbols as `(start, len)` byte ranges of `text`, in order. `text` must be
+/// at most [`MAX_FRAGMENT_BYTES`] long (callers check; a longer text is
+/// returned as one symbol rather than segmented wrongly).
 pub(crate) fn segment(
     text: &[u8],
     score: impl Fn(&[u8]) -> Option<f32>,
     scratch: &mut LlamaSpmScratch,
     out: &mut Vec<(usize, usize)>,
 ) {
+    if text.is_empty() {
+        return;
+    }
+    let Ok(total) = u32::try_from(text.len()) else {
+        out.push((0, text.len()));
+        return;
+    };
+    if total == NONE {
+        out.push((0, text.len()));
+        return;
+    }
     let symbols = &mut scratch.symbols;
-    let queue = &mut scratch.queue;
     symbols.clear();
-    queue.clear();
-    let mut offs = 0;
-    while offs < text.len() {
-        let len = utf8_len(text[offs]).min(text.len() - offs);
-        let index = symbols.len();
+    let mut offs = 0u32;
+    while offs < total {
+        let len = (utf8_len(text[offs as usize]) as u32).min(total - offs);
+        let index = symbols.len() as u32;
         symbols.push(Symbol {
             start: offs,
             len,
             prev: index.wrapping_sub(1),
-            next: if offs + len == text.len() {
-                NONE
-            } else {
-                index + 1
-            },
+            next: if offs + len == total { NONE } else { index + 1 },
         });
         offs += len;
     }
-    let try_add =
-        |symbols: &[Symbol], queue: &mut BinaryHeap<Bigram>, left: usize, right: usize| {
-            if left == NONE || right == NONE {
-                return;
-            }
-            let (l, r) = (symbols[left], symbols[right]);
-            let pair = &text[l.start..l.start + l.len + r.len];
-            if let Some(score) = score(pair) {
-                queue.push(Bigram {
-                    score,
-                    left,
-                    right,
-                    size: pair.len(),
-                });
-            }
-        };
-    for i in 1..symbols.len() {
-        try_add(symbols, queue, i - 1, i);
-    }
+    let bigram = |symbols: &[Symbol], left: u32, right: u32| -> Option<Bigram> {
+        if left == NONE || right == NONE {
+            return None;
+        }
+        let (l, r) = (symbols[left as usize], symbols[right as usize]);
+        let size = l.len + r.len;
+        let pair = &text[l.start as usize..(l.start + size) as usize];
+        score(pair).map(|score| Bigram {
+            score,
+            left,
+            right,
+            size,
+        })
+    };
+    // The first pairs are heapified at once (O(n)), reusing the queue's buffer.
+    let mut first = std::mem::take(&mut scratch.queue).into_vec();
+    first.clear();
+    first.extend((1..symbols.len() as u32).filter_map(|i| bigram(symbols, i - 1, i)));
+    let mut queue = BinaryHeap::from(first);
     while let Some(b) = queue.pop() {
-        let (l, r) = (symbols[b.left], symbols[b.right]);
+        let (l, r) = (symbols[b.left as usize], symbols[b.right as usize]);
         // One side already merged into something else: a stale pair.
         if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
             continue;
         }
-        symbols[b.left].len += r.len;
-        symbols[b.right].len = 0;
-        symbols[b.left].next = r.next;
+        symbols[b.left as usize].len += r.len;
+        symbols[b.right as usize].len = 0;
+        symbols[b.left as usize].next = r.next;
         if r.next != NONE {
-            symbols[r.next].prev = b.left;
+            symbols[r.next as usize].prev = b.left;
         }
-        let prev = symbols[b.left].prev;
-        let next = symbols[b.left].next;
-        try_add(symbols, queue, prev, b.left);
-        try_add(symbols, queue, b.left, next);
+        let prev = symbols[b.left as usize].prev;
+        let next = symbols[b.left as usize].next;
+        if let Some(pair) = bigram(symbols, prev, b.left) {
+            queue.push(pair);
+        }
+        if let Some(pair) = bigram(symbols, b.left, next) {
+            queue.push(pair);
+        }
     }
-    let mut i = if symbols.is_empty() { NONE } else { 0 };
+    scratch.queue = queue;
+    let mut i = 0;
     while i != NONE {
-        let s = symbols[i];
-        out.push((s.start, s.len));
+        let s = symbols[i as usize];
+        out.push((s.start as usize, s.len as usize));
         i = s.next;
     }
 }
