@@ -12,17 +12,16 @@ use proptest::prelude::*;
 use router_tokenizer::chat::{ChatRequest, Message};
 use router_tokenizer::{EncodeChatOptions, ParallelOptions, PromptCacheOptions, Tokenizer};
 
-/// One model per split family and backend: regex BPE (HF, tiktoken),
-/// whole-text BPE (HF, SentencePiece `.model`), WordPiece.
-const MODELS: &[&str] = &[
-    "mistralai/Mistral-7B-v0.1",
-    "fixtures/sentencepiece/mistral-tokenizer.model.v1",
-    "meta-llama/Llama-3.2-1B-Instruct",
-    "Qwen/Qwen3-8B",
-    "google/gemma-3-4b-it",
-    "sentence-transformers/all-MiniLM-L6-v2",
-    "o200k_base",
-];
+/// The cache models plus Mistral-7B's whole-text BPE, in `tokenizer.json`
+/// and as a SentencePiece `.model`.
+fn models() -> Vec<&'static str> {
+    let mut m = common::CACHE_MODELS.to_vec();
+    m.extend([
+        "mistralai/Mistral-7B-v0.1",
+        "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+    ]);
+    m
+}
 
 fn off(tok: &Tokenizer) -> Tokenizer {
     tok.with_prompt_cache(PromptCacheOptions::off())
@@ -106,7 +105,7 @@ fn l1(bytes: u64, block: usize) -> PromptCacheOptions {
 fn l1_on_equals_off_on_every_input() {
     let texts = inputs(12 << 10);
     assert!(texts.len() >= 20, "{} texts", texts.len());
-    for model in MODELS {
+    for model in models() {
         let tok = common::tokenizer(model);
         let reference = off(&tok);
         let recorder = DebuggingRecorder::new();
