@@ -4,7 +4,8 @@
 //! bypass the cache; `forced`: every text goes through it, a miss each time),
 //! and the L1 prefix cache on a 30-turn conversation growing to ~128K
 //! tokens: the last turn's encode with L1 (turn 29's prompt cached) against
-//! a full encode (the default parallel path), for Llama-3, Qwen3 and o200k.
+//! a full encode (the default parallel path), for Llama-3, Qwen3 and o200k;
+//! and what L1 costs a prompt it cannot help (`l1_miss`).
 //!
 //! Needs the shared Hugging Face cache (`$RTOK_SHARED_DIR/hf-cache`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -265,5 +266,48 @@ fn bench_l1(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_encode_chat, bench_l0, bench_l1);
+/// What L1 costs a prompt it cannot help (a miss, stored): L1 on against
+/// off, Llama-3. A unique number in front of each slice: no prompt is ever
+/// a prefix of another.
+fn bench_l1_miss(c: &mut Criterion) {
+    let base = load("meta-llama/Meta-Llama-3-8B-Instruct");
+    let off = base.with_prompt_cache(PromptCacheOptions::off());
+    let on = base.with_prompt_cache(PromptCacheOptions::l1(64 << 20, 8 << 10, 1 << 10));
+    let pool = prose(1 << 20);
+    let mut group = c.benchmark_group("l1_miss");
+    for (name, n) in [("16KB", 16usize << 10), ("64KB", 64 << 10)] {
+        for (mode, tok) in [("off", &off), ("on", &on)] {
+            let next = Cell::new(0usize);
+            let text = || {
+                let i = next.get();
+                next.set(i + 1);
+                let mut s = (i * 4099) % (pool.len() - n - 8);
+                while !pool.is_char_boundary(s) {
+                    s += 1;
+                }
+                let mut e = s + n;
+                while !pool.is_char_boundary(e) {
+                    e += 1;
+                }
+                format!("{i:08} {}", &pool[s..e])
+            };
+            group.bench_function(format!("{name}/{mode}"), |b| {
+                b.iter_batched(
+                    text,
+                    |t| tok.encode(black_box(&t), false).unwrap(),
+                    BatchSize::SmallInput,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_encode_chat,
+    bench_l0,
+    bench_l1,
+    bench_l1_miss
+);
 criterion_main!(benches);

@@ -40,6 +40,8 @@ pub(crate) const MIN_BLOCK_BYTES: usize = 64;
 /// One cached encoding.
 pub(crate) struct L1Entry {
     pub(crate) text: Box<str>,
+    /// The flags it was encoded under (compared on every match, like the bytes).
+    flags: u8,
     /// Ids (no BOS/EOS), spans of the last tokens, boundaries near the end.
     pub(crate) enc: ChunkEncoding,
 }
@@ -140,7 +142,7 @@ impl L1Cache {
         while x > 0 {
             if let Some(entry) = self.map.get(&self.key(t, flags, x)) {
                 let e = entry.text.as_bytes();
-                if e.len() >= x && e[..x] == t[..x] {
+                if entry.flags == flags && e.len() >= x && e[..x] == t[..x] {
                     let agree = x + common_prefix(&e[x..], &t[x..]);
                     return Some(Found { entry, agree });
                 }
@@ -159,6 +161,7 @@ impl L1Cache {
         let key = self.key(text.as_bytes(), flags, x);
         let entry = Arc::new(L1Entry {
             text: Box::from(text),
+            flags,
             enc,
         });
         self.map.insert(key, entry);
@@ -316,6 +319,7 @@ mod tests {
             cache.key(other.as_bytes(), 0, 128),
             Arc::new(L1Entry {
                 text: Box::from(short.as_str()),
+                flags: 0,
                 enc: entry(&short),
             }),
         );

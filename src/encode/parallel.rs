@@ -543,7 +543,9 @@ impl ParallelEncoder {
         report: &mut ParallelReport,
     ) -> Result<Merged<'a>> {
         let n = text.len();
-        self.metrics.encodes.increment(1);
+        if seed.is_none() {
+            self.metrics.encodes.increment(1);
+        }
         let encode = |p: &ChunkPlan| -> Result<Slot<'a>> {
             let chunk = text.get(p.start..p.end).ok_or_else(|| {
                 Error::backend(backend.backend_name(), "chunk edge off a char boundary")
