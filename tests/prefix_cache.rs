@@ -237,7 +237,7 @@ fn multi_turn_chat_sequences_are_lossless() {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let cached = metrics::with_local_recorder(&recorder, || {
-            let mut o = PromptCacheOptions::default();
+            let mut o = PromptCacheOptions::default().with_l1(PromptCacheOptions::L1_BYTES);
             o.l1_min_bytes = 1024;
             o.l1_block_bytes = 256;
             tok.with_prompt_cache(o)

@@ -34,15 +34,17 @@ pub(crate) mod prefix;
 /// they encode in about a microsecond, less than a hash and a lookup, so
 /// short encodes pay nothing (one length comparison).
 ///
-/// **L1** (longest cached prefix, lossless at any byte): on by default,
-/// 64 MiB for texts of at least 8 KiB, in blocks of 1 KiB. Why: turn `k + 1`
-/// of a conversation starts with turn `k`'s prompt, so with L1 a turn costs
-/// about its new text plus a fixed overlap (about `overlap_chars` chars)
-/// instead of the whole prompt. An entry weighs about 2× its text (text +
-/// ids); 64 MiB holds the last turns of dozens of long (128K-token)
-/// conversations or hundreds of short ones, evicted least recently used.
-/// Below 8 KiB a full encode takes tens of microseconds, about what the
-/// lookup, the byte comparison and the re-encoded overlap cost. Only
+/// **L1** (longest cached prefix, lossless at any byte): off by default
+/// (`l1_bytes` 0); [`with_l1`](Self::with_l1) turns it on (64 MiB is a
+/// good size: about 50 prompts of 128K tokens, or the last turns of
+/// hundreds of short conversations, evicted least recently used), for texts
+/// of at least `l1_min_bytes` (8 KiB), in blocks of 1 KiB. Why off: a prompt
+/// that finds no entry pays for the spans of its last bytes and for being
+/// stored, measured at +97% (64 KB) to +157% (16 KB) over a plain encode
+/// (Llama-3, DESIGN.md claim 225), which one-off long prompts (retrieval,
+/// single-shot requests) would pay for nothing. Conversational traffic gains:
+/// turn `k + 1` starts with turn `k`'s prompt, and with L1 the last turn of
+/// a 128K-token conversation encoded 4.6–15.8× faster in our runs. Only
 /// [`Tokenizer::encode`](crate::Tokenizer::encode) (and so `encode_chat`)
 /// uses it, and only for tokenizers whose
 /// [`split_family`](crate::Tokenizer::split_family) can be cut.
@@ -69,7 +71,7 @@ impl Default for PromptCacheOptions {
         Self {
             l0_bytes: 32 << 20,
             l0_min_bytes: 256,
-            l1_bytes: 64 << 20,
+            l1_bytes: 0,
             l1_min_bytes: 8 << 10,
             l1_block_bytes: 1 << 10,
         }
@@ -93,6 +95,15 @@ impl PromptCacheOptions {
             l0_min_bytes: min_bytes,
             ..Self::off()
         }
+    }
+
+    /// A good L1 size for conversational traffic (see the type's docs).
+    pub const L1_BYTES: u64 = 64 << 20;
+
+    /// These options with an L1 cache of `bytes` (e.g. [`Self::L1_BYTES`]).
+    pub fn with_l1(mut self, bytes: u64) -> Self {
+        self.l1_bytes = bytes;
+        self
     }
 
     /// Only an L1 cache of `bytes`, for texts of at least `min_bytes`, in
