@@ -49,8 +49,9 @@
 //! [`Tokenizer::encode_chat`] renders a [`chat::ChatRequest`] and encodes it
 //! in one call; special-token text that came from the request is plain text
 //! by default ([`ChatSpecialTokens`]), so a user cannot forge control tokens.
-//! Repeated long prompts are answered from an exact L0 cache
-//! ([`PromptCacheOptions`]).
+//! Repeated long prompts are answered from an exact L0 cache; with the L1
+//! prefix cache on, a prompt that extends or edits a cached one (the next
+//! turn) reuses its ids up to a provably safe cut ([`PromptCacheOptions`]).
 //!
 //! # Metrics
 //!

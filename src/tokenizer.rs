@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::backend::{self, DecodeStyle};
+use crate::cache::prefix::L1Cache;
 use crate::cache::{L0Cache, PromptCacheOptions};
 use crate::chat::{ChatRequest, ChatTemplate, LazyChatTemplate};
 use crate::encode::budget::Search;
@@ -45,6 +46,8 @@ struct Inner {
     /// The L0 prompt cache (shared by clones and by handles that differ only
     /// in parallel options, chat template or context length).
     l0: Option<Arc<L0Cache>>,
+    /// The L1 prefix cache, shared like L0.
+    l1: Option<Arc<L1Cache>>,
     cache_options: PromptCacheOptions,
 }
 
@@ -123,6 +126,7 @@ impl Tokenizer {
                 budget,
                 request: Arc::default(),
                 l0: L0Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
+                l1: L1Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
                 cache_options: PromptCacheOptions::default(),
             }),
         }
@@ -144,6 +148,7 @@ impl Tokenizer {
                 budget: Arc::clone(&self.inner.budget),
                 request: Arc::clone(&self.inner.request),
                 l0: self.inner.l0.clone(),
+                l1: self.inner.l1.clone(),
                 cache_options: self.inner.cache_options.clone(),
             }),
         }
@@ -189,6 +194,7 @@ impl Tokenizer {
                 budget: Arc::clone(&self.inner.budget),
                 request: Arc::clone(&self.inner.request),
                 l0: self.inner.l0.clone(),
+                l1: self.inner.l1.clone(),
                 cache_options: self.inner.cache_options.clone(),
             }),
         })
@@ -243,7 +249,9 @@ impl Tokenizer {
     /// ids are always exactly [`encode_sequential`](Self::encode_sequential)'s.
     ///
     /// Texts of at least [`PromptCacheOptions::l0_min_bytes`] go through the
-    /// handle's L0 cache when it is on: the ids are the same either way.
+    /// handle's L0 cache when it is on, and on an L0 miss texts of at least
+    /// [`PromptCacheOptions::l1_min_bytes`] through the L1 prefix cache: the
+    /// ids are the same either way.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
         let inner = &*self.inner;
         inner.metrics.encode(|| match &inner.l0 {
@@ -252,17 +260,29 @@ impl Tokenizer {
                     | (u8::from(inner.backend.parses_special_text()) << 1);
                 cache
                     .get_or_encode(text, flags, || {
-                        inner
-                            .parallel
-                            .encode(&*inner.backend, text, add_special_tokens, false)
+                        self.encode_through_l1(text, add_special_tokens)
                             .map(Encoding::into_ids)
                     })
                     .map(Encoding::from_ids)
             }
-            _ => inner
-                .parallel
-                .encode(&*inner.backend, text, add_special_tokens, false),
+            _ => self.encode_through_l1(text, add_special_tokens),
         })
+    }
+
+    /// `encode` below L0: through the L1 cache when it applies, else the
+    /// parallel encoder (which encodes short texts sequentially).
+    fn encode_through_l1(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let inner = &*self.inner;
+        if let Some(l1) = &inner.l1
+            && l1.applies(text)
+            && let Some(encoding) =
+                l1.encode(&inner.parallel, &*inner.backend, text, add_special_tokens)?
+        {
+            return Ok(encoding);
+        }
+        inner
+            .parallel
+            .encode(&*inner.backend, text, add_special_tokens, false)
     }
 
     /// Builds what the backend builds in the background after a load (the
@@ -321,6 +341,7 @@ impl Tokenizer {
                 budget: Arc::clone(&inner.budget),
                 request: Arc::clone(&inner.request),
                 l0: L0Cache::new(&options, inner.backend.backend_name()).map(Arc::new),
+                l1: L1Cache::new(&options, inner.backend.backend_name()).map(Arc::new),
                 cache_options: options,
             }),
         }
@@ -600,6 +621,7 @@ impl Tokenizer {
                 }),
                 request: Arc::clone(&self.inner.request),
                 l0: self.inner.l0.clone(),
+                l1: self.inner.l1.clone(),
                 cache_options: self.inner.cache_options.clone(),
             }),
         }

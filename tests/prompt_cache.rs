@@ -10,13 +10,7 @@ use proptest::prelude::*;
 use router_tokenizer::chat::{ChatRequest, Message};
 use router_tokenizer::{EncodeChatOptions, PromptCacheOptions, Tokenizer};
 
-const MODELS: &[&str] = &[
-    "meta-llama/Llama-3.2-1B-Instruct",
-    "Qwen/Qwen3-8B",
-    "google/gemma-3-4b-it",
-    "sentence-transformers/all-MiniLM-L6-v2",
-    "o200k_base",
-];
+const MODELS: &[&str] = common::CACHE_MODELS;
 
 fn off(tok: &Tokenizer) -> Tokenizer {
     let t = tok.with_prompt_cache(PromptCacheOptions::off());

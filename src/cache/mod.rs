@@ -1,5 +1,8 @@
-//! The L0 prompt cache: exact text → ids (DESIGN.md, claims 208–212).
+//! The prompt caches: L0, exact text → ids (DESIGN.md, claims 209–213), and
+//! L1, a cached prefix's ids reused up to a LoPT cut ([`prefix`], claims
+//! 220–229).
 //!
+//! L0:
 //! Keyed by a 64-bit hash of the text and of every option that changes the
 //! ids (`add_special_tokens`, whether special-token text is parsed, the
 //! tokenizer's identity) plus the text's length; an entry keeps its text and
@@ -17,10 +20,12 @@ use metrics::{Counter, counter};
 use moka::notification::RemovalCause;
 use rustc_hash::FxHasher;
 
+pub(crate) mod prefix;
+
 /// Prompt caches of a [`Tokenizer`](crate::Tokenizer), part of
 /// [`LoadOptions`](crate::LoadOptions).
 ///
-/// The default keeps an L0 cache of 32 MiB for texts of at least 256
+/// **L0** (exact text): on by default, 32 MiB for texts of at least 256
 /// bytes. Why: a router sees the same long prompt again (retries, `n > 1`
 /// fan-out, shared system prompts, health checks), and a hit returns a
 /// 64 KB prompt's ids in microseconds instead of a full encode; 32 MiB
@@ -28,6 +33,21 @@ use rustc_hash::FxHasher;
 /// router's memory. Texts shorter than `l0_min_bytes` never touch the cache:
 /// they encode in about a microsecond, less than a hash and a lookup, so
 /// short encodes pay nothing (one length comparison).
+///
+/// **L1** (longest cached prefix, lossless at any byte): off by default
+/// (`l1_bytes` 0); [`with_l1`](Self::with_l1) turns it on (64 MiB is a
+/// good size: about 50 prompts of 128K tokens, or the last turns of
+/// hundreds of short conversations, evicted least recently used), for texts
+/// of at least `l1_min_bytes` (8 KiB), in blocks of 1 KiB. Why off: a prompt
+/// that finds no entry pays for the spans of its last bytes and for being
+/// stored, measured at +97% (64 KB) to +157% (16 KB) over a plain encode
+/// (Llama-3, DESIGN.md claim 225), which one-off long prompts (retrieval,
+/// single-shot requests) would pay for nothing. Conversational traffic gains:
+/// turn `k + 1` starts with turn `k`'s prompt, and with L1 the last turn of
+/// a 128K-token conversation encoded 4.6–15.8× faster in our runs. Only
+/// [`Tokenizer::encode`](crate::Tokenizer::encode) (and so `encode_chat`)
+/// uses it, and only for tokenizers whose
+/// [`split_family`](crate::Tokenizer::split_family) can be cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PromptCacheOptions {
@@ -35,6 +55,15 @@ pub struct PromptCacheOptions {
     pub l0_bytes: u64,
     /// Texts shorter than this many bytes bypass the L0 cache.
     pub l0_min_bytes: usize,
+    /// The L1 cache's capacity in bytes (text + ids + span windows + 128 per
+    /// entry); 0 turns it off.
+    pub l1_bytes: u64,
+    /// Texts shorter than this many bytes (or than one block) bypass the L1 cache.
+    pub l1_min_bytes: usize,
+    /// L1 block size in bytes (at least 64): a lookup probes one key per
+    /// block of the prompt, and an entry is found when the prompt shares
+    /// its text up to the entry's last full block.
+    pub l1_block_bytes: usize,
 }
 
 impl Default for PromptCacheOptions {
@@ -42,6 +71,9 @@ impl Default for PromptCacheOptions {
         Self {
             l0_bytes: 32 << 20,
             l0_min_bytes: 256,
+            l1_bytes: 0,
+            l1_min_bytes: 8 << 10,
+            l1_block_bytes: 1 << 10,
         }
     }
 }
@@ -51,15 +83,37 @@ impl PromptCacheOptions {
     pub fn off() -> Self {
         Self {
             l0_bytes: 0,
+            l1_bytes: 0,
             ..Self::default()
         }
     }
 
-    /// An L0 cache of `bytes`, for texts of at least `min_bytes`.
+    /// Only an L0 cache of `bytes`, for texts of at least `min_bytes`.
     pub fn l0(bytes: u64, min_bytes: usize) -> Self {
         Self {
             l0_bytes: bytes,
             l0_min_bytes: min_bytes,
+            ..Self::off()
+        }
+    }
+
+    /// A good L1 size for conversational traffic (see the type's docs).
+    pub const L1_BYTES: u64 = 64 << 20;
+
+    /// These options with an L1 cache of `bytes` (e.g. [`Self::L1_BYTES`]).
+    pub fn with_l1(mut self, bytes: u64) -> Self {
+        self.l1_bytes = bytes;
+        self
+    }
+
+    /// Only an L1 cache of `bytes`, for texts of at least `min_bytes`, in
+    /// blocks of `block_bytes`.
+    pub fn l1(bytes: u64, min_bytes: usize, block_bytes: usize) -> Self {
+        Self {
+            l1_bytes: bytes,
+            l1_min_bytes: min_bytes,
+            l1_block_bytes: block_bytes,
+            ..Self::off()
         }
     }
 }
@@ -96,7 +150,27 @@ pub(crate) struct L0Cache {
     metrics: CacheMetrics,
 }
 
-static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
+/// A moka cache bounded to `capacity` weighted bytes (`weight` per entry,
+/// saturating at `u32::MAX`) that counts size evictions on `evictions`.
+pub(crate) fn bounded<V: Send + Sync + 'static>(
+    capacity: u64,
+    weight: fn(&V) -> usize,
+    policy: moka::policy::EvictionPolicy,
+    evictions: Counter,
+) -> moka::sync::Cache<u128, Arc<V>> {
+    moka::sync::Cache::builder()
+        .max_capacity(capacity)
+        .eviction_policy(policy)
+        .weigher(move |_k: &u128, e: &Arc<V>| u32::try_from(weight(e)).unwrap_or(u32::MAX))
+        .eviction_listener(move |_k, _v, cause| {
+            if cause == RemovalCause::Size {
+                evictions.increment(1);
+            }
+        })
+        .build()
+}
+
+pub(crate) static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
 
 impl L0Cache {
     /// `None` when the options turn it off.
@@ -110,19 +184,12 @@ impl L0Cache {
             evictions: counter!("rtok_cache_evictions_total", "backend" => backend, "cache" => "l0"),
             bytes_reused: counter!("rtok_cache_bytes_reused_total", "backend" => backend, "cache" => "l0"),
         };
-        let evictions = metrics.evictions.clone();
-        let map = moka::sync::Cache::builder()
-            .max_capacity(options.l0_bytes)
-            .weigher(|_k: &u128, e: &Arc<Entry>| {
-                let bytes = e.text.len() + e.ids.len() * 4 + ENTRY_OVERHEAD;
-                u32::try_from(bytes).unwrap_or(u32::MAX)
-            })
-            .eviction_listener(move |_k, _v, cause| {
-                if cause == RemovalCause::Size {
-                    evictions.increment(1);
-                }
-            })
-            .build();
+        let map = bounded(
+            options.l0_bytes,
+            |e: &Entry| e.text.len() + e.ids.len() * 4 + ENTRY_OVERHEAD,
+            moka::policy::EvictionPolicy::tiny_lfu(),
+            metrics.evictions.clone(),
+        );
         Some(Self {
             map,
             doorkeeper: (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect(),

@@ -2,6 +2,7 @@
 //! rayon pool, and stitches them with the merge rule of [`super::split`].
 
 use rayon::ThreadPool;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
@@ -165,13 +166,14 @@ pub(crate) struct ParallelEncoder {
     metrics: ParallelMetrics,
 }
 
-struct Slot {
+struct Slot<'a> {
     start: usize,
     end: usize,
-    enc: ChunkEncoding,
+    /// Encoded here, or borrowed from the L1 prefix cache (the seed).
+    enc: Cow<'a, ChunkEncoding>,
 }
 
-impl Slot {
+impl Slot<'_> {
     fn view(&self) -> View<'_> {
         View {
             start: self.start,
@@ -188,6 +190,51 @@ struct LastCut {
     left: usize,
     left_prev: PrevCut,
     cut: Cut,
+}
+
+/// One stretch of the merged output: `slots[slot].enc.ids[from..to]`,
+/// covering the text bytes from `lo` (the previous cut, or 0) to `hi` (the
+/// next cut, or the text end).
+#[derive(Clone, Copy)]
+struct Piece {
+    slot: usize,
+    from: usize,
+    to: usize,
+    lo: usize,
+    hi: usize,
+}
+
+/// The outcome of a merge: the slots and the pieces taken from them, or the
+/// reason to encode the whole text in one piece instead.
+enum Merged<'a> {
+    Done(Vec<Slot<'a>>, Vec<Piece>),
+    GaveUp(Fallback),
+}
+
+/// A cached encoding of a text that agrees with the text being encoded on
+/// its first `agree` bytes (`agree` an allowed edge of both texts, or the end
+/// of one): the L1 prefix cache's seed, used as the first chunk of a LoPT
+/// merge (DESIGN.md, claims 220–229).
+pub(crate) struct Seed<'a> {
+    /// The cached text's ids (no BOS/EOS) with spans and pre-token
+    /// boundaries near its end, in the cached text's coordinates.
+    pub enc: &'a ChunkEncoding,
+    /// Bytes both texts share, at an allowed edge.
+    pub agree: usize,
+}
+
+/// An encode that also returns the spans and boundaries of its last
+/// `keep_tail` bytes, so it can seed a later encode (the L1 cache's entries).
+pub(crate) struct Windowed {
+    /// Ids without BOS/EOS, tail window and boundaries in text coordinates.
+    pub enc: ChunkEncoding,
+    /// Text bytes those ids cover (the cut position).
+    pub reused_bytes: usize,
+    /// Ids the first fresh chunk produced before the cut: the overlap the
+    /// seed already held, encoded again to find where both agree.
+    pub reencoded_tokens: usize,
+    /// A seed was given but no cut into it held (the text was encoded in full).
+    pub seed_failed: bool,
 }
 
 impl ParallelEncoder {
@@ -246,10 +293,15 @@ impl ParallelEncoder {
         if !spec.family.is_parallel() {
             return None;
         }
+        self.wanted_len(spec, n).then_some(spec)
+    }
+
+    /// Whether the options split a text of `n` bytes of a parallel family.
+    fn wanted_len(&self, spec: &SplitSpec, n: usize) -> bool {
         match self.options.mode {
-            ParallelMode::Never => None,
-            ParallelMode::Auto if n < self.min_bytes(spec) || self.threads() < 2 => None,
-            _ => Some(spec),
+            ParallelMode::Never => false,
+            ParallelMode::Auto => n >= self.min_bytes(spec) && self.threads() >= 2,
+            ParallelMode::Always => true,
         }
     }
 
@@ -338,16 +390,16 @@ impl ParallelEncoder {
     /// Encodes every planned chunk: the calling thread takes the first one
     /// while the pool takes the others (an `in_place_scope`, so the caller
     /// works instead of sleeping until a pool thread wakes up).
-    fn encode_all<F>(&self, plans: &[ChunkPlan], encode: &F) -> Result<Vec<Slot>>
+    fn encode_all<'a, F>(&self, plans: &[ChunkPlan], encode: &F) -> Result<Vec<Slot<'a>>>
     where
-        F: Fn(&ChunkPlan) -> Result<Slot> + Sync,
+        F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
     {
-        if self.threads() < 2 {
+        if self.threads() < 2 || plans.len() < 2 {
             // One thread asked for: no helper thread at all (the caller
             // would otherwise be a second one).
             return plans.iter().map(encode).collect();
         }
-        let mut results: Vec<Option<Result<Slot>>> = plans.iter().map(|_| None).collect();
+        let mut results: Vec<Option<Result<Slot<'a>>>> = plans.iter().map(|_| None).collect();
         match &self.options.pool {
             Some(pool) => pool.in_place_scope(|s| fill(s, plans, &mut results, encode)),
             None => rayon::in_place_scope(|s| fill(s, plans, &mut results, encode)),
@@ -394,39 +446,141 @@ impl ParallelEncoder {
             chunks: plans.len(),
             ..ParallelReport::default()
         };
-        let give_up = |reason: Fallback, report: ParallelReport| {
-            self.fallback(
-                reason,
+        if plans.len() < 2 {
+            return self.fallback(
+                Fallback::Edges,
                 report,
                 backend,
                 text,
                 add_special_tokens,
                 with_offsets,
-            )
-        };
-        if plans.len() < 2 {
-            return give_up(Fallback::Edges, report);
+            );
         }
-        self.metrics.encodes.increment(1);
-        let encode = |p: &ChunkPlan| -> Result<Slot> {
+        let (mut slots, pieces) = match self.merge(
+            backend,
+            spec,
+            text,
+            with_offsets,
+            &plans,
+            None,
+            0,
+            nominal,
+            &mut report,
+        )? {
+            Merged::Done(slots, pieces) => (slots, pieces),
+            Merged::GaveUp(reason) => {
+                return self.fallback(
+                    reason,
+                    report,
+                    backend,
+                    text,
+                    add_special_tokens,
+                    with_offsets,
+                );
+            }
+        };
+
+        let body: usize = pieces.iter().map(|p| p.to.saturating_sub(p.from)).sum();
+        let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
+        // The first piece starts the first chunk: adopt its buffer rather
+        // than copy it (not under a prefix, nor with offsets, which still
+        // read the slots).
+        let adopt = (!add_special_tokens || spec.prefix.is_empty())
+            && !with_offsets
+            && pieces.first().is_some_and(|p| p.from == 0);
+        let mut out = EncodingBuilder::new(
+            &spec.prefix,
+            &spec.suffix,
+            add_special_tokens,
+            if adopt { 0 } else { body },
+            with_offsets,
+        );
+        let mut rest = &pieces[..];
+        if adopt && let Some((first_piece, tail)) = pieces.split_first() {
+            let mut first = std::mem::take(&mut slots[first_piece.slot].enc.to_mut().ids);
+            if first_piece.to > first.len() {
+                return Err(out_of_range());
+            }
+            first.truncate(first_piece.to);
+            first.reserve(body - first_piece.to + spec.suffix.len());
+            out.ids = first;
+            rest = tail;
+        }
+        extend_ids(&mut out.ids, &slots, rest).ok_or_else(out_of_range)?;
+        if let Some(offsets) = out.offsets.as_mut() {
+            for p in &pieces {
+                let slot = &slots[p.slot];
+                let spans = slot
+                    .enc
+                    .offsets
+                    .as_ref()
+                    .and_then(|o| o.get(p.from..p.to))
+                    .ok_or_else(|| {
+                        Error::backend(backend.backend_name(), "chunk returned no offsets")
+                    })?;
+                offsets.extend(spans.iter().map(|&(a, b)| (slot.start + a, slot.start + b)));
+            }
+        }
+        Ok((out.finish(n, backend.backend_name())?, report))
+    }
+
+    /// The LoPT merge over planned chunks: encodes them (all but the first
+    /// when `seed` provides it), then stitches neighbours at cuts, growing a
+    /// chunk over the next where no cut holds (docs/lopt.md, C3–C10). The
+    /// last chunk (and any chunk grown to the text end) also reports spans
+    /// for its last `keep_tail` bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn merge<'a>(
+        &self,
+        backend: &dyn backend::Tokenizer,
+        spec: &SplitSpec,
+        text: &str,
+        with_offsets: bool,
+        plans: &[ChunkPlan],
+        seed: Option<Slot<'a>>,
+        keep_tail: usize,
+        nominal: usize,
+        report: &mut ParallelReport,
+    ) -> Result<Merged<'a>> {
+        let n = text.len();
+        if seed.is_none() {
+            self.metrics.encodes.increment(1);
+        }
+        let encode = |p: &ChunkPlan| -> Result<Slot<'a>> {
             let chunk = text.get(p.start..p.end).ok_or_else(|| {
                 Error::backend(backend.backend_name(), "chunk edge off a char boundary")
             })?;
+            let tail = if p.end == n {
+                p.tail.max(keep_tail)
+            } else {
+                p.tail
+            };
             let enc =
-                backend.encode_chunk(chunk, &ChunkRequest::new(p.head, p.tail, with_offsets))?;
+                backend.encode_chunk(chunk, &ChunkRequest::new(p.head, tail, with_offsets))?;
             Ok(Slot {
                 start: p.start,
                 end: p.end,
-                enc,
+                enc: Cow::Owned(enc),
             })
         };
-        let mut slots: Vec<Slot> = self.encode_all(&plans, &encode)?;
-        if !slots.iter().all(|s| s.enc.is_consistent(s.end - s.start)) {
-            return give_up(Fallback::Chunk, report);
+        let seeded = seed.is_some();
+        let mut slots: Vec<Slot<'a>> = Vec::with_capacity(plans.len() + 2);
+        if let Some(seed) = seed {
+            slots.push(seed);
+            slots.extend(self.encode_all(plans.get(1..).unwrap_or_default(), &encode)?);
+        } else {
+            slots = self.encode_all(plans, &encode)?;
+        }
+        let fresh = usize::from(seeded);
+        if !slots[fresh..]
+            .iter()
+            .all(|s| s.enc.is_consistent(s.end - s.start))
+        {
+            return Ok(Merged::GaveUp(Fallback::Chunk));
         }
 
         let slack = split::window_slack(spec);
-        let mut pieces: Vec<(usize, usize, usize)> = Vec::with_capacity(plans.len());
+        let mut pieces: Vec<Piece> = Vec::with_capacity(plans.len());
         let mut cur = 0usize;
         let mut cur_from = 0usize;
         let mut prev = PrevCut::default();
@@ -437,7 +591,13 @@ impl ParallelEncoder {
             if let Some(cut) =
                 split::find_cut(text, spec, slots[cur].view(), slots[next].view(), lo, prev)
             {
-                pieces.push((cur, cur_from, cut.left_end));
+                pieces.push(Piece {
+                    slot: cur,
+                    from: cur_from,
+                    to: cut.left_end,
+                    lo: prev.pos,
+                    hi: cut.pos,
+                });
                 report.cuts += 1;
                 report.intra_word_cuts += usize::from(cut.intra);
                 last = Some(LastCut {
@@ -455,7 +615,7 @@ impl ParallelEncoder {
             report.grows += 1;
             self.metrics.retry_no_cut.increment(1);
             if report.grows > self.options.max_retries {
-                return give_up(Fallback::Retries, report);
+                return Ok(Merged::GaveUp(Fallback::Retries));
             }
             let start = slots[cur].start;
             let (mut end, mut upto) = (plans[next].end, next + 1);
@@ -474,7 +634,7 @@ impl ParallelEncoder {
                 tail,
             })?;
             if !grown.enc.is_consistent(end - start) {
-                return give_up(Fallback::Chunk, report);
+                return Ok(Merged::GaveUp(Fallback::Chunk));
             }
             slots.push(grown);
             let g = slots.len() - 1;
@@ -495,73 +655,243 @@ impl ParallelEncoder {
                         cur_from = cut.right_start;
                         last = Some(LastCut { cut, ..l });
                     }
-                    _ => {
-                        return give_up(Fallback::Relocate, report);
-                    }
+                    _ => return Ok(Merged::GaveUp(Fallback::Relocate)),
                 }
             }
             cur = g;
             next = upto;
         }
-        pieces.push((cur, cur_from, slots[cur].enc.ids.len()));
-
-        let body: usize = pieces.iter().map(|&(_, a, b)| b.saturating_sub(a)).sum();
-        let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
-        // The first piece starts the first chunk: adopt its buffer rather
-        // than copy it (not under a prefix, nor with offsets, which still
-        // read the slots).
-        let adopt = (!add_special_tokens || spec.prefix.is_empty())
-            && !with_offsets
-            && pieces.first().is_some_and(|&(_, from, _)| from == 0);
-        let mut out = EncodingBuilder::new(
-            &spec.prefix,
-            &spec.suffix,
-            add_special_tokens,
-            if adopt { 0 } else { body },
-            with_offsets,
-        );
-        let mut rest = &pieces[..];
-        if adopt && let Some((&(s, _, to), tail)) = pieces.split_first() {
-            let mut first = std::mem::take(&mut slots[s].enc.ids);
-            if to > first.len() {
-                return Err(out_of_range());
-            }
-            first.truncate(to);
-            first.reserve(body - to + spec.suffix.len());
-            out.ids = first;
-            rest = tail;
-        }
-        for &(s, from, to) in rest {
-            let chunk_ids = slots[s].enc.ids.get(from..to).ok_or_else(out_of_range)?;
-            out.ids.extend_from_slice(chunk_ids);
-        }
-        if let Some(offsets) = out.offsets.as_mut() {
-            for &(s, from, to) in &pieces {
-                let slot = &slots[s];
-                let spans = slot
-                    .enc
-                    .offsets
-                    .as_ref()
-                    .and_then(|o| o.get(from..to))
-                    .ok_or_else(|| {
-                        Error::backend(backend.backend_name(), "chunk returned no offsets")
-                    })?;
-                offsets.extend(spans.iter().map(|&(a, b)| (slot.start + a, slot.start + b)));
-            }
-        }
-        Ok((out.finish(n, backend.backend_name())?, report))
+        pieces.push(Piece {
+            slot: cur,
+            from: cur_from,
+            to: slots[cur].enc.ids.len(),
+            lo: prev.pos,
+            hi: n,
+        });
+        Ok(Merged::Done(slots, pieces))
     }
+
+    /// Encodes `text` (no BOS/EOS) and returns, with the ids, the spans and
+    /// pre-token boundaries of its last `keep_tail` bytes: what the L1 cache
+    /// stores. With a `seed`, the seed is the first chunk of a LoPT merge
+    /// and only the text from an overlap before `seed.agree` on is encoded;
+    /// where no cut into the seed holds, the merge's own fallback (grow, then
+    /// encode in one piece) encodes the text in full. Returns `None` when
+    /// the backend's family cannot be cut (the caller encodes normally).
+    pub(crate) fn encode_windowed(
+        &self,
+        backend: &dyn backend::Tokenizer,
+        text: &str,
+        keep_tail: usize,
+        seed: Option<Seed<'_>>,
+    ) -> Result<Option<Windowed>> {
+        let Some(spec) = backend.split_spec().filter(|s| s.family.is_parallel()) else {
+            return Ok(None);
+        };
+        self.options.check()?;
+        let n = text.len();
+        let seed_given = seed.is_some();
+        let mut report = ParallelReport::default();
+        let planned = match seed {
+            Some(seed) => self
+                .seeded_plans(spec, text, &seed)
+                .map(|(plans, nominal)| {
+                    let slot = Slot {
+                        start: 0,
+                        end: seed.agree,
+                        enc: Cow::Borrowed(seed.enc),
+                    };
+                    (plans, nominal, Some(slot))
+                }),
+            None => {
+                let targets = match self.wanted(backend, n) {
+                    Some(_) => self.targets(n, spec),
+                    None => Vec::new(),
+                };
+                let nominal = n / (targets.len() + 1).max(1);
+                let radius = (nominal / 2).clamp(16, 4096);
+                let plans =
+                    split::plan_chunks(text, spec, &targets, self.options.overlap_chars, radius);
+                (plans.len() >= 2).then_some((plans, nominal, None))
+            }
+        };
+        let merged = match planned {
+            Some((plans, nominal, seed_slot)) => self.merge(
+                backend,
+                spec,
+                text,
+                false,
+                &plans,
+                seed_slot,
+                keep_tail,
+                nominal,
+                &mut report,
+            )?,
+            None => Merged::GaveUp(Fallback::Edges),
+        };
+        let (slots, pieces) = match merged {
+            Merged::Done(slots, pieces) => (slots, pieces),
+            Merged::GaveUp(reason) => {
+                if reason != Fallback::Edges || seed_given {
+                    self.metrics.fallback(reason);
+                }
+                let enc = backend.encode_chunk(text, &ChunkRequest::new(0, keep_tail, false))?;
+                if !enc.is_consistent(n) {
+                    return Err(Error::backend(
+                        backend.backend_name(),
+                        "chunk encoding inconsistent",
+                    ));
+                }
+                return Ok(Some(Windowed {
+                    enc,
+                    reused_bytes: 0,
+                    reencoded_tokens: 0,
+                    seed_failed: seed_given,
+                }));
+            }
+        };
+        let seed_cut =
+            seed_given && pieces.first().is_some_and(|p| p.slot == 0) && pieces.len() > 1;
+        let (reused_bytes, reencoded_tokens) = match (seed_cut, pieces.get(..2)) {
+            (true, Some([first, second])) => (first.hi, second.from),
+            _ => (0, 0),
+        };
+        let enc = windowed_body(backend, &slots, &pieces, n, keep_tail)?;
+        Ok(Some(Windowed {
+            enc,
+            reused_bytes,
+            reencoded_tokens,
+            seed_failed: seed_given && !seed_cut,
+        }))
+    }
+
+    /// Plans for a seeded merge: the seed covers `[0, agree)`, the first fresh
+    /// chunk starts at an allowed edge about `overlap_chars` before `agree`
+    /// (inside the seed's span window), and the rest of the text is split as
+    /// a parallel encode of it would be. `None` when no such start exists.
+    fn seeded_plans(
+        &self,
+        spec: &SplitSpec,
+        text: &str,
+        seed: &Seed<'_>,
+    ) -> Option<(Vec<ChunkPlan>, usize)> {
+        let n = text.len();
+        let m = seed.agree;
+        let slack = split::window_slack(spec);
+        // The seed knows spans from its first tail token on; the fresh chunk
+        // must start `slack` bytes inside that window.
+        let known = seed.enc.tail.first().map_or(usize::MAX, |&(s, _)| s);
+        let floor = known.checked_add(slack)?;
+        let target = split::retreat_chars(text, m, self.options.overlap_chars).max(floor);
+        if m > n || target >= m {
+            return None;
+        }
+        let b = split::find_edge(text, &spec.edges, target, floor, m)?;
+        if m - b < 2 * spec.max_token_bytes + 2 {
+            return None;
+        }
+        let rest = n - b;
+        let mut targets = vec![b];
+        if self.wanted_len(spec, rest) {
+            targets.extend(self.targets(rest, spec).into_iter().map(|t| t + b));
+        }
+        let nominal = rest / targets.len().max(1);
+        let radius = (nominal / 2).clamp(16, 4096);
+        let mut plans =
+            split::plan_chunks(text, spec, &targets, self.options.overlap_chars, radius);
+        if plans.len() < 2 || plans[1].start != b {
+            return None;
+        }
+        plans[0] = ChunkPlan {
+            start: 0,
+            end: m,
+            head: 0,
+            tail: 0,
+        };
+        plans[1].head = m - b + slack;
+        Some((plans, nominal))
+    }
+}
+
+/// Appends the ids of `pieces` to `out`; `None` when a piece is out of range.
+fn extend_ids(out: &mut Vec<u32>, slots: &[Slot<'_>], pieces: &[Piece]) -> Option<()> {
+    for p in pieces {
+        out.extend_from_slice(slots[p.slot].enc.ids.get(p.from..p.to)?);
+    }
+    Some(())
+}
+
+/// The merged ids of `pieces`, with the spans of the tokens in the last
+/// `keep_tail` bytes (as far back as the slots' windows reach without a
+/// gap) and the pre-token boundaries each piece's slot reports inside its
+/// stretch (from the last one at or before the window's start): a chunk
+/// encoding of the whole text, in text coordinates.
+fn windowed_body(
+    backend: &dyn backend::Tokenizer,
+    slots: &[Slot<'_>],
+    pieces: &[Piece],
+    n: usize,
+    keep_tail: usize,
+) -> Result<ChunkEncoding> {
+    let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
+    let total: usize = pieces.iter().map(|p| p.to.saturating_sub(p.from)).sum();
+    let mut ids = Vec::with_capacity(total);
+    extend_ids(&mut ids, slots, pieces).ok_or_else(out_of_range)?;
+    // Spans, walking back from the end until the window is covered or a
+    // slot's window leaves a gap.
+    let window_start = n.saturating_sub(keep_tail);
+    let mut spans_rev: Vec<(usize, usize)> = Vec::new();
+    'pieces: for p in pieces.iter().rev() {
+        let slot = &slots[p.slot];
+        let tf = slot.enc.tail_first;
+        let known_from = p.from.max(tf);
+        for i in (known_from..p.to).rev() {
+            let &(a, b) = slot.enc.tail.get(i - tf).ok_or_else(out_of_range)?;
+            if slot.start + b <= window_start {
+                break 'pieces;
+            }
+            spans_rev.push((slot.start + a, slot.start + b));
+        }
+        if known_from > p.from {
+            break;
+        }
+    }
+    spans_rev.reverse();
+    let tail_first = total - spans_rev.len();
+    let mut boundaries: Vec<usize> = Vec::new();
+    for p in pieces {
+        let slot = &slots[p.slot];
+        boundaries.extend(
+            slot.enc
+                .boundaries
+                .iter()
+                .map(|&x| slot.start + x)
+                .filter(|&x| (x > p.lo || (p.lo == 0 && x == 0)) && x <= p.hi),
+        );
+    }
+    let from = spans_rev.first().map_or(n, |&(a, _)| a);
+    let keep = boundaries.partition_point(|&x| x <= from).saturating_sub(1);
+    boundaries.drain(..keep);
+    Ok(ChunkEncoding {
+        ids,
+        head: Vec::new(),
+        tail_first,
+        tail: spans_rev,
+        boundaries,
+        offsets: None,
+    })
 }
 
 /// Spawns every chunk but the first on the scope's pool and encodes the
 /// first on the calling thread.
-fn fill<'s, F>(
+fn fill<'s, 'a, F>(
     scope: &rayon::Scope<'s>,
     plans: &'s [ChunkPlan],
-    results: &'s mut [Option<Result<Slot>>],
+    results: &'s mut [Option<Result<Slot<'a>>>],
     encode: &'s F,
 ) where
-    F: Fn(&ChunkPlan) -> Result<Slot> + Sync,
+    F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
+    'a: 's,
 {
     let Some((first, rest)) = results.split_first_mut() else {
         return;

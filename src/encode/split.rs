@@ -30,6 +30,18 @@ pub(crate) fn advance_chars(text: &str, pos: usize, n: usize) -> usize {
     }
 }
 
+/// The byte position `n` chars before `pos` (clamped to the text start).
+pub(crate) fn retreat_chars(text: &str, pos: usize, n: usize) -> usize {
+    let Some(head) = text.get(..pos) else {
+        return 0;
+    };
+    match head.char_indices().rev().nth(n.saturating_sub(1)) {
+        Some((i, _)) if n > 0 => i,
+        _ if n == 0 => pos,
+        _ => 0,
+    }
+}
+
 /// The first allowed edge at or after `target` and before `hi`, else the last
 /// one before `target` and after `lo`. `None` when `[lo, hi)` has none.
 pub(crate) fn find_edge(

@@ -114,6 +114,17 @@ fn windowed_mistral() -> Tokenizer {
     tok
 }
 
+/// One tokenizer per split family the prompt-cache tests cover: regex BPE
+/// (HF Llama-3.2 and Qwen3, tiktoken o200k), whole-text BPE (Gemma-3),
+/// WordPiece (MiniLM).
+pub const CACHE_MODELS: &[&str] = &[
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "Qwen/Qwen3-8B",
+    "google/gemma-3-4b-it",
+    "sentence-transformers/all-MiniLM-L6-v2",
+    "o200k_base",
+];
+
 /// The 11 hub tokenizers in the shared cache.
 pub const HUB_MODELS: &[&str] = &[
     "meta-llama/Meta-Llama-3-8B-Instruct",
