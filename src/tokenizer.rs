@@ -34,6 +34,7 @@ pub(crate) struct TokenizerInfo {
     pub chat_template_override: Option<PathBuf>,
 }
 
+#[derive(Clone)]
 struct Inner {
     backend: Arc<dyn backend::Tokenizer>,
     info: TokenizerInfo,
@@ -138,19 +139,16 @@ impl Tokenizer {
         if self.inner.parallel.options() == &options {
             return self.clone();
         }
+        self.derive(|inner| inner.parallel = inner.parallel.with_options(options))
+    }
+
+    /// A new handle sharing everything with this one but what `change` sets
+    /// (the backend, caches and lazily built facts stay shared).
+    fn derive(&self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = (*self.inner).clone();
+        change(&mut inner);
         Self {
-            inner: Arc::new(Inner {
-                backend: Arc::clone(&self.inner.backend),
-                info: self.inner.info.clone(),
-                metrics: self.inner.metrics.clone(),
-                parallel: self.inner.parallel.with_options(options),
-                chat: Arc::clone(&self.inner.chat),
-                budget: Arc::clone(&self.inner.budget),
-                request: Arc::clone(&self.inner.request),
-                l0: self.inner.l0.clone(),
-                l1: self.inner.l1.clone(),
-                cache_options: self.inner.cache_options.clone(),
-            }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -181,23 +179,7 @@ impl Tokenizer {
             self.inner.info.config.as_deref(),
         )?;
         let compiled = ChatTemplate::from_text(template, &specials)?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                backend: Arc::clone(&self.inner.backend),
-                info: self.inner.info.clone(),
-                metrics: self.inner.metrics.clone(),
-                parallel: self
-                    .inner
-                    .parallel
-                    .with_options(self.inner.parallel.options().clone()),
-                chat: Arc::new(ChatSlot::Ready(compiled)),
-                budget: Arc::clone(&self.inner.budget),
-                request: Arc::clone(&self.inner.request),
-                l0: self.inner.l0.clone(),
-                l1: self.inner.l1.clone(),
-                cache_options: self.inner.cache_options.clone(),
-            }),
-        })
+        Ok(self.derive(|inner| inner.chat = Arc::new(ChatSlot::Ready(compiled))))
     }
 
     /// This handle's parallel-encoding options.
@@ -328,23 +310,12 @@ impl Tokenizer {
         if self.inner.cache_options == options {
             return self.clone();
         }
-        let inner = &*self.inner;
-        Self {
-            inner: Arc::new(Inner {
-                backend: Arc::clone(&inner.backend),
-                info: inner.info.clone(),
-                metrics: inner.metrics.clone(),
-                parallel: inner
-                    .parallel
-                    .with_options(inner.parallel.options().clone()),
-                chat: Arc::clone(&inner.chat),
-                budget: Arc::clone(&inner.budget),
-                request: Arc::clone(&inner.request),
-                l0: L0Cache::new(&options, inner.backend.backend_name()).map(Arc::new),
-                l1: L1Cache::new(&options, inner.backend.backend_name()).map(Arc::new),
-                cache_options: options,
-            }),
-        }
+        self.derive(|inner| {
+            let name = inner.backend.backend_name();
+            inner.l0 = L0Cache::new(&options, name).map(Arc::new);
+            inner.l1 = L1Cache::new(&options, name).map(Arc::new);
+            inner.cache_options = options;
+        })
     }
 
     /// This handle's prompt-cache options.
@@ -604,27 +575,13 @@ impl Tokenizer {
     /// The same tokenizer with another context length (for sources whose
     /// configs lack one; the GGUF loader sets `context_length` here).
     pub fn with_context_length(&self, tokens: usize) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                backend: Arc::clone(&self.inner.backend),
-                info: self.inner.info.clone(),
-                metrics: self.inner.metrics.clone(),
-                parallel: self
-                    .inner
-                    .parallel
-                    .with_options(self.inner.parallel.options().clone()),
-                chat: Arc::clone(&self.inner.chat),
-                budget: Arc::new(BudgetFacts {
-                    context_length: Some(tokens),
-                    special_overhead: self.inner.budget.special_overhead.clone(),
-                    space_starts_tokens: self.inner.budget.space_starts_tokens.clone(),
-                }),
-                request: Arc::clone(&self.inner.request),
-                l0: self.inner.l0.clone(),
-                l1: self.inner.l1.clone(),
-                cache_options: self.inner.cache_options.clone(),
-            }),
-        }
+        let budget = &self.inner.budget;
+        let budget = Arc::new(BudgetFacts {
+            context_length: Some(tokens),
+            special_overhead: budget.special_overhead.clone(),
+            space_starts_tokens: budget.space_starts_tokens.clone(),
+        });
+        self.derive(|inner| inner.budget = budget)
     }
 
     /// Checks that a prompt of `prompt_tokens` plus a completion of

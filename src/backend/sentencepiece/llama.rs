@@ -98,14 +98,11 @@ pub(crate) fn segment(
     if text.is_empty() {
         return;
     }
-    let Ok(total) = u32::try_from(text.len()) else {
-        out.push((0, text.len()));
-        return;
-    };
-    if total == NONE {
+    if text.len() > MAX_FRAGMENT_BYTES {
         out.push((0, text.len()));
         return;
     }
+    let total = text.len() as u32;
     let symbols = &mut scratch.symbols;
     symbols.clear();
     let mut offs = 0u32;

@@ -117,6 +117,19 @@ struct ChunkState {
 }
 
 impl ChunkState {
+    /// A state that collects ids only (no spans, no chunk edges).
+    fn ids_only(ids: Vec<u32>) -> Self {
+        Self {
+            ids,
+            spans: Vec::new(),
+            known: Vec::new(),
+            bounds: Vec::new(),
+            head: 0,
+            tail_from: usize::MAX,
+            all: false,
+        }
+    }
+
     fn touches(&self, start: usize, end: usize) -> bool {
         self.all || start < self.head || end > self.tail_from
     }
@@ -508,15 +521,7 @@ impl TiktokenBackend {
         {
             return Ok(());
         }
-        let mut st = ChunkState {
-            ids: std::mem::take(out),
-            spans: Vec::new(),
-            known: Vec::new(),
-            bounds: Vec::new(),
-            head: 0,
-            tail_from: usize::MAX,
-            all: false,
-        };
+        let mut st = ChunkState::ids_only(std::mem::take(out));
         let result = self.regex_ordinary(text, 0, &mut st);
         *out = st.ids;
         result
@@ -726,15 +731,7 @@ mod tests {
                 engine.map(|e| e.encode(text, &mut fast_ids, None)),
                 Some(Ok(true))
             );
-            let mut st = ChunkState {
-                ids: Vec::new(),
-                spans: Vec::new(),
-                known: Vec::new(),
-                bounds: Vec::new(),
-                head: 0,
-                tail_from: usize::MAX,
-                all: false,
-            };
+            let mut st = ChunkState::ids_only(Vec::new());
             backend.regex_ordinary(text, 0, &mut st).unwrap();
             assert_eq!(fast_ids, st.ids, "{}", enc.name());
             let mut ids = Vec::new();
