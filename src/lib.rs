@@ -145,7 +145,7 @@ pub mod __fuzz {
 /// Internals the route-equivalence tests compare (not a stable API).
 #[doc(hidden)]
 pub mod __testing {
-    pub use crate::load::testing::{hf_json, spm_route};
+    pub use crate::load::testing::{hf_json, hf_json_assembled, spm_route};
 }
 
 /// Test helpers (feature `test-util`).

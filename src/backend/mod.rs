@@ -14,6 +14,14 @@ pub(crate) mod sentencepiece;
 pub(crate) mod tiktoken;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
+
+/// Word-cache slots per encoding thread for the BPE models this crate builds
+/// (`tokenizer.json` BPEs and tiktoken encodings; DESIGN.md claim 281): four
+/// times `tokenizers`' default of 65,536, which a multi-megabyte prompt's
+/// distinct words overflow, so the cache thrashes and encode time grows
+/// faster than the text (claim 248). 32 bytes a slot: 8 MiB per thread that
+/// encodes.
+pub(crate) const BPE_WORD_CACHE_SLOTS: usize = 1 << 18;
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::special::SpecialTokens;

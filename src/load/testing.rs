@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backend::hf::HfBackend;
+use crate::backend::hf::{HfBackend, Routes};
 use crate::config::TokenizerConfig;
 use crate::error::{Error, Result};
 use crate::load::Format;
@@ -14,12 +14,41 @@ use crate::{PromptCacheOptions, Tokenizer};
 /// Loads the `tokenizer.json` at `path` (configs beside it), with the
 /// SentencePiece route (DESIGN.md claims 230–238) on or off, the L0 cache off.
 pub fn hf_json(path: &Path, policy: SpecialTokenPolicy, spm_route: bool) -> Result<Tokenizer> {
+    let routes = Routes {
+        spm: spm_route,
+        ..Routes::default()
+    };
+    hf_json_routed(path, policy, routes).map(|(tokenizer, _)| tokenizer)
+}
+
+/// Loads the `tokenizer.json` at `path` with the assembled BPE pipeline
+/// (claims 280–286) allowed or not, the SentencePiece route off (so encodes
+/// run on the pipeline); the flag says whether it was assembled.
+pub fn hf_json_assembled(
+    path: &Path,
+    policy: SpecialTokenPolicy,
+    assemble: bool,
+) -> Result<(Tokenizer, bool)> {
+    let routes = Routes {
+        assemble,
+        spm: false,
+    };
+    hf_json_routed(path, policy, routes)
+}
+
+fn hf_json_routed(
+    path: &Path,
+    policy: SpecialTokenPolicy,
+    routes: Routes,
+) -> Result<(Tokenizer, bool)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let config = TokenizerConfig::read_dir(dir)?;
-    let backend = HfBackend::from_json_routed(path, &text, &config, policy, false, spm_route)?;
-    Ok(Tokenizer::from_backend(Arc::new(backend), Format::HfJson)
-        .with_prompt_cache(PromptCacheOptions::off()))
+    let backend = HfBackend::from_json_routed(path, &text, &config, policy, false, routes)?;
+    let assembled = backend.assembled();
+    let tokenizer = Tokenizer::from_backend(Arc::new(backend), Format::HfJson)
+        .with_prompt_cache(PromptCacheOptions::off());
+    Ok((tokenizer, assembled))
 }
 
 /// Whether a `tokenizer.json` text runs on the SentencePiece route: `Ok`,

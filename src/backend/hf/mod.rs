@@ -8,6 +8,7 @@
 //!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
 
 mod align;
+mod assemble;
 mod chunk;
 mod spm_route;
 mod vocab;
@@ -57,6 +58,27 @@ pub(crate) struct HfBackend {
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
+    /// Built by [`assemble`] (claims 280–286).
+    assembled: bool,
+}
+
+/// Which of the fast routes a load may take; both on except in the
+/// route-equivalence tests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Routes {
+    /// SentencePiece-BPE files on the native engine (claims 230–238).
+    pub spm: bool,
+    /// BPE pipelines built by [`assemble`] (claims 280–286).
+    pub assemble: bool,
+}
+
+impl Default for Routes {
+    fn default() -> Self {
+        Self {
+            spm: true,
+            assemble: true,
+        }
+    }
 }
 
 /// Runs a `tokenizers` call that may panic on a file validation missed.
@@ -72,7 +94,11 @@ fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
 /// A tokenizer that loads must encode. `tokenizers` 1.0 accepts a `Split`
 /// pre-tokenizer regex it has no engine for and fails on every encode; such a
 /// file is refused here, with the pattern, instead.
-fn probe(path: &Path, pipe: &PipelineTokenizer, value: &serde_json::Value) -> Result<()> {
+pub(super) fn probe(
+    path: &Path,
+    pipe: &PipelineTokenizer,
+    value: &serde_json::Value,
+) -> Result<()> {
     let options = EncodeOptions {
         add_special_tokens: false,
         encode_special_tokens: false,
@@ -122,44 +148,68 @@ impl HfBackend {
         policy: SpecialTokenPolicy,
         keep_padding_truncation: bool,
     ) -> Result<Self> {
-        Self::from_json_routed(path, json, config, policy, keep_padding_truncation, true)
+        Self::from_json_routed(
+            path,
+            json,
+            config,
+            policy,
+            keep_padding_truncation,
+            Routes::default(),
+        )
     }
 
-    /// [`from_json`](Self::from_json); `spm_route == false` keeps every
-    /// file on `tokenizers` (the route-equivalence tests compare both).
+    /// [`from_json`](Self::from_json) with routes switched off (the
+    /// route-equivalence tests compare both sides).
     pub(crate) fn from_json_routed(
         path: &Path,
         json: &str,
         config: &TokenizerConfig,
         policy: SpecialTokenPolicy,
         keep_padding_truncation: bool,
-        spm_route: bool,
+        routes: Routes,
     ) -> Result<Self> {
-        let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             Error::parse(
                 path,
                 format!("line {}, column {}: {e}", e.line(), e.column()),
             )
         })?;
-        let vocab = Vocab::read(path, &value)?;
         // tokenizers 1.0 reads only its canonical (version 2.0) form; older
-        // files are upgraded in memory by its own converter.
-        // `tokenizers` is handed only files `Vocab::read` validated; a panic
-        // that validation missed is still caught and reported as a parse error.
-        let canonical;
-        let json = if value.get("version").and_then(serde_json::Value::as_str) == Some("2.0") {
-            json
-        } else {
+        // files are upgraded by its own converter. Only the skeleton (the file
+        // without `model.vocab` and `model.merges`, a few KB) is upgraded here;
+        // the model is built from the tables as read (`assemble`, claim 282).
+        let legacy = value.get("version").and_then(serde_json::Value::as_str) != Some("2.0");
+        let mut skeleton = assemble::skeleton(&value);
+        if legacy {
             no_panic(path, "upgrading tokenizer.json", || {
-                tokenizers::canonicalize_value(&mut value)
+                tokenizers::canonicalize_value(&mut skeleton)
             })?
             .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
-            canonical = serde_json::to_string(&value)
-                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
-            canonical.as_str()
+        }
+        // The pipeline build and this crate's tables are independent reads of
+        // the same document: they run side by side (claim 283). `Vocab::read`
+        // validates what `tokenizers` would panic on, and `assemble` checks
+        // the same before its model build; the vocabulary's error comes first.
+        let (pipe, vocab) = rayon::join(
+            || {
+                if routes.assemble {
+                    assemble::bpe_pipeline(path, &value, &skeleton, legacy)
+                } else {
+                    Ok(None)
+                }
+            },
+            || Vocab::read(path, &value),
+        );
+        let vocab = vocab?;
+        // Anything `assemble` does not recognise is read whole, after
+        // `Vocab::read` has validated it (as before claim 282).
+        let (pipe, assembled) = match pipe? {
+            Some(pipe) => (pipe, true),
+            None => (Self::read_whole(path, json, &value, legacy)?, false),
         };
-        let pipe = no_panic(path, "tokenizer.json", || tokenizers::from_json(json))?
-            .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        // The rest reads the canonical document: the skeleton with the tables
+        // put back (merges keep their spelling; `spm_route` reads both).
+        let value = assemble::reattach(skeleton, value);
         probe(path, &pipe, &value)?;
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
@@ -238,7 +288,7 @@ impl HfBackend {
         };
         let file_padding = keep_padding_truncation
             && (pipe.get_padding().is_some() || pipe.get_truncation().is_some());
-        let spm = if !spm_route {
+        let spm = if !routes.spm {
             Err("the route is switched off".to_owned())
         } else if file_padding {
             Err("padding or truncation kept from the file".to_owned())
@@ -263,7 +313,39 @@ impl HfBackend {
             id: chunk::next_backend_id(),
             pieces,
             spm,
+            assembled,
         })
+    }
+
+    /// Whether the pipeline was built by [`assemble`] (one model build, this
+    /// crate's word cache) rather than read whole by `tokenizers`.
+    pub(crate) fn assembled(&self) -> bool {
+        self.assembled
+    }
+
+    /// `tokenizers`' own read of the whole document (`json`, parsed as
+    /// `value`), upgraded to the canonical form first when `legacy`.
+    fn read_whole(
+        path: &Path,
+        json: &str,
+        value: &serde_json::Value,
+        legacy: bool,
+    ) -> Result<PipelineTokenizer> {
+        let canonical;
+        let json = if legacy {
+            let mut full = value.clone();
+            no_panic(path, "upgrading tokenizer.json", || {
+                tokenizers::canonicalize_value(&mut full)
+            })?
+            .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            canonical = serde_json::to_string(&full)
+                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            canonical.as_str()
+        } else {
+            json
+        };
+        no_panic(path, "tokenizer.json", || tokenizers::from_json(json))?
+            .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))
     }
 
     /// `Ok` when encodes run on the SentencePiece engine, else why not.

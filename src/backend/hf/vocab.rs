@@ -395,8 +395,39 @@ fn wordpiece_cleanup(s: &str) -> String {
 /// Token lengths and ids within what `tokenizers` stores and what the tables
 /// built from them may cost (DESIGN.md, "Limits"); checked before either is built.
 fn check_entries(path: &Path, entries: &[(String, u32)]) -> Result<()> {
+    check_entry_iter(path, entries.iter().map(|(t, id)| (t.as_str(), *id)))
+}
+
+/// What `tokenizers`' BPE build needs to neither panic nor size a table by a
+/// hostile id: [`check_entries`] and [`check_merges`] on the tables
+/// [`super::assemble`] hands to `PipelineBPE::from_config`.
+pub(super) fn check_bpe_tables(
+    path: &Path,
+    vocab: &tokenizers::models::bpe::Vocab,
+    merges: &[(String, String)],
+    prefix: Option<&str>,
+) -> Result<()> {
+    if vocab.is_empty() {
+        return Err(Error::parse(
+            path,
+            "the BPE model has an empty vocabulary, which tokenizers 1.0 cannot load",
+        ));
+    }
+    check_entry_iter(path, vocab.iter().map(|(t, id)| (t.as_str(), *id)))?;
+    check_merge_pairs(
+        path,
+        |t| vocab.contains_key(t),
+        merges.iter().map(|(a, b)| Some((a.as_str(), b.as_str()))),
+        prefix,
+    )
+}
+
+fn check_entry_iter<'a>(
+    path: &Path,
+    entries: impl Iterator<Item = (&'a str, u32)> + Clone,
+) -> Result<()> {
     if let Some((token, _)) = entries
-        .iter()
+        .clone()
         .find(|(t, _)| t.len() > limits::MAX_TOKEN_BYTES)
     {
         return Err(limits::refused(
@@ -408,12 +439,9 @@ fn check_entries(path: &Path, entries: &[(String, u32)]) -> Result<()> {
             ),
         ));
     }
-    let max_id = entries
-        .iter()
-        .map(|(_, id)| u64::from(*id))
-        .max()
-        .unwrap_or(0);
-    limits::check_id(path, "token", max_id, entries.len())
+    let count = entries.clone().count();
+    let max_id = entries.map(|(_, id)| u64::from(id)).max().unwrap_or(0);
+    limits::check_id(path, "token", max_id, count)
 }
 
 /// Every merge must join two vocabulary entries into a third: `tokenizers`
@@ -431,17 +459,31 @@ fn check_merges(
     }
     let vocab: rustc_hash::FxHashSet<&str> =
         model_entries.iter().map(|(t, _)| t.as_str()).collect();
+    check_merge_pairs(
+        path,
+        |t| vocab.contains(t),
+        merges.iter().map(MergeView::pair),
+        prefix,
+    )
+}
+
+fn check_merge_pairs<'a>(
+    path: &Path,
+    contains: impl Fn(&str) -> bool,
+    merges: impl Iterator<Item = Option<(&'a str, &'a str)>>,
+    prefix: Option<&str>,
+) -> Result<()> {
     let prefix_len = prefix.map_or(0, str::len);
     let mut merged = String::new();
-    for (rank, merge) in merges.iter().enumerate() {
-        let Some((a, b)) = merge.pair() else {
+    for (rank, merge) in merges.enumerate() {
+        let Some((a, b)) = merge else {
             return Err(Error::parse(
                 path,
                 format!("merge {rank} is not a pair of tokens"),
             ));
         };
         let bad = |why: &str| Error::parse(path, format!("merge {rank} ({a:?} {b:?}): {why}"));
-        if !vocab.contains(a) || !vocab.contains(b) {
+        if !contains(a) || !contains(b) {
             return Err(bad("a side is not in the vocabulary"));
         }
         let rest = b
@@ -450,7 +492,7 @@ fn check_merges(
         merged.clear();
         merged.push_str(a);
         merged.push_str(rest);
-        if !vocab.contains(merged.as_str()) {
+        if !contains(merged.as_str()) {
             return Err(bad("the merged token is not in the vocabulary"));
         }
     }

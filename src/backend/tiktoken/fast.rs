@@ -197,6 +197,7 @@ impl FastBpe {
                 merges: list,
                 byte_level: true,
                 ignore_merges: true,
+                cache_capacity: crate::backend::BPE_WORD_CACHE_SLOTS,
                 ..BpeConfig::default()
             })
         }))

@@ -1,0 +1,381 @@
+//! Builds a `tokenizer.json` BPE pipeline with one model build, with the
+//! word-cache size this crate chooses (DESIGN.md claims 280–286).
+//!
+//! `tokenizers::from_json` re-parses the whole file and builds the BPE model
+//! with a fixed 65,536-slot word cache per thread, which thrashes on long
+//! documents (claim 248). Here the model is built once with
+//! `PipelineBPE::from_config` from the vocabulary and merges this crate has
+//! already parsed, and every other component comes from `tokenizers`' own
+//! reader run on the file with the vocabulary and merges taken out (a
+//! *skeleton*, a few KB): the reader stays the one authority on what the
+//! normalizers, pre-tokenizer, post-processor and decoder mean. Only the
+//! normalizers (not `Clone`) are rebuilt here, and they are used only when
+//! their `Debug` form equals the reader's. Anything this module does not
+//! recognise returns `None`, and the caller takes the plain `from_json` path.
+//!
+//! Performance notes: the skeleton is canonicalised instead of the whole
+//! document, and the caller runs this build beside [`super::vocab::Vocab::read`]
+//! (`rayon::join`), so load time is about the model build alone.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use tokenizers::models::bpe::{BpeConfig, Merges, PipelineBPE, Vocab as BpeVocab};
+use tokenizers::normalizers::prepend::Prepend;
+use tokenizers::normalizers::replace::{Replace, ReplacePattern};
+use tokenizers::normalizers::strip::Strip;
+use tokenizers::normalizers::unicode::{NFC, NFD, NFKC, NFKD};
+use tokenizers::normalizers::utils::Lowercase;
+use tokenizers::pipeline::{NormalizerChain, PipelineModel, PipelineNormalizer, PipelineTokenizer};
+use tokenizers::vocab::bucket_added_vocabulary::{
+    AddedToken, AddedVocabulary as BucketAddedVocabulary,
+};
+
+use super::no_panic;
+use super::vocab::check_bpe_tables;
+use crate::backend::byte_level;
+use crate::error::{Error, Result};
+
+/// The document with `model.vocab` and `model.merges` replaced by empty
+/// values of the same JSON kind (what `canonicalize_value` looks at).
+pub(super) fn skeleton(value: &Value) -> Value {
+    let Some(root) = value.as_object() else {
+        return value.clone();
+    };
+    let mut out = Map::with_capacity(root.len());
+    for (key, v) in root {
+        let v = match (key.as_str(), v.as_object()) {
+            ("model", Some(model)) => {
+                let mut m = Map::with_capacity(model.len());
+                for (k, mv) in model {
+                    let mv = match (k.as_str(), mv) {
+                        ("vocab" | "merges", Value::Array(_)) => Value::Array(Vec::new()),
+                        ("vocab", Value::Object(_)) => Value::Object(Map::new()),
+                        _ => mv.clone(),
+                    };
+                    m.insert(k.clone(), mv);
+                }
+                Value::Object(m)
+            }
+            _ => v.clone(),
+        };
+        out.insert(key.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// `canonical` (a skeleton) with `full`'s `model.vocab` and `model.merges`
+/// moved back in: the canonical document, except that a legacy file's merges
+/// keep their `"a b"` spelling.
+pub(super) fn reattach(mut canonical: Value, mut full: Value) -> Value {
+    let (Some(model), Some(full_model)) = (
+        canonical.get_mut("model").and_then(Value::as_object_mut),
+        full.get_mut("model").and_then(Value::as_object_mut),
+    ) else {
+        return canonical;
+    };
+    for key in ["vocab", "merges"] {
+        if let Some(table) = full_model.remove(key) {
+            model.insert(key.to_owned(), table);
+        }
+    }
+    canonical
+}
+
+/// Builds the BPE pipeline of `full` (the document as read) whose canonical
+/// skeleton is `canonical`; `None` when the file is not a BPE this module
+/// recognises. `legacy` says `full` is not version 2.0 (its merges may be
+/// `"a b"` strings, which the canonical form spells as pairs).
+pub(super) fn bpe_pipeline(
+    path: &Path,
+    full: &Value,
+    canonical: &Value,
+    legacy: bool,
+) -> Result<Option<PipelineTokenizer>> {
+    let Some(model) = canonical.get("model").and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    if model.get("type").and_then(Value::as_str) != Some("BPE") {
+        return Ok(None);
+    }
+    let Some(full_model) = full.get("model") else {
+        return Ok(None);
+    };
+    let Some(options) = bpe_options(model) else {
+        return Ok(None);
+    };
+    let Some(normalizers) = normalizers(canonical.get("normalizer").filter(|n| !n.is_null()))
+    else {
+        return Ok(None);
+    };
+    let Some(added) = added_tokens(canonical.get("added_tokens")) else {
+        return Ok(None);
+    };
+    // `tokenizers`' reader on the skeleton: every component but the model.
+    let Some(frame) = frame(path, canonical, &options) else {
+        return Ok(None);
+    };
+    if format!("{normalizers:?}") != format!("{:?}", frame.get_normalizers())
+        || !same_options(&frame, &options)
+    {
+        return Ok(None);
+    }
+    // The reader's pipeline must encode (a `Split` regex it has no engine for
+    // is refused here), and only then is its pre-tokenizer cloned: `Split`'s
+    // `Clone` recompiles the pattern and unwraps.
+    super::probe(path, &frame, canonical)?;
+    let pre_tokenizer = no_panic(path, "pre_tokenizer", || frame.get_pre_tokenizer().clone())?;
+    let decoder = no_panic(path, "decoder", || frame.get_decoder().cloned())?;
+    let Some(vocab) = full_model.get("vocab").and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    let mut table = BpeVocab::default();
+    table.reserve(vocab.len());
+    for (token, id) in vocab {
+        let id = id
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| Error::parse(path, format!("vocab entry {token:?} has a bad id")))?;
+        table.insert(token.clone(), id);
+    }
+    let merges = merge_list(path, full_model.get("merges"), legacy)?;
+    check_bpe_tables(
+        path,
+        &table,
+        &merges,
+        options.continuing_subword_prefix.as_deref(),
+    )?;
+
+    let declared = match normalizers.last() {
+        Some(PipelineNormalizer::Metaspace(_)) => &normalizers[..normalizers.len() - 1],
+        _ => &normalizers[..],
+    };
+    let mut added_vocabulary = BucketAddedVocabulary::new();
+    no_panic(path, "added tokens", || {
+        added_vocabulary.add_tokens(
+            added,
+            table.len(),
+            |t| table.get(t).copied(),
+            Some(&NormalizerChain(declared)),
+        )
+    })?
+    .map_err(|e| Error::parse(path, format!("added tokens: {e}")))?;
+    let bpe = no_panic(path, "building the BPE model", || {
+        PipelineBPE::from_config(BpeConfig {
+            vocab: table,
+            merges,
+            cache_capacity: crate::backend::BPE_WORD_CACHE_SLOTS,
+            ..options
+        })
+    })?
+    .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+    let post_processor = canonical
+        .get("post_processor")
+        .map_or_else(|| Ok("null".to_owned()), serde_json::to_string)
+        .map_err(|e| Error::parse(path, e.to_string()))?;
+    let post_processor = no_panic(path, "post_processor", || {
+        tokenizers::post_processor_from_json(&post_processor)
+    })?
+    .map_err(|e| Error::parse(path, format!("post_processor: {e}")))?;
+    Ok(Some(PipelineTokenizer::from_parts(
+        added_vocabulary,
+        normalizers,
+        pre_tokenizer,
+        PipelineModel::BPE(bpe),
+        post_processor,
+        decoder,
+        frame.get_role_to_token().clone(),
+        frame.get_padding().cloned(),
+        frame.get_truncation().cloned(),
+    )))
+}
+
+/// A JSON field as `tokenizers`' reader sees it: `null` is absent.
+fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+/// The model options as `tokenizers`' `read_bpe` reads them.
+fn bpe_options(model: &Map<String, Value>) -> Option<BpeConfig> {
+    let text = |k| field(model, k).and_then(Value::as_str).map(str::to_owned);
+    let flag = |k| field(model, k).and_then(Value::as_bool).unwrap_or_default();
+    Some(BpeConfig {
+        byte_level: field(model, "byte_level")?.as_bool()?,
+        dropout: field(model, "dropout")
+            .and_then(Value::as_f64)
+            .map(|v| v as f32),
+        unk_token: text("unk_token"),
+        continuing_subword_prefix: text("continuing_subword_prefix"),
+        end_of_word_suffix: text("end_of_word_suffix"),
+        fuse_unk: flag("fuse_unk"),
+        byte_fallback: flag("byte_fallback"),
+        ignore_merges: flag("ignore_merges"),
+        ..BpeConfig::default()
+    })
+}
+
+/// Whether the skeleton's model, as the reader built it, has the options
+/// read here (the atoms that matter for its kind).
+fn same_options(frame: &PipelineTokenizer, options: &BpeConfig) -> bool {
+    let PipelineModel::BPE(bpe) = frame.get_model() else {
+        return false;
+    };
+    let Ok(read) = bpe.to_config() else {
+        return false;
+    };
+    // `to_config` spells an empty affix as `None`; the build reads both alike.
+    let affix = |a: &Option<String>| a.clone().filter(|a| !a.is_empty());
+    read.byte_level == options.byte_level
+        && affix(&read.continuing_subword_prefix) == affix(&options.continuing_subword_prefix)
+        && affix(&read.end_of_word_suffix) == affix(&options.end_of_word_suffix)
+        && (options.byte_level
+            || (read.unk_token == options.unk_token
+                && read.fuse_unk == options.fuse_unk
+                && read.byte_fallback == options.byte_fallback))
+}
+
+/// `tokenizers`' reader on the skeleton, with a vocabulary of the atoms its
+/// build requires (bytes, byte-fallback pieces, the unknown token) and no
+/// merges; `None` if it fails (the caller's full read then reports why).
+fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<PipelineTokenizer> {
+    let mut atoms: Vec<String> = Vec::new();
+    if options.byte_level {
+        let table = byte_level::byte_to_char_table();
+        atoms.extend((0..=255u8).map(|b| byte_level::spell(&[b], &table)));
+    }
+    if options.byte_fallback {
+        atoms.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    }
+    atoms.extend(options.unk_token.clone());
+    // `tokenizers` panics building an empty store; one inert entry avoids it.
+    atoms.push("\u{10FFFF}".to_owned());
+    let mut vocab = Map::with_capacity(atoms.len());
+    for (id, atom) in atoms.into_iter().enumerate() {
+        vocab.insert(atom, Value::from(id));
+    }
+    let mut doc = canonical.clone();
+    let model = doc.get_mut("model")?.as_object_mut()?;
+    model.insert("vocab".into(), Value::Object(vocab));
+    model.insert("merges".into(), Value::Array(Vec::new()));
+    let text = serde_json::to_string(&doc).ok()?;
+    no_panic(path, "tokenizer.json", || tokenizers::from_json(&text))
+        .ok()?
+        .ok()
+}
+
+/// The merge list as pairs. A legacy file's `"a b"` strings are split as
+/// `tokenizers`' upgrade does: exactly two parts, `#version` lines dropped.
+fn merges_error(path: &Path, rank: usize, what: &str) -> Error {
+    Error::parse(path, format!("merge {rank}: {what}"))
+}
+
+fn merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<Merges> {
+    let Some(list) = merges.and_then(Value::as_array) else {
+        return Err(Error::parse(path, "the BPE model has no `merges` array"));
+    };
+    let mut out = Merges::with_capacity(list.len());
+    for (rank, entry) in list.iter().enumerate() {
+        match entry {
+            Value::Array(pair) => match pair.as_slice() {
+                [Value::String(a), Value::String(b)] => out.push((a.clone(), b.clone())),
+                _ => return Err(merges_error(path, rank, "not a pair of strings")),
+            },
+            Value::String(s) if legacy => {
+                if s.starts_with("#version") {
+                    continue;
+                }
+                let mut parts = s.split(' ');
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(a), Some(b), None) => out.push((a.to_owned(), b.to_owned())),
+                    _ => return Err(merges_error(path, rank, "not two tokens split by a space")),
+                }
+            }
+            _ => return Err(merges_error(path, rank, "not a [left, right] pair")),
+        }
+    }
+    Ok(out)
+}
+
+/// `added_tokens` in ascending id order (stable), as `tokenizers` replays them.
+fn added_tokens(list: Option<&Value>) -> Option<Vec<AddedToken>> {
+    let Some(list) = list.filter(|l| !l.is_null()) else {
+        return Some(Vec::new());
+    };
+    let list = list.as_array()?;
+    let mut order: Vec<(u32, usize)> = Vec::with_capacity(list.len());
+    for (i, entry) in list.iter().enumerate() {
+        let id = entry.get("id")?.as_u64()?;
+        order.push((u32::try_from(id).ok()?, i));
+    }
+    order.sort_unstable();
+    order
+        .into_iter()
+        .map(|(_, i)| {
+            let entry = list.get(i)?.as_object()?;
+            let flag = |k| field(entry, k).and_then(Value::as_bool);
+            Some(AddedToken {
+                content: entry.get("content")?.as_str()?.to_owned(),
+                single_word: flag("single_word")?,
+                lstrip: flag("lstrip")?,
+                rstrip: flag("rstrip")?,
+                normalized: flag("normalized")?,
+                special: flag("special")?,
+            })
+        })
+        .collect()
+}
+
+/// The normalizer chain, flattened, for the kinds built here; `None` for
+/// any other kind (the caller then reads the whole file with `from_json`).
+fn normalizers(cfg: Option<&Value>) -> Option<Vec<PipelineNormalizer>> {
+    let mut out = Vec::new();
+    if let Some(cfg) = cfg {
+        push_normalizer(cfg, &mut out)?;
+    }
+    Some(out)
+}
+
+fn push_normalizer(cfg: &Value, out: &mut Vec<PipelineNormalizer>) -> Option<()> {
+    let obj = cfg.as_object()?;
+    let text = |k| field(obj, k).and_then(Value::as_str);
+    let flag = |k| field(obj, k).and_then(Value::as_bool);
+    match obj.get("type")?.as_str()? {
+        "Sequence" => {
+            let empty = Vec::new();
+            let members = field(obj, "normalizers")
+                .and_then(Value::as_array)
+                .unwrap_or(&empty);
+            for member in members {
+                push_normalizer(member, out)?;
+            }
+        }
+        "NFC" => out.push(PipelineNormalizer::NFC(NFC)),
+        "NFD" => out.push(PipelineNormalizer::NFD(NFD)),
+        "NFKC" => out.push(PipelineNormalizer::NFKC(NFKC)),
+        "NFKD" => out.push(PipelineNormalizer::NFKD(NFKD)),
+        "Lowercase" => out.push(PipelineNormalizer::Lowercase(Lowercase)),
+        "Strip" => out.push(PipelineNormalizer::Strip(Strip::new(
+            flag("strip_left")?,
+            flag("strip_right")?,
+        ))),
+        "Prepend" => out.push(PipelineNormalizer::Prepend(Prepend::new(
+            text("prepend")?.to_owned(),
+        ))),
+        "Replace" => {
+            let pattern = field(obj, "pattern")?.as_object()?;
+            let pattern = match (
+                field(pattern, "String").and_then(Value::as_str),
+                field(pattern, "Regex").and_then(Value::as_str),
+            ) {
+                (Some(s), _) => ReplacePattern::String(s.to_owned()),
+                (None, Some(r)) => ReplacePattern::Regex(r.to_owned()),
+                (None, None) => return None,
+            };
+            out.push(PipelineNormalizer::Replace(
+                Replace::new(pattern, text("content")?).ok()?,
+            ));
+        }
+        _ => return None,
+    }
+    Some(())
+}
