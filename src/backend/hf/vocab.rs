@@ -399,8 +399,13 @@ fn check_entries(path: &Path, entries: &[(String, u32)]) -> Result<()> {
 }
 
 /// What `tokenizers`' BPE build needs to neither panic nor size a table by a
-/// hostile id: [`check_entries`] and [`check_merges`] on the tables
-/// [`super::assemble`] hands to `PipelineBPE::from_config`.
+/// hostile id, on the tables [`super::assemble`] hands to
+/// `PipelineBPE::from_config`: [`check_entries`], and for each merge the two
+/// slice bounds its build relies on (the right side at least as long as
+/// `continuing_subword_prefix`, the product no longer than the longest
+/// entry). A side or product missing from the vocabulary is an error there,
+/// not a panic, and [`Vocab::read`] reports it first (claim 283). No hashing:
+/// this runs on the load's critical path.
 pub(super) fn check_bpe_tables(
     path: &Path,
     vocab: &tokenizers::models::bpe::Vocab,
@@ -414,12 +419,21 @@ pub(super) fn check_bpe_tables(
         ));
     }
     check_entry_iter(path, vocab.iter().map(|(t, id)| (t.as_str(), *id)))?;
-    check_merge_pairs(
-        path,
-        |t| vocab.contains_key(t),
-        merges.iter().map(|(a, b)| Some((a.as_str(), b.as_str()))),
-        prefix,
-    )
+    let longest = vocab.keys().map(String::len).max().unwrap_or(0);
+    let prefix_len = prefix.map_or(0, str::len);
+    for (rank, (a, b)) in merges.iter().enumerate() {
+        let fits = b
+            .len()
+            .checked_sub(prefix_len)
+            .is_some_and(|rest| a.len() + rest <= longest);
+        if !fits {
+            return Err(Error::parse(
+                path,
+                format!("merge {rank} ({a:?} {b:?}): the merged token is not in the vocabulary"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_entry_iter<'a>(
