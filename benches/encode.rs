@@ -241,12 +241,48 @@ fn metrics_overhead(c: &mut Criterion) {
     g.finish();
 }
 
+/// A thread that encodes with two models in turn (a router serving both):
+/// each keeps its warm scratch and word cache (claim 281), so a 1 KiB encode
+/// costs what it costs with one model. Both the tiktoken engine and the
+/// `tokenizer.json` chunk encoder (offsets) are timed.
+fn alternating_models(c: &mut Criterion) {
+    let input = text(1 << 10);
+    let mut g = c.benchmark_group("alternating_models/1KiB");
+    g.throughput(Throughput::Bytes(2 * input.len() as u64));
+    let pairs = [
+        ("o200k+cl100k", load("o200k_base"), load("cl100k_base")),
+        (
+            "llama3+qwen3",
+            load("meta-llama/Meta-Llama-3-8B-Instruct"),
+            load("Qwen/Qwen3-8B"),
+        ),
+    ];
+    for (name, a, b) in &pairs {
+        a.warm_up();
+        b.warm_up();
+        g.bench_function(format!("{name}/one_model_twice"), |bench| {
+            bench.iter(|| {
+                a.encode_with_offsets(black_box(&input), false).unwrap();
+                a.encode_with_offsets(black_box(&input), false).unwrap()
+            })
+        });
+        g.bench_function(format!("{name}/alternating"), |bench| {
+            bench.iter(|| {
+                a.encode_with_offsets(black_box(&input), false).unwrap();
+                b.encode_with_offsets(black_box(&input), false).unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     encode_hf,
     encode_tiktoken,
     tiktoken_corpus,
     load_time,
-    metrics_overhead
+    metrics_overhead,
+    alternating_models
 );
 criterion_main!(benches);

@@ -21,7 +21,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use tokenizers::pipeline::{
     Model, Normalizer, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher,
     PipelineToken, PreTokenizer, PreTokenizerScratch, Span, normalize_all,
@@ -37,25 +36,18 @@ use unicode_normalization::{IsNormalized, is_nfc_quick};
 
 const NAME: &str = "hf";
 
-/// A fresh id per backend, so a thread's cached scratch is never used with
-/// another tokenizer's model.
-pub(super) fn next_backend_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-struct Scratch {
-    owner: u64,
+/// One chunk encoder's working memory (the BPE word cache lives in it).
+pub(super) struct Scratch {
     model: PipelineModelScratch,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
     one: Vec<PipelineToken>,
 }
 
-thread_local! {
-    /// One warm scratch per thread (the BPE word cache lives in it); no lock.
-    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
-}
+/// A warm [`Scratch`] per thread and backend, without a lock: a thread that
+/// encodes with two models keeps both warm (a word cache is megabytes to
+/// make, claim 281).
+pub(super) type ScratchSlots = thread_local::ThreadLocal<RefCell<Option<Scratch>>>;
 
 fn err(e: impl std::fmt::Display) -> Error {
     Error::backend(NAME, e.to_string())
@@ -491,18 +483,16 @@ impl HfBackend {
         bounds: bool,
         specials_as_text: bool,
     ) -> Result<ChunkEncoding> {
-        let mut scratch = SCRATCH
-            .with(|cell| cell.borrow_mut().take())
-            .filter(|s| s.owner == self.id)
-            .unwrap_or_else(|| Scratch {
-                owner: self.id,
-                model: self.pipe.get_model().init_scratch(),
-                pre: PreTokenizerScratch::default(),
-                spans: Vec::new(),
-                one: Vec::new(),
-            });
+        let slot = self.scratch.get_or_default();
+        // Taken out, not borrowed: a nested encode on this thread makes its own.
+        let mut scratch = slot.take().unwrap_or_else(|| Scratch {
+            model: self.pipe.get_model().init_scratch(),
+            pre: PreTokenizerScratch::default(),
+            spans: Vec::new(),
+            one: Vec::new(),
+        });
         let result = self.encode_chunk_with(text, request, bounds, specials_as_text, &mut scratch);
-        SCRATCH.with(|cell| *cell.borrow_mut() = Some(scratch));
+        slot.replace(Some(scratch));
         result
     }
 

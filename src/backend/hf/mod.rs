@@ -51,8 +51,8 @@ pub(crate) struct HfBackend {
     file_padding: bool,
     /// How the parallel encoder may cut this tokenizer's encodes.
     split: SplitSpec,
-    /// Identifies this backend's scratch in the chunk encoder's thread-local cache.
-    id: u64,
+    /// The chunk encoder's warm scratch per thread.
+    scratch: chunk::ScratchSlots,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
     /// A SentencePiece conversion on the native engine (claims 230–238),
@@ -310,7 +310,7 @@ impl HfBackend {
             specials_as_text,
             file_padding,
             split,
-            id: chunk::next_backend_id(),
+            scratch: chunk::ScratchSlots::new(),
             pieces,
             spm,
             assembled,

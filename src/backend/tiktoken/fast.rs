@@ -18,7 +18,6 @@
 //! tiktoken's regex engine (claim 197) is left to the regex path.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::FxHashMap;
 use tokenizers::SplitDelimiterBehavior;
@@ -134,20 +133,17 @@ pub(crate) struct FastBpe {
     model: PipelineBPE,
     /// cl100k: join the last two pre-tokens of a segment when both are whitespace.
     end_fix: bool,
-    /// Identifies this engine's scratch in the thread-local cache.
-    id: u64,
+    /// A warm scratch per thread, without a lock: a thread that encodes with
+    /// two encodings keeps both warm (a word cache is megabytes to make,
+    /// claim 281).
+    scratch: thread_local::ThreadLocal<RefCell<Option<Scratch>>>,
 }
 
 struct Scratch {
-    owner: u64,
     model: BpeScratch,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
     tokens: Vec<PipelineToken>,
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
 }
 
 impl FastBpe {
@@ -212,12 +208,11 @@ impl FastBpe {
         if split.grammar().is_none() {
             return Err(FastError::Pattern);
         }
-        static NEXT: AtomicU64 = AtomicU64::new(1);
         Ok(Self {
             split,
             model,
             end_fix,
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            scratch: thread_local::ThreadLocal::new(),
         })
     }
 
@@ -237,23 +232,21 @@ impl FastBpe {
         if u32::try_from(text.len()).is_err() || super::unicode::needs_regex(text) {
             return Ok(false);
         }
-        let mut scratch = SCRATCH
-            .with(|cell| cell.borrow_mut().take())
-            .filter(|s| s.owner == self.id)
-            .unwrap_or_else(|| Scratch {
-                owner: self.id,
-                model: self.model.init_scratch(),
-                pre: PreTokenizerScratch::default(),
-                spans: Vec::new(),
-                tokens: Vec::new(),
-            });
+        let slot = self.scratch.get_or_default();
+        // Taken out, not borrowed: a nested encode on this thread makes its own.
+        let mut scratch = slot.take().unwrap_or_else(|| Scratch {
+            model: self.model.init_scratch(),
+            pre: PreTokenizerScratch::default(),
+            spans: Vec::new(),
+            tokens: Vec::new(),
+        });
         let result = self.encode_with(text, out, bounds, &mut scratch);
         // Large buffers are not kept past a huge input.
         if scratch.tokens.capacity() > 1 << 20 {
             scratch.tokens = Vec::new();
             scratch.spans = Vec::new();
         }
-        SCRATCH.with(|cell| *cell.borrow_mut() = Some(scratch));
+        slot.replace(Some(scratch));
         result.map(|()| true)
     }
 
