@@ -64,6 +64,23 @@ TOKENIZERS = {
         "spm",
         "fixtures/sentencepiece/mistral-tokenizer.model.v1",
     ),
+    # Mistral's v3 instruct model: 770 control and user-defined pieces.
+    "mistral-v3-model": (
+        "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+        "spm",
+        "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+    ),
+    # sentencepiece's own test models (UNIGRAM, nfkc).
+    "spm-test-unigram": (
+        "fixtures/sentencepiece/spm-test_model.model",
+        "spm",
+        "fixtures/sentencepiece/spm-test_model.model",
+    ),
+    "spm-ja-unigram": (
+        "fixtures/sentencepiece/spm-test_ja_model.model",
+        "spm",
+        "fixtures/sentencepiece/spm-test_ja_model.model",
+    ),
 }
 
 

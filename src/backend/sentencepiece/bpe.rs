@@ -98,7 +98,8 @@ impl PartialOrd for Entry {
 #[derive(Debug, Default)]
 pub(crate) struct BpeScratch {
     seg: Vec<Sym>,
-    cand: Vec<(u32, u32)>,
+    cand: Vec<u64>,
+    cand_merged: Vec<u32>,
     prev: Vec<u32>,
     next: Vec<u32>,
     heap: Vec<Entry>,
@@ -136,11 +137,21 @@ impl BpeScratch {
 /// can be borrowed alongside).
 struct Work<'a> {
     seg: &'a mut Vec<Sym>,
-    cand: &'a mut Vec<(u32, u32)>,
+    cand: &'a mut Vec<u64>,
+    cand_merged: &'a mut Vec<u32>,
     prev: &'a mut Vec<u32>,
     next: &'a mut Vec<u32>,
     heap: &'a mut Vec<Entry>,
     out: &'a mut Vec<(u32, u32)>,
+}
+
+/// [`Bpe::merge_small`]'s buffers: packed candidates, the merged id of each
+/// candidate, and the symbol links.
+struct SmallWork<'a> {
+    cand: &'a mut Vec<u64>,
+    merged: &'a mut Vec<u32>,
+    prev: &'a mut Vec<u32>,
+    next: &'a mut Vec<u32>,
 }
 
 /// Records one final piece for the memo as (id, byte length). With byte
@@ -513,6 +524,7 @@ impl Bpe {
         let mut work = Work {
             seg: &mut scratch.seg,
             cand: &mut scratch.cand,
+            cand_merged: &mut scratch.cand_merged,
             prev: &mut scratch.prev,
             next: &mut scratch.next,
             heap: &mut scratch.heap,
@@ -541,6 +553,7 @@ impl Bpe {
         let BpeScratch {
             seg,
             cand,
+            cand_merged,
             prev,
             next,
             heap,
@@ -555,6 +568,7 @@ impl Bpe {
         let mut work = Work {
             seg,
             cand,
+            cand_merged,
             prev,
             next,
             heap,
@@ -632,13 +646,13 @@ impl Bpe {
             if with_dummy {
                 chunk.extend_from_slice(SPACE_MARK);
             }
-            for &b in raw {
-                if b == b' ' {
-                    chunk.extend_from_slice(SPACE_MARK);
-                } else {
-                    chunk.push(b);
-                }
+            let mut rest = raw;
+            while let Some(q) = memchr::memchr(b' ', rest) {
+                chunk.extend_from_slice(&rest[..q]);
+                chunk.extend_from_slice(SPACE_MARK);
+                rest = &rest[q + 1..];
             }
+            chunk.extend_from_slice(rest);
         };
         let mut built = false;
         if with_dummy {
@@ -711,8 +725,9 @@ impl Bpe {
         }
     }
 
-    /// sentencepiece's algorithm on the whole text at once.
-    fn encode_global<S: PieceSink>(
+    /// sentencepiece's algorithm on the whole text at once (also the
+    /// reference the fast paths are tested against).
+    pub(super) fn encode_global<S: PieceSink>(
         &self,
         vocab: &Vocab,
         matcher: &PrefixMatcher,
@@ -785,6 +800,9 @@ impl Bpe {
         let mut pos = 0usize;
         let mut prev_code = u32::MAX;
         let mut prev_cp = usize::MAX;
+        // Byte length of the previous character; 0 right after a frozen
+        // symbol (then `pos == seg_start`) or at the start.
+        let mut prev_len = 0usize;
         while pos < n {
             let b = buf[pos];
             if use_matcher && self.ud_lead[usize::from(b)] {
@@ -808,6 +826,7 @@ impl Bpe {
                     self.emit(vocab, buf, base, &frozen, sink);
                     pos += len;
                     seg_start = pos;
+                    prev_len = 0;
                     continue;
                 }
             }
@@ -819,12 +838,14 @@ impl Bpe {
                 (l, pack_char(c), bmp_cp(c).unwrap_or(usize::MAX))
             };
             if pos != seg_start && !self.adjacent_cp(prev_code, prev_cp, code, cp) {
-                self.flush(
+                let last = (prev_len, prev_cp);
+                let seg = (seg_start, pos);
+                self.close(
                     vocab,
                     buf,
                     base,
-                    seg_start,
-                    pos,
+                    seg,
+                    last,
                     cache.as_deref_mut(),
                     work,
                     sink,
@@ -833,9 +854,69 @@ impl Bpe {
             }
             prev_code = code;
             prev_cp = cp;
+            prev_len = l;
             pos += l;
         }
-        self.flush(vocab, buf, base, seg_start, n, cache, work, sink);
+        let last = (prev_len, prev_cp);
+        self.close(vocab, buf, base, (seg_start, n), last, cache, work, sink);
+    }
+
+    /// Ends the segment `buf[start..end]` whose last character has byte
+    /// length and BMP code point `last` (length 0: unknown): a segment of
+    /// that one character goes out directly, any other through
+    /// [`flush`](Self::flush).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn close<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        buf: &[u8],
+        base: usize,
+        (start, end): (usize, usize),
+        (last_len, last_cp): (usize, usize),
+        cache: Option<&mut WordCache>,
+        work: &mut Work<'_>,
+        sink: &mut S,
+    ) {
+        if last_len != 0 && end.saturating_sub(start) == last_len {
+            self.emit_char(vocab, buf, base, start, last_len, last_cp, sink);
+        } else {
+            self.flush(vocab, buf, base, start, end, cache, work, sink);
+        }
+    }
+
+    /// Emits the one-character segment `buf[start..start + len]` (BMP code
+    /// point `cp`, or `usize::MAX`): nothing merges, so its symbol is final.
+    /// An ordinary piece goes out as `plain_one`, as a memo hit would.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn emit_char<S: PieceSink>(
+        &self,
+        vocab: &Vocab,
+        buf: &[u8],
+        base: usize,
+        start: usize,
+        len: usize,
+        cp: usize,
+        sink: &mut S,
+    ) {
+        let c = buf.get(start..start + len).unwrap_or_default();
+        let id = match self.bmp_id.get(cp) {
+            Some(&id) => id,
+            None => self.char_id(c),
+        };
+        let sym = Sym {
+            start,
+            len: len as u32,
+            id,
+            frozen: false,
+        };
+        let f = self.final_id(vocab, &sym);
+        if f != vocab.unk_id_raw() && f != NO_ID {
+            sink.plain_one(base + start, len, f);
+        } else {
+            sink.piece(base + start, c, f);
+        }
     }
 
     /// Merges and emits the segment `buf[start..end]` (no frozen symbols
@@ -905,7 +986,15 @@ impl Bpe {
             return;
         }
         if w.seg.len() > 1 {
-            self.merge_small(w.seg, w.cand);
+            self.merge_small(
+                w.seg,
+                &mut SmallWork {
+                    cand: w.cand,
+                    merged: w.cand_merged,
+                    prev: w.prev,
+                    next: w.next,
+                },
+            );
         }
         w.out.clear();
         let unk = vocab.unk_id_raw();
@@ -924,33 +1013,70 @@ impl Bpe {
 
     /// O(k^2) merging for short segments: repeatedly merge the best pair
     /// (highest key, leftmost on ties), which is the pair the heap would pop.
-    fn merge_small(&self, seg: &mut Vec<Sym>, cand: &mut Vec<(u32, u32)>) {
+    /// Symbols stay in place (a merged-away one gets length 0, linked out
+    /// through `next`/`prev`), so a merge costs one branch-free max scan over
+    /// packed candidates ([`pack_cand`]) and two pair lookups, never a shift
+    /// of the symbol array.
+    fn merge_small(&self, seg: &mut Vec<Sym>, w: &mut SmallWork<'_>) {
+        let k = seg.len();
+        let SmallWork {
+            cand,
+            merged,
+            prev,
+            next,
+        } = w;
         cand.clear();
-        for w in seg.windows(2) {
-            cand.push(self.pair(&w[0], &w[1]).unwrap_or((0, NO_ID)));
+        merged.clear();
+        for (i, p) in seg.windows(2).enumerate() {
+            let (c, m) = self.cand_of(&p[0], &p[1], i);
+            cand.push(c);
+            merged.push(m);
         }
+        // The last symbol has no right neighbour.
+        cand.push(0);
+        merged.push(NO_ID);
+        prev.clear();
+        next.clear();
+        prev.extend((0..k as u32).map(|i| i.wrapping_sub(1)));
+        next.extend(1..=k as u32);
         loop {
-            let mut best: Option<usize> = None;
-            let mut best_key = 0u32;
-            for (i, &(key, merged)) in cand.iter().enumerate() {
-                if merged != NO_ID && (best.is_none() || key > best_key) {
-                    best = Some(i);
-                    best_key = key;
+            let best = cand.iter().copied().max().unwrap_or(0);
+            if best == 0 {
+                break;
+            }
+            let i = unpack_cand(best);
+            let j = next[i] as usize;
+            let (Some(&right), Some(&m)) = (seg.get(j), merged.get(i)) else {
+                break;
+            };
+            seg[i].len += right.len;
+            seg[i].id = m;
+            seg[j].len = 0;
+            cand[j] = 0;
+            let nj = next[j];
+            next[i] = nj;
+            match seg.get(nj as usize) {
+                Some(r) => {
+                    prev[nj as usize] = i as u32;
+                    (cand[i], merged[i]) = self.cand_of(&seg[i], r, i);
                 }
+                None => cand[i] = 0,
             }
-            let Some(i) = best else { break };
-            let merged = cand[i].1;
-            let right_len = seg[i + 1].len;
-            seg[i].len += right_len;
-            seg[i].id = merged;
-            seg.remove(i + 1);
-            cand.remove(i);
-            if i < cand.len() {
-                cand[i] = self.pair(&seg[i], &seg[i + 1]).unwrap_or((0, NO_ID));
+            let p = prev[i] as usize;
+            if let Some(l) = seg.get(p) {
+                (cand[p], merged[p]) = self.cand_of(l, &seg[i], p);
             }
-            if i > 0 {
-                cand[i - 1] = self.pair(&seg[i - 1], &seg[i]).unwrap_or((0, NO_ID));
-            }
+        }
+        seg.retain(|s| s.len != 0);
+    }
+
+    /// [`pair`](Self::pair) packed for [`merge_small`](Self::merge_small):
+    /// (candidate, merged id); candidate 0 when the pair does not merge.
+    #[inline]
+    fn cand_of(&self, a: &Sym, b: &Sym, i: usize) -> (u64, u32) {
+        match self.pair(a, b) {
+            Some((key, m)) => (pack_cand(key, i), m),
+            None => (0, NO_ID),
         }
     }
 
@@ -1102,6 +1228,21 @@ impl Bpe {
             None => sink.piece(base + start, w, unk),
         }
     }
+}
+
+/// A merge candidate of [`Bpe::merge_small`] as one integer whose order is
+/// the heap's: a set validity bit, the order key, then `255 - i` so that of
+/// two equal keys the leftmost pair (smaller left index `i`) is larger.
+/// `i < 256` (segments there have at most [`SMALL_SEGMENT`] symbols).
+#[inline]
+fn pack_cand(key: u32, i: usize) -> u64 {
+    (1 << 40) | (u64::from(key) << 8) | (255 - (i as u64 & 0xFF))
+}
+
+/// The left index of a [`pack_cand`] value.
+#[inline]
+fn unpack_cand(c: u64) -> usize {
+    255 - (c & 0xFF) as usize
 }
 
 /// The packed code of the character that ends just before `text[q]`

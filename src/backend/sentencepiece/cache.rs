@@ -6,15 +6,20 @@
 //! Two tiers:
 //! - "inline": keys of at most 16 bytes whose result is at most 4 ordinary
 //!   pieces with ids below 2^24; a 32-byte slot holds key, ids and piece
-//!   lengths; 2-way set-associative (a set is one cache line). An entry whose
-//!   set is full goes to the arena tier instead (so a cyclic workload does
-//!   not thrash); only at the size cap is the older way replaced;
+//!   lengths; 2-way set-associative (a set is one cache line) with two
+//!   candidate sets per key, filled less loaded first. An entry whose sets
+//!   are full goes to the arena tier instead (so a cyclic workload does
+//!   not thrash); only when both tiers are at their size cap is the older
+//!   way replaced;
 //! - "arena": keys of at most [`MAX_KEY`] bytes with any result; open
-//!   addressing, cleared wholesale when full.
+//!   addressing, cleared wholesale when full. Its cap (32,768 entries) holds
+//!   the distinct long chunks of a 1 MiB code or math file (about 11,000 of
+//!   over 16 bytes, measured); at a quarter of that a steady workload
+//!   cleared it every pass and missed on most long chunks.
 //!
 //! Both tables start small and double (rehashing) up to a cap, so an idle
 //! thread or a small workload costs little memory; at the cap a thread uses
-//! about 2.5 MiB per model (at most four models per thread).
+//! about 5 MiB per model on text (at most four models per thread).
 
 use std::hash::Hasher;
 
@@ -31,7 +36,7 @@ const WAYS: usize = 2;
 const INLINE_MIN_SETS: usize = 1 << 9;
 const INLINE_MAX_SETS: usize = 1 << 15;
 const ARENA_MIN_SLOTS: usize = 1 << 8;
-const ARENA_MAX_SLOTS: usize = 1 << 14;
+const ARENA_MAX_SLOTS: usize = 1 << 16;
 
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
@@ -130,14 +135,19 @@ fn prefetch_read<T>(r: &T) {
     let _ = r;
 }
 
-/// First slot of the set for `key` in a table of `sets` sets.
+/// First slots of the two sets `key` may live in, in a table of `sets`
+/// sets (two-choice hashing: an entry whose first set is full takes its
+/// second, so at half load almost nothing overflows to the arena).
 #[inline]
-fn set_start(key: u128, len: usize, sets: usize) -> usize {
+fn set_starts(key: u128, len: usize, sets: usize) -> (usize, usize) {
     let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29) ^ (len as u64))
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     // Fibonacci hashing: the top bits are the well-mixed ones.
     let bits = sets.trailing_zeros();
-    ((h >> (64 - bits)) as usize & (sets - 1)) * WAYS
+    let first = (h >> (64 - bits)) as usize & (sets - 1);
+    let h2 = (h ^ (h >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let second = (h2 >> (64 - bits)) as usize & (sets - 1);
+    (first * WAYS, second * WAYS)
 }
 
 #[inline]
@@ -166,8 +176,10 @@ impl WordCache {
         if self.inline.is_empty() || len > INLINE_KEY || len == 0 {
             return None;
         }
-        let i = set_start(key, len, self.inline.len() / WAYS);
-        for slot in self.inline.get(i..i + WAYS)? {
+        let (i, j) = set_starts(key, len, self.inline.len() / WAYS);
+        let first = self.inline.get(i..i + WAYS)?;
+        let second = self.inline.get(j..j + WAYS)?;
+        for slot in first.iter().chain(second) {
             if slot.klen as usize == len && slot.key == key {
                 let mut hit = InlineHit {
                     ids: [0; INLINE_IDS],
@@ -192,11 +204,10 @@ impl WordCache {
         if self.inline.is_empty() {
             return;
         }
-        if let Some(slot) = self
-            .inline
-            .get(set_start(key, len, self.inline.len() / WAYS))
-        {
-            prefetch_read(slot);
+        let (i, j) = set_starts(key, len, self.inline.len() / WAYS);
+        if let (Some(a), Some(b)) = (self.inline.get(i), self.inline.get(j)) {
+            prefetch_read(a);
+            prefetch_read(b);
         }
     }
 
@@ -232,21 +243,27 @@ impl WordCache {
     /// set drops its older way. Returns whether the slot was placed and
     /// whether it took an empty way.
     fn place_inline(table: &mut [InlineSlot], slot: InlineSlot, evict: bool) -> (bool, bool) {
-        let i = set_start(slot.key, usize::from(slot.klen), table.len() / WAYS);
-        let Some(set) = table.get_mut(i..i + WAYS) else {
-            return (false, false);
+        let (i, j) = set_starts(slot.key, usize::from(slot.klen), table.len() / WAYS);
+        let free = |at: usize| {
+            table
+                .get(at..at + WAYS)
+                .map_or(0, |set| set.iter().filter(|s| s.klen == 0).count())
         };
-        match set.iter().position(|s| s.klen == 0) {
-            Some(e) => {
+        // The less loaded of the two sets (the first on a tie).
+        let at = if free(j) > free(i) { j } else { i };
+        if let Some(set) = table.get_mut(at..at + WAYS) {
+            if let Some(e) = set.iter().position(|s| s.klen == 0) {
                 set[e] = slot;
-                (true, true)
+                return (true, true);
             }
-            None if evict => {
+        }
+        match table.get_mut(i..i + WAYS) {
+            Some(set) if evict => {
                 set.copy_within(0..WAYS - 1, 1);
                 set[0] = slot;
                 (true, false)
             }
-            None => (false, false),
+            _ => (false, false),
         }
     }
 
@@ -257,6 +274,19 @@ impl WordCache {
         for s in old.into_iter().filter(|s| s.klen != 0) {
             if Self::place_inline(&mut self.inline, s, false).1 {
                 self.inline_entries += 1;
+            } else {
+                // Both sets full in the larger table (rare): keep the entry
+                // in the arena rather than drop it.
+                let key = s.key.to_le_bytes();
+                let klen = usize::from(s.klen).min(INLINE_KEY);
+                let n = usize::from(s.nids).min(INLINE_IDS);
+                let mut vals = [(0u32, 0u32); INLINE_IDS];
+                for (k, v) in vals.iter_mut().enumerate().take(n) {
+                    let b = &s.ids[3 * k..3 * k + 3];
+                    let id = u32::from(b[0]) | (u32::from(b[1]) << 8) | (u32::from(b[2]) << 16);
+                    *v = (id, u32::from((s.lens >> (4 * k)) & 0xF) + 1);
+                }
+                self.insert_arena(&key[..klen], &vals[..n]);
             }
         }
     }
@@ -292,12 +322,23 @@ impl WordCache {
                 slot.ids[3 * k..3 * k + 3].copy_from_slice(&id.to_le_bytes()[..3]);
                 slot.lens |= ((len - 1) as u16) << (4 * k);
             }
-            if let (true, took_empty) = Self::place_inline(&mut self.inline, slot, at_cap) {
+            // A full set evicts only at the cap and when the arena is full
+            // too: until then the entry goes to the arena, so a working set
+            // that fits the two tiers together stops missing after one pass.
+            let arena_full = self.entries * 2 >= ARENA_MAX_SLOTS;
+            if let (true, took_empty) =
+                Self::place_inline(&mut self.inline, slot, at_cap && arena_full)
+            {
                 self.inline_entries += usize::from(took_empty);
                 return;
             }
-            // Set full below the cap: keep the entry in the arena tier.
+            // Set full: keep the entry in the arena tier.
         }
+        self.insert_arena(key, vals);
+    }
+
+    /// Memoizes `key` -> `vals` in the arena tier.
+    fn insert_arena(&mut self, key: &[u8], vals: &[(u32, u32)]) {
         if self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
             if self.slots.len() < ARENA_MAX_SLOTS {
                 self.grow_arena();
@@ -456,6 +497,27 @@ mod tests {
             assert!(
                 d.get_inline(kk, kl).is_some() || d.get_arena(key.as_bytes()).is_some(),
                 "{key}"
+            );
+        }
+        // Two-choice placement (the less loaded set): few short entries
+        // overflow into the arena (simulated: 38 of these 3000; with one
+        // set per key, 448).
+        assert!(d.entries <= 60, "{} of 3000 in the arena", d.entries);
+        // At the inline cap with room in the arena, a full set overflows
+        // there rather than evicting: every entry stays findable.
+        let mut e = WordCache::new(3);
+        let n = (INLINE_MAX_SETS * WAYS) as u32;
+        for i in 0..n {
+            e.insert(&i.to_le_bytes(), &[(i % (1 << 24), 4)], true);
+        }
+        assert_eq!(e.inline.len(), INLINE_MAX_SETS * WAYS);
+        assert!(e.entries * 2 < ARENA_MAX_SLOTS);
+        for i in 0..n {
+            let key = i.to_le_bytes();
+            let (kk, kl) = k(&key);
+            assert!(
+                e.get_inline(kk, kl).is_some() || e.get_arena(&key).is_some(),
+                "{i}"
             );
         }
         let mut set = CacheSet::default();

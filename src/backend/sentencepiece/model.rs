@@ -1371,11 +1371,179 @@ impl PieceSink for OffsetSink<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::SentencePieceModel;
+    use super::super::bpe::BpeScratch;
+    use super::{Engine, IdSink, SentencePieceModel};
+    use proptest::prelude::*;
 
     #[test]
     fn model_is_send_and_sync() {
         fn check<T: Send + Sync + 'static>() {}
         check::<SentencePieceModel>();
+    }
+
+    fn shared() -> std::path::PathBuf {
+        std::env::var_os("RTOK_SHARED_DIR")
+            .map_or_else(|| "../shared".into(), std::path::PathBuf::from)
+    }
+
+    /// Mistral's v1 (no user-defined pieces) and v3 (20 user-defined, 750
+    /// control pieces) BPE models: both take the raw fast path.
+    fn bpe_models() -> Vec<SentencePieceModel> {
+        [
+            "mistral-tokenizer.model.v1",
+            "mistral_instruct_tokenizer_240323.model.v3",
+        ]
+        .iter()
+        .map(|name| {
+            let p = shared().join("fixtures/sentencepiece").join(name);
+            let data = std::fs::read(&p)
+                .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", p.display()));
+            let m = SentencePieceModel::from_bytes(&data).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(m.raw_engine().is_some(), "{name} should take the raw path");
+            m
+        })
+        .collect()
+    }
+
+    /// sentencepiece's own algorithm: normalize, then one heap over the
+    /// whole text (no safe-boundary cuts, no memo, no short-segment scan,
+    /// no one-character shortcut).
+    fn reference(m: &SentencePieceModel, text: &str) -> Vec<u32> {
+        let Engine::Bpe(b) = &m.engine else {
+            panic!("not a BPE model")
+        };
+        let mut normalized = Vec::new();
+        m.normalizer
+            .normalize(text.as_bytes(), &mut normalized, None, Some(&m.matcher));
+        let mut ids = Vec::new();
+        let mut sink = IdSink {
+            model: m,
+            ids: &mut ids,
+            is_prev_unk: false,
+        };
+        b.encode_global(
+            &m.vocab,
+            &m.matcher,
+            &normalized,
+            &mut BpeScratch::default(),
+            &mut sink,
+        );
+        ids
+    }
+
+    /// Hostile pieces: space runs (U+2581 U+2581 merges), the literal space
+    /// mark, user-defined and control surfaces, characters outside the
+    /// vocabulary (byte fallback), astral and combining characters, CJK.
+    const ALPHABET: &[&str] = &[
+        " ",
+        "  ",
+        "    ",
+        "\u{2581}",
+        "\n",
+        "\t",
+        "a",
+        "e",
+        "t",
+        "h",
+        "in",
+        "the",
+        "ing",
+        "er",
+        "0",
+        "12",
+        ".",
+        "(",
+        ")",
+        "_",
+        "->",
+        "{",
+        "'",
+        "\"",
+        "中",
+        "文",
+        "的",
+        "。",
+        "日本",
+        "ü",
+        "é",
+        "\u{301}",
+        "𝔸",
+        "😀",
+        "\u{0}",
+        "\u{FFFD}",
+        "<s>",
+        "[INST]",
+        "[/INST]",
+        "[TOOL_CALLS]",
+        "<unk>",
+        "ꙮ",
+        "ᚠ",
+        "\u{10FFFF}",
+    ];
+
+    fn hostile() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(ALPHABET), 0..160).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(192))]
+        /// The fast paths (raw chunks, safe-boundary segments, the memo in
+        /// both tiers, the short-segment scan, one-character segments) give
+        /// sentencepiece's ids on hostile text, whatever the memo holds:
+        /// each text is encoded cold or warm depending on earlier cases,
+        /// then again (a hit), and the memo is shared across cases.
+        #[test]
+        fn fast_paths_match_whole_text_heap(texts in prop::collection::vec(hostile(), 1..4)) {
+            thread_local! {
+                static MODELS: Vec<SentencePieceModel> = bpe_models();
+            }
+            MODELS.with(|models| {
+                for m in models {
+                    for t in texts.iter().chain(texts.iter()) {
+                        prop_assert_eq!(m.encode(t), reference(m, t), "{:?}", t);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
+
+    /// Slices of every corpus category (long chunks, the heap path for
+    /// segments over 64 symbols, a memo far past its first growth), twice.
+    #[test]
+    fn corpus_slices_match_whole_text_heap() {
+        let models = bpe_models();
+        let corpus = shared().join("corpus");
+        let mut dirs: Vec<_> = std::fs::read_dir(&corpus)
+            .unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        assert!(!dirs.is_empty());
+        for dir in dirs {
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            files.sort();
+            for f in files.iter().take(2) {
+                let Ok(text) = std::fs::read_to_string(f) else {
+                    continue;
+                };
+                // 24 KiB from the start, cut on a character boundary.
+                let mut end = text.len().min(24 << 10);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let t = &text[..end];
+                for m in &models {
+                    let want = reference(m, t);
+                    assert_eq!(m.encode(t), want, "{}", f.display());
+                    assert_eq!(m.encode(t), want, "{} (memo warm)", f.display());
+                }
+            }
+        }
     }
 }
