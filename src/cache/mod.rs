@@ -40,12 +40,13 @@ pub(crate) mod prefix;
 /// hundreds of short conversations, evicted least recently used), for texts
 /// of at least `l1_min_bytes` (8 KiB), in blocks of 1 KiB. Why off: a prompt
 /// that finds no entry pays for the spans of its last bytes, the probes and
-/// being stored, measured at +55% (64 KB) and more at 16 KB over a plain
-/// encode (Llama-3, DESIGN.md claims 257–258), which one-off long prompts
-/// (retrieval, single-shot requests) would pay for nothing. Conversational
-/// traffic gains: turn `k + 1` starts with turn `k`'s prompt, entries share
-/// the prefix they extend, and with L1 the last turn of a 128K-token
-/// conversation encoded 10.9–18× faster in our last run (a loaded machine). Only
+/// being stored, measured at +55–88% (64 KB) and +173–221% (16 KB) over a
+/// plain encode (Llama-3, DESIGN.md claims 257–258), which one-off long
+/// prompts (retrieval, single-shot requests) would pay for nothing.
+/// Conversational traffic gains: turn `k + 1` starts with turn `k`'s prompt,
+/// entries share the prefix they extend, and with L1 the last turn of a
+/// 128K-token conversation encoded 7.9–20.8× faster in our runs (a loaded
+/// machine). Only
 /// [`Tokenizer::encode`](crate::Tokenizer::encode) (and so `encode_chat`)
 /// uses it, and only for tokenizers whose
 /// [`split_family`](crate::Tokenizer::split_family) can be cut.
