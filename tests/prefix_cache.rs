@@ -274,6 +274,69 @@ fn multi_turn_chat_sequences_are_lossless() {
     }
 }
 
+/// Entries share their prefixes with the entries they extend (claims
+/// 250–253): long chains of turns (past the depth at which a chain is
+/// stored whole again), edits in the middle of a chain that then grow a
+/// branch, revisits of old turns, and two conversations interleaved in
+/// caches from 1 byte to 16 MiB, so parents and children are evicted in
+/// every order while their chains stay reachable. Ids always equal a plain
+/// encode's, and most turns of the big caches are hits.
+#[test]
+fn chains_of_shared_entries_are_lossless() {
+    let corpus = corpus_paragraphs();
+    let turns: Vec<&String> = corpus.iter().filter(|p| p.len() >= 200).collect();
+    assert!(turns.len() >= 60, "{} paragraphs", turns.len());
+    for model in ["meta-llama/Llama-3.2-1B-Instruct", "o200k_base"] {
+        let tok = common::tokenizer(model);
+        let reference = off(&tok);
+        for bytes in [1u64, 24 << 10, 160 << 10, 16 << 20] {
+            let recorder = DebuggingRecorder::new();
+            let snapshotter = recorder.snapshotter();
+            let cached =
+                metrics::with_local_recorder(&recorder, || tok.with_prompt_cache(l1(bytes, 128)));
+            let check = |prompt: &str, what: &str| {
+                assert_eq!(
+                    cached.encode(prompt, false).unwrap().ids(),
+                    reference.encode(prompt, false).unwrap().ids(),
+                    "{model} {bytes} B cache: {what} ({} bytes)",
+                    prompt.len()
+                );
+            };
+            // Two conversations of 40 turns, interleaved.
+            let (mut a, mut b) = (String::new(), String::new());
+            let mut a_turns = Vec::new();
+            for k in 0..40 {
+                a.push_str(&format!("\n[user {k}] {}", turns[k]));
+                a_turns.push(a.clone());
+                check(&a, &format!("A turn {k}"));
+                b.push_str(&format!("\n[assistant {k}] {}", turns[k + 20]));
+                check(&b, &format!("B turn {k}"));
+            }
+            // An edit in the middle of A (a word of turn 12 changed), then
+            // a branch growing from it.
+            let mid = char_floor(&a, a_turns[12].len() - turns[12].len() / 2);
+            let mut branch = format!("{} (edited) {}", &a[..mid], &a[mid..]);
+            check(&branch, "A edited at turn 12");
+            for (k, turn) in turns.iter().enumerate().take(46).skip(40) {
+                branch.push_str(&format!("\n[user {k}] {turn}"));
+                check(&branch, &format!("branch turn {k}"));
+            }
+            // Old turns again, the whole of A again, and A's end edited.
+            for k in [3, 25, 39, 7] {
+                check(&a_turns[k], &format!("A turn {k} again"));
+            }
+            check(&a, "A again");
+            let end = char_floor(&a, a.len() - 40);
+            let next = end + a[end..].chars().next().map_or(0, char::len_utf8);
+            check(&format!("{}!{}", &a[..end], &a[next..]), "A's end edited");
+            let hits = Counters::take(&snapshotter, "l1").get("rtok_cache_hits_total");
+            if bytes >= 16 << 20 {
+                assert!(hits >= 60, "{model}: {hits} hits");
+            }
+        }
+    }
+}
+
 /// Families that cannot be cut bypass L1 (and still encode right).
 #[test]
 fn sequential_families_bypass_l1() {

@@ -1,6 +1,6 @@
 //! The prompt caches: L0, exact text → ids (DESIGN.md, claims 209–213), and
 //! L1, a cached prefix's ids reused up to a LoPT cut ([`prefix`], claims
-//! 220–229).
+//! 220–229, 250–259).
 //!
 //! L0:
 //! Keyed by a 64-bit hash of the text and of every option that changes the
@@ -39,12 +39,14 @@ pub(crate) mod prefix;
 /// good size: about 50 prompts of 128K tokens, or the last turns of
 /// hundreds of short conversations, evicted least recently used), for texts
 /// of at least `l1_min_bytes` (8 KiB), in blocks of 1 KiB. Why off: a prompt
-/// that finds no entry pays for the spans of its last bytes and for being
-/// stored, measured at +97% (64 KB) to +157% (16 KB) over a plain encode
-/// (Llama-3, DESIGN.md claim 225), which one-off long prompts (retrieval,
-/// single-shot requests) would pay for nothing. Conversational traffic gains:
-/// turn `k + 1` starts with turn `k`'s prompt, and with L1 the last turn of
-/// a 128K-token conversation encoded 4.6–15.8× faster in our runs. Only
+/// that finds no entry pays for the spans of its last bytes, the probes and
+/// being stored, measured at +55–88% (64 KB) and +173–221% (16 KB) over a
+/// plain encode (Llama-3, DESIGN.md claims 257–258), which one-off long
+/// prompts (retrieval, single-shot requests) would pay for nothing.
+/// Conversational traffic gains: turn `k + 1` starts with turn `k`'s prompt,
+/// entries share the prefix they extend, and with L1 the last turn of a
+/// 128K-token conversation encoded 7.9–20.8× faster in our runs (a loaded
+/// machine). Only
 /// [`Tokenizer::encode`](crate::Tokenizer::encode) (and so `encode_chat`)
 /// uses it, and only for tokenizers whose
 /// [`split_family`](crate::Tokenizer::split_family) can be cut.
@@ -55,8 +57,9 @@ pub struct PromptCacheOptions {
     pub l0_bytes: u64,
     /// Texts shorter than this many bytes bypass the L0 cache.
     pub l0_min_bytes: usize,
-    /// The L1 cache's capacity in bytes (text + ids + span windows + 128 per
-    /// entry); 0 turns it off.
+    /// The L1 cache's capacity in bytes (an entry weighs its own text and
+    /// ids, its span window and 160 bytes, plus the entry it extends); 0
+    /// turns it off.
     pub l1_bytes: u64,
     /// Texts shorter than this many bytes (or than one block) bypass the L1 cache.
     pub l1_min_bytes: usize,

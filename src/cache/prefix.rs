@@ -1,14 +1,19 @@
 //! The L1 prefix cache: the longest cached text that shares a prefix with a
 //! prompt seeds a LoPT merge, so only the text past an overlap before the
-//! shared prefix's end is encoded (DESIGN.md, claims 220–229).
+//! shared prefix's end is encoded (DESIGN.md, claims 220–229, 250–259).
 //!
-//! An entry is one encoded text: its bytes, its ids and the spans and
-//! pre-token boundaries of its last bytes (a [`ChunkEncoding`] in text
-//! coordinates). It is keyed by its last full block boundary `x` and a hash
-//! of the block ending there, so a lookup probes one key per block boundary
-//! of the prompt, longest first, hashing one block per probe. A probe is
-//! used only after the entry's bytes are compared with the prompt's over the
-//! whole shared prefix (a collision is a miss, never wrong ids).
+//! An entry is one encoded text. When it was encoded from another entry's
+//! ids (the next turn of a conversation), it holds that entry (an `Arc`)
+//! and only what it adds: the text past the bytes the two share and the
+//! ids past the cut, so storing turn `k + 1` copies turn `k + 1`'s part,
+//! not the whole prompt. It also holds the ids, spans and pre-token
+//! boundaries of its last bytes (its window, in text coordinates), which
+//! seed the next merge. It is keyed by its last full block boundary `x`
+//! and a hash of the block ending there, so a lookup probes one key per
+//! block boundary of the prompt, longest first, hashing one block per
+//! probe. A probe is used only after the entry's bytes are compared with
+//! the prompt's over the whole shared prefix, piece by piece along the
+//! chain (a collision is a miss, never wrong ids).
 
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -21,17 +26,27 @@ use std::sync::atomic::Ordering;
 
 use super::{NEXT_IDENTITY, PromptCacheOptions, bounded};
 use crate::backend;
-use crate::encode::parallel::{ParallelEncoder, Seed};
+use crate::encode::parallel::{ParallelEncoder, Seed, Windowed};
 use crate::encode::{ChunkEncoding, SplitSpec, split};
 use crate::encoding::{Encoding, EncodingBuilder};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How far back from the shared prefix's end an allowed edge is searched
 /// for (bytes); past it the entry is not used.
 const EDGE_SEARCH_BYTES: usize = 1024;
 
-/// Bytes charged per entry beyond its text, ids and windows.
-const ENTRY_OVERHEAD: usize = 128;
+/// Bytes past a block the stored window reaches back, for an edge found
+/// that far before the shared prefix's end (a seed cut further back gets a
+/// shorter overlap, or none).
+const EDGE_MARGIN_BYTES: usize = 256;
+
+/// Bytes charged per entry beyond its text, ids and window.
+const ENTRY_OVERHEAD: usize = 160;
+
+/// Longest chain of entries sharing their prefixes: an entry that would be
+/// deeper is stored whole (its text and ids copied), so a lookup walks at
+/// most this many pieces and dropping an entry recurses at most this deep.
+const MAX_DEPTH: u32 = 32;
 
 /// Smallest block size: below it the per-block probe costs more than the
 /// bytes it could save.
@@ -39,21 +54,109 @@ pub(crate) const MIN_BLOCK_BYTES: usize = 64;
 
 /// One cached encoding.
 pub(crate) struct L1Entry {
-    pub(crate) text: Box<str>,
+    /// The entry whose first `text_base` bytes and `ids_base` ids this
+    /// one's text and ids start with (`None`: both bases are 0).
+    parent: Option<Arc<L1Entry>>,
+    text_base: usize,
+    ids_base: usize,
+    /// The text past `text_base` and the ids past `ids_base`.
+    text: Box<[u8]>,
+    ids: Box<[u32]>,
+    /// Whole text length and id count.
+    len: usize,
+    n_ids: usize,
     /// The flags it was encoded under (compared on every match, like the bytes).
     flags: u8,
-    /// Ids (no BOS/EOS), spans of the last tokens, boundaries near the end.
-    pub(crate) enc: ChunkEncoding,
+    /// Ids, spans and boundaries of its last tokens (`tail_first` 0), and
+    /// the index of the first of them among all its ids.
+    window: ChunkEncoding,
+    window_first: usize,
+    /// Links to the root (0 for a whole entry).
+    depth: u32,
+    /// Bytes this entry keeps alive: its own parts and its parent's weight.
+    weight: usize,
 }
 
 impl L1Entry {
     fn weight(&self) -> usize {
-        let e = &self.enc;
-        self.text.len()
-            + e.ids.len() * 4
-            + e.tail.len() * 16
-            + e.boundaries.len() * 8
-            + ENTRY_OVERHEAD
+        self.weight
+    }
+
+    /// The pieces of the text's first `limit` bytes, from the root: each
+    /// with its text position.
+    fn text_parts(&self, limit: usize) -> Vec<(usize, &[u8])> {
+        let mut parts = Vec::with_capacity(self.depth as usize + 1);
+        let mut end = limit.min(self.len);
+        let mut e = self;
+        loop {
+            if end > e.text_base {
+                parts.push((
+                    e.text_base,
+                    e.text.get(..end - e.text_base).unwrap_or(&e.text),
+                ));
+                end = e.text_base;
+            }
+            match &e.parent {
+                Some(p) if end > 0 => e = p,
+                _ => break,
+            }
+        }
+        parts.reverse();
+        parts
+    }
+
+    /// Appends the first `limit` ids to `out`, piece by piece.
+    fn extend_ids(&self, limit: usize, out: &mut Vec<u32>) {
+        let mut parts = Vec::with_capacity(self.depth as usize + 1);
+        let mut end = limit.min(self.n_ids);
+        let mut e = self;
+        loop {
+            if end > e.ids_base {
+                parts.push(e.ids.get(..end - e.ids_base).unwrap_or(&e.ids));
+                end = e.ids_base;
+            }
+            match &e.parent {
+                Some(p) if end > 0 => e = p,
+                _ => break,
+            }
+        }
+        for part in parts.iter().rev() {
+            out.extend_from_slice(part);
+        }
+    }
+
+    /// How many bytes the text shares with `t` from the start, compared
+    /// byte for byte over every piece.
+    fn agreement(&self, t: &[u8]) -> usize {
+        for (start, part) in self.text_parts(self.len) {
+            let rest = t.get(start..).unwrap_or_default();
+            let c = common_prefix(part, rest);
+            if c < part.len() {
+                return start + c;
+            }
+        }
+        self.len
+    }
+
+    /// A copy of the text's bytes `[lo, hi)`.
+    fn excerpt(&self, lo: usize, hi: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(hi.saturating_sub(lo));
+        for (start, part) in self.text_parts(hi) {
+            let end = start + part.len();
+            if end > lo {
+                out.extend_from_slice(&part[lo.saturating_sub(start)..]);
+            }
+        }
+        out
+    }
+
+    /// The window as a seed cut at `agree`.
+    fn seed(&self, agree: usize) -> Seed<'_> {
+        Seed {
+            enc: &self.window,
+            first: self.window_first,
+            agree,
+        }
     }
 }
 
@@ -140,10 +243,12 @@ impl L1Cache {
         let t = text.as_bytes();
         let mut x = t.len() / self.block * self.block;
         while x > 0 {
-            if let Some(entry) = self.map.get(&self.key(t, flags, x)) {
-                let e = entry.text.as_bytes();
-                if entry.flags == flags && e.len() >= x && e[..x] == t[..x] {
-                    let agree = x + common_prefix(&e[x..], &t[x..]);
+            if let Some(entry) = self.map.get(&self.key(t, flags, x))
+                && entry.flags == flags
+                && entry.len >= x
+            {
+                let agree = entry.agreement(t);
+                if agree >= x {
                     return Some(Found { entry, agree });
                 }
             }
@@ -152,19 +257,73 @@ impl L1Cache {
         None
     }
 
-    /// Stores the encoding of `text` under its last full block boundary.
-    pub(crate) fn store(&self, text: &str, flags: u8, enc: ChunkEncoding) {
+    /// Stores the encoding of `text` under its last full block boundary:
+    /// as an extension of `parent` (whose first `text_base` bytes the text
+    /// shares and whose first `out.seed_ids` ids it starts with) when that
+    /// chain is short and shares at least half of the parent's text, else
+    /// whole, with `all_ids` (every id) copied.
+    fn store(
+        &self,
+        text: &str,
+        flags: u8,
+        parent: Option<(&Arc<L1Entry>, usize)>,
+        out: Windowed,
+        all_ids: &[u32],
+    ) {
         let x = text.len() / self.block * self.block;
         if x == 0 {
             return;
         }
-        let key = self.key(text.as_bytes(), flags, x);
-        let entry = Arc::new(L1Entry {
-            text: Box::from(text),
-            flags,
-            enc,
+        let link = parent.filter(|&(p, text_base)| {
+            out.seed_ids > 0 && p.depth < MAX_DEPTH && 2 * text_base >= p.len
         });
-        self.map.insert(key, entry);
+        let (parent, text_base, ids_base, ids, depth) = match link {
+            Some((p, text_base)) => (
+                Some(Arc::clone(p)),
+                text_base,
+                out.seed_ids,
+                out.ids.into_boxed_slice(),
+                p.depth + 1,
+            ),
+            None if out.seed_ids == 0 => (None, 0, 0, out.ids.into_boxed_slice(), 0),
+            None => (None, 0, 0, Box::from(all_ids), 0),
+        };
+        let own_text: Box<[u8]> = Box::from(text.as_bytes().get(text_base..).unwrap_or_default());
+        let w = &out.window;
+        let weight = own_text.len()
+            + ids.len() * 4
+            + w.ids.len() * 4
+            + w.tail.len() * 16
+            + w.boundaries.len() * 8
+            + ENTRY_OVERHEAD
+            + parent.as_ref().map_or(0, |p| p.weight);
+        let entry = Arc::new(L1Entry {
+            parent,
+            text_base,
+            ids_base,
+            n_ids: ids_base + ids.len(),
+            text: own_text,
+            ids,
+            len: text.len(),
+            flags,
+            window: out.window,
+            window_first: out.window_first,
+            depth,
+            weight,
+        });
+        self.map.insert(self.key(text.as_bytes(), flags, x), entry);
+    }
+
+    /// Bytes of `text`'s end whose spans an entry keeps: enough for a later
+    /// prompt that shares the text up to its last full block (or up to
+    /// [`EDGE_MARGIN_BYTES`] less) to start its fresh chunk `overlap_chars`
+    /// before that, inside the window (claim 251).
+    fn keep_tail(&self, spec: &SplitSpec, parallel: &ParallelEncoder, text: &str) -> usize {
+        let n = text.len();
+        let reach = n.saturating_sub(self.block + EDGE_MARGIN_BYTES);
+        let from = split::retreat_chars(text, reach, parallel.options().overlap_chars)
+            .saturating_sub(split::window_slack(spec));
+        n - from
     }
 
     /// Encodes `text` through the cache: the longest cached entry sharing a
@@ -182,28 +341,28 @@ impl L1Cache {
         };
         let flags = u8::from(backend.parses_special_text());
         let found = self.lookup(text, flags);
-        let wrap = |ids: &[u32]| {
-            let mut out = EncodingBuilder::new(
+        let builder = |capacity: usize| {
+            EncodingBuilder::new(
                 &spec.prefix,
                 &spec.suffix,
                 add_special_tokens,
-                ids.len(),
+                capacity,
                 false,
-            );
-            out.ids.extend_from_slice(ids);
-            out.finish(text.len(), backend.backend_name())
+            )
         };
+        let name = backend.backend_name();
         if let Some(f) = &found
             && f.agree == text.len()
-            && f.entry.text.len() == text.len()
+            && f.entry.len == text.len()
         {
             // The same text: its ids.
             self.hit(text.len(), 0);
-            return wrap(&f.entry.enc.ids).map(Some);
+            let mut out = builder(f.entry.n_ids);
+            f.entry.extend_ids(f.entry.n_ids, &mut out.ids);
+            return out.finish(text.len(), name).map(Some);
         }
         let seed = found.as_ref().and_then(|f| seed_at(spec, text, f));
-        let keep =
-            self.block + 4 * parallel.options().overlap_chars + 2 * split::window_slack(spec);
+        let keep = self.keep_tail(spec, parallel, text);
         let seed_given = seed.is_some();
         let Some(out) = parallel.encode_windowed(backend, text, keep, seed)? else {
             return Ok(None);
@@ -213,8 +372,26 @@ impl L1Cache {
             (Some(_), true) => self.hit(out.reused_bytes, out.reencoded_tokens),
             (Some(_), false) => self.fallback(),
         }
-        let encoding = wrap(&out.enc.ids)?;
-        self.store(text, flags, out.enc);
+        // One copy of the ids: the seed's first ones from the chain, then
+        // the fresh ones.
+        let mut enc = builder(out.seed_ids + out.ids.len());
+        let lead = enc.ids.len();
+        let parent = match (&found, out.seed_ids) {
+            (_, 0) => None,
+            (Some(f), _) => Some((&f.entry, f.agree)),
+            (None, _) => return Err(Error::backend(name, "seed ids without a seed")),
+        };
+        if let Some((p, _)) = parent {
+            p.extend_ids(out.seed_ids, &mut enc.ids);
+            if enc.ids.len() != lead + out.seed_ids {
+                return Err(Error::backend(name, "cached ids shorter than the cut"));
+            }
+        }
+        enc.ids.extend_from_slice(&out.ids);
+        let total = out.seed_ids + out.ids.len();
+        let encoding = enc.finish(text.len(), name)?;
+        let all_ids = encoding.ids().get(lead..lead + total).unwrap_or_default();
+        self.store(text, flags, parent, out, all_ids);
         Ok(Some(encoding))
     }
 
@@ -247,22 +424,38 @@ impl L1Cache {
 
 /// The seed for `text` from a found entry: the shared prefix cut back to
 /// a position that is an allowed edge of both texts (or the end of one),
-/// as the first chunk of a LoPT merge needs (docs/lopt.md, C1–C2).
+/// as the first chunk of a LoPT merge needs (docs/lopt.md, C1–C2). The
+/// cached text's edges are tested on a copy of its bytes around the search
+/// range (an edge depends on a few bytes either side of it).
 fn seed_at<'a>(spec: &SplitSpec, text: &str, found: &'a Found) -> Option<Seed<'a>> {
-    let cached = &*found.entry.text;
-    if !found.entry.enc.is_consistent(cached.len()) {
+    let entry = &*found.entry;
+    if !entry.window.is_consistent(entry.len) {
         return None;
     }
+    let lowest = found.agree.saturating_sub(EDGE_SEARCH_BYTES);
+    let reach = spec.edges.max_token_len() + 8;
+    // Below `agree` the two texts hold the same bytes, so a char boundary
+    // of `text` is one of the cached text too.
+    let mut lo = lowest.saturating_sub(reach);
+    while !text.is_char_boundary(lo) {
+        lo -= 1;
+    }
+    let hi = (found.agree + reach).min(entry.len);
+    let mut bytes = entry.excerpt(lo, hi);
+    if hi < entry.len {
+        // Back to a char start (at most 3 continuation bytes).
+        while bytes.last().is_some_and(|&b| b & 0xC0 == 0x80) {
+            bytes.pop();
+        }
+        bytes.pop();
+    }
+    let cached = std::str::from_utf8(&bytes).ok()?;
     let ok = |m: usize| {
         (m == text.len() || spec.edges.allows(text, m))
-            && (m == cached.len() || spec.edges.allows(cached, m))
+            && (m == entry.len || spec.edges.allows(cached, m - lo))
     };
-    let lowest = found.agree.saturating_sub(EDGE_SEARCH_BYTES);
     let agree = (lowest..=found.agree).rev().find(|&m| m > 0 && ok(m))?;
-    Some(Seed {
-        enc: &found.entry.enc,
-        agree,
-    })
+    Some(entry.seed(agree))
 }
 
 /// Length of the longest common prefix of `a` and `b`, in bytes.
@@ -283,28 +476,46 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
-    fn entry(text: &str) -> ChunkEncoding {
-        ChunkEncoding {
-            ids: text.bytes().map(u32::from).collect(),
-            ..ChunkEncoding::default()
+    fn cache(bytes: u64) -> L1Cache {
+        let mut options = PromptCacheOptions::off();
+        options.l1_bytes = bytes;
+        options.l1_block_bytes = 64;
+        options.l1_min_bytes = 0;
+        L1Cache::new(&options, "mock").unwrap()
+    }
+
+    /// A windowed encoding of `text`: one id per byte, the first
+    /// `seed_ids` of them left to the parent.
+    fn windowed(text: &str, seed_ids: usize) -> Windowed {
+        Windowed {
+            seed_ids,
+            ids: text.bytes().skip(seed_ids).map(u32::from).collect(),
+            window: ChunkEncoding::default(),
+            window_first: text.len(),
+            reused_bytes: 0,
+            reencoded_tokens: 0,
+            seed_failed: false,
         }
+    }
+
+    fn ids_of(entry: &L1Entry) -> Vec<u32> {
+        let mut out = Vec::new();
+        entry.extend_ids(entry.n_ids, &mut out);
+        out
     }
 
     #[test]
     fn finds_the_longest_stored_prefix_and_compares_bytes() {
-        let mut options = PromptCacheOptions::off();
-        options.l1_bytes = 1 << 20;
-        options.l1_block_bytes = 64;
-        options.l1_min_bytes = 0;
-        let cache = L1Cache::new(&options, "mock").unwrap();
+        let cache = cache(1 << 20);
         let short = "a".repeat(150);
         let long = format!("{short}{}", "b".repeat(200));
         for t in [&short, &long] {
-            cache.store(t, 0, entry(t));
+            let all: Vec<u32> = t.bytes().map(u32::from).collect();
+            cache.store(t, 0, None, windowed(t, 0), &all);
         }
         let query = format!("{long}ccc");
         let found = cache.lookup(&query, 0).unwrap();
-        assert_eq!((found.entry.text.len(), found.agree), (350, 350));
+        assert_eq!((found.entry.len, found.agree), (350, 350));
         // Diverging inside the last block of `long`: still found, shorter agreement.
         let query = format!("{}x{}", &long[..330], "d".repeat(100));
         let found = cache.lookup(&query, 0).unwrap();
@@ -315,19 +526,80 @@ mod tests {
         assert!(cache.lookup("aaa", 0).is_none());
         // An entry planted under the key of another text is never used.
         let other = "z".repeat(150);
-        cache.map.insert(
-            cache.key(other.as_bytes(), 0, 128),
-            Arc::new(L1Entry {
-                text: Box::from(short.as_str()),
-                flags: 0,
-                enc: entry(&short),
-            }),
-        );
+        let planted = cache.lookup(&short, 0).unwrap().entry;
+        cache
+            .map
+            .insert(cache.key(other.as_bytes(), 0, 128), planted);
         assert!(cache.lookup(&other, 0).is_none());
         assert_eq!(common_prefix(b"abcdef", b"abcxef"), 3);
         let a = vec![7u8; 300];
         let mut b = a.clone();
         b[299] = 0;
         assert_eq!(common_prefix(&a, &b), 299);
+    }
+
+    /// A chain of entries, each extending (or editing the end of) the one
+    /// before: texts, ids and excerpts read through the chain equal the
+    /// whole ones, a byte changed anywhere in a parent is seen by the
+    /// comparison, and a chain is cut into a whole entry at `MAX_DEPTH`.
+    #[test]
+    fn chained_entries_read_and_compare_like_whole_ones() {
+        let cache = cache(1 << 24);
+        let mut text = String::new();
+        let mut prev: Option<Arc<L1Entry>> = None;
+        for k in 0..(MAX_DEPTH as usize + 5) {
+            let agree = text.len();
+            // Every third turn edits the last 10 bytes of the previous one.
+            let keep = if k % 3 == 2 { agree - 10 } else { agree };
+            text.truncate(keep);
+            text.push_str(&format!("turn {k}: {}", "xyz".repeat(40 + k)));
+            let all: Vec<u32> = text.bytes().map(u32::from).collect();
+            let parent = prev.as_ref().map(|p| (p, keep));
+            let seed_ids = if prev.is_some() {
+                keep.saturating_sub(3)
+            } else {
+                0
+            };
+            cache.store(&text, 0, parent, windowed(&text, seed_ids), &all);
+            let found = cache.lookup(&text, 0).unwrap();
+            assert_eq!(found.agree, text.len());
+            let e = &found.entry;
+            assert_eq!(ids_of(e), all, "turn {k}");
+            assert_eq!(e.excerpt(0, e.len), text.as_bytes());
+            assert_eq!(e.excerpt(7, e.len - 5), &text.as_bytes()[7..text.len() - 5]);
+            assert!(e.depth <= MAX_DEPTH);
+            if k == MAX_DEPTH as usize + 1 {
+                assert_eq!(e.depth, 0, "a chain at the limit restarts whole");
+            }
+            // A byte changed at any position is a shorter agreement.
+            for at in [0, text.len() / 3, text.len() / 2, text.len() - 1] {
+                let mut other = text.clone().into_bytes();
+                other[at] ^= 1;
+                assert_eq!(e.agreement(&other), at);
+            }
+            prev = Some(Arc::clone(e));
+        }
+        // Weights count the whole chain each entry keeps alive.
+        let e = prev.unwrap();
+        let parent_weight = e.parent.as_ref().map_or(0, |p| p.weight);
+        assert!(e.weight > parent_weight && e.weight >= e.len);
+    }
+
+    /// A parent sharing less than half its text is not linked: the entry
+    /// is stored whole, so a short shared prefix never pins a long text.
+    #[test]
+    fn short_shares_are_stored_whole() {
+        let cache = cache(1 << 24);
+        let long = "q".repeat(4000);
+        let all: Vec<u32> = long.bytes().map(u32::from).collect();
+        cache.store(&long, 0, None, windowed(&long, 0), &all);
+        let parent = cache.lookup(&long, 0).unwrap().entry;
+        let text = format!("{}{}", &long[..1000], "r".repeat(500));
+        let all: Vec<u32> = text.bytes().map(u32::from).collect();
+        cache.store(&text, 0, Some((&parent, 1000)), windowed(&text, 990), &all);
+        let e = cache.lookup(&text, 0).unwrap().entry;
+        assert!(e.parent.is_none());
+        assert_eq!(ids_of(&e), all);
+        assert_eq!(e.weight, 1500 + 1500 * 4 + ENTRY_OVERHEAD);
     }
 }

@@ -169,6 +169,8 @@ pub(crate) struct ParallelEncoder {
 struct Slot<'a> {
     start: usize,
     end: usize,
+    /// Index of `enc.ids[0]` among the chunk's ids (0 unless a seed).
+    first: usize,
     /// Encoded here, or borrowed from the L1 prefix cache (the seed).
     enc: Cow<'a, ChunkEncoding>,
 }
@@ -178,8 +180,14 @@ impl Slot<'_> {
         View {
             start: self.start,
             end: self.end,
+            first: self.first,
             enc: &self.enc,
         }
+    }
+
+    /// Number of ids in the chunk, held or not.
+    fn len(&self) -> usize {
+        self.first + self.enc.ids.len()
     }
 }
 
@@ -216,9 +224,12 @@ enum Merged<'a> {
 /// of one): the L1 prefix cache's seed, used as the first chunk of a LoPT
 /// merge (DESIGN.md, claims 220–229).
 pub(crate) struct Seed<'a> {
-    /// The cached text's ids (no BOS/EOS) with spans and pre-token
-    /// boundaries near its end, in the cached text's coordinates.
+    /// The ids of the cached text's last tokens (its span window) with
+    /// their spans (`tail_first` 0) and the pre-token boundaries there, in
+    /// the cached text's coordinates; the ids before them stay in the cache.
     pub enc: &'a ChunkEncoding,
+    /// Index of `enc.ids[0]` among the cached text's ids.
+    pub first: usize,
     /// Bytes both texts share, at an allowed edge.
     pub agree: usize,
 }
@@ -226,8 +237,17 @@ pub(crate) struct Seed<'a> {
 /// An encode that also returns the spans and boundaries of its last
 /// `keep_tail` bytes, so it can seed a later encode (the L1 cache's entries).
 pub(crate) struct Windowed {
-    /// Ids without BOS/EOS, tail window and boundaries in text coordinates.
-    pub enc: ChunkEncoding,
+    /// The result's first `seed_ids` ids are the seed's first ones, which
+    /// only the caller holds (0 when no cut into the seed was taken).
+    pub seed_ids: usize,
+    /// The result's other ids (no BOS/EOS).
+    pub ids: Vec<u32>,
+    /// The ids of the tokens ending in the last `keep_tail` bytes, their
+    /// spans (`tail_first` 0) and the pre-token boundaries from the last one
+    /// before them, in text coordinates: a seed for a later encode.
+    pub window: ChunkEncoding,
+    /// Index of `window.ids[0]` in the result.
+    pub window_first: usize,
     /// Text bytes those ids cover (the cut position).
     pub reused_bytes: usize,
     /// Ids the first fresh chunk produced before the cut: the overlap the
@@ -560,6 +580,7 @@ impl ParallelEncoder {
             Ok(Slot {
                 start: p.start,
                 end: p.end,
+                first: 0,
                 enc: Cow::Owned(enc),
             })
         };
@@ -664,7 +685,7 @@ impl ParallelEncoder {
         pieces.push(Piece {
             slot: cur,
             from: cur_from,
-            to: slots[cur].enc.ids.len(),
+            to: slots[cur].len(),
             lo: prev.pos,
             hi: n,
         });
@@ -699,6 +720,7 @@ impl ParallelEncoder {
                     let slot = Slot {
                         start: 0,
                         end: seed.agree,
+                        first: seed.first,
                         enc: Cow::Borrowed(seed.enc),
                     };
                     (plans, nominal, Some(slot))
@@ -742,8 +764,12 @@ impl ParallelEncoder {
                         "chunk encoding inconsistent",
                     ));
                 }
+                let (ids, window, window_first) = split_window(enc);
                 return Ok(Some(Windowed {
-                    enc,
+                    seed_ids: 0,
+                    ids,
+                    window,
+                    window_first,
                     reused_bytes: 0,
                     reencoded_tokens: 0,
                     seed_failed: seed_given,
@@ -756,9 +782,14 @@ impl ParallelEncoder {
             (true, Some([first, second])) => (first.hi, second.from),
             _ => (0, 0),
         };
-        let enc = windowed_body(backend, &slots, &pieces, n, keep_tail)?;
+        let external = usize::from(seed_cut);
+        let (seed_ids, ids, window, window_first) =
+            windowed_body(backend, &slots, &pieces, external, n, keep_tail)?;
         Ok(Some(Windowed {
-            enc,
+            seed_ids,
+            ids,
+            window,
+            window_first,
             reused_bytes,
             reencoded_tokens,
             seed_failed: seed_given && !seed_cut,
@@ -816,48 +847,86 @@ impl ParallelEncoder {
 /// Appends the ids of `pieces` to `out`; `None` when a piece is out of range.
 fn extend_ids(out: &mut Vec<u32>, slots: &[Slot<'_>], pieces: &[Piece]) -> Option<()> {
     for p in pieces {
-        out.extend_from_slice(slots[p.slot].enc.ids.get(p.from..p.to)?);
+        let slot = &slots[p.slot];
+        let (from, to) = (
+            p.from.checked_sub(slot.first)?,
+            p.to.checked_sub(slot.first)?,
+        );
+        out.extend_from_slice(slot.enc.ids.get(from..to)?);
     }
     Some(())
 }
 
-/// The merged ids of `pieces`, with the spans of the tokens in the last
-/// `keep_tail` bytes (as far back as the slots' windows reach without a
-/// gap) and the pre-token boundaries each piece's slot reports inside its
-/// stretch (from the last one at or before the window's start): a chunk
-/// encoding of the whole text, in text coordinates.
+/// A whole-text chunk encoding split into its ids and its tail window (the
+/// window's ids copied, boundaries from the last one before it).
+fn split_window(enc: ChunkEncoding) -> (Vec<u32>, ChunkEncoding, usize) {
+    let first = enc.tail_first;
+    let from = enc.tail.first().map_or(usize::MAX, |&(a, _)| a);
+    let mut boundaries = enc.boundaries;
+    let keep = boundaries.partition_point(|&x| x <= from).saturating_sub(1);
+    boundaries.drain(..keep);
+    let window = ChunkEncoding {
+        ids: enc.ids.get(first..).unwrap_or_default().to_vec(),
+        head: Vec::new(),
+        tail_first: 0,
+        tail: enc.tail,
+        boundaries,
+        offsets: None,
+    };
+    (enc.ids, window, first)
+}
+
+/// The merged ids of `pieces`, with the ids and spans of the tokens in the
+/// last `keep_tail` bytes (as far back as the slots' windows reach without
+/// a gap) and the pre-token boundaries each piece's slot reports inside its
+/// stretch (from the last one at or before the window's start), in text
+/// coordinates. The first `external` pieces (0 or 1: the seed's) are not
+/// copied: their id count comes first in the result, then the other ids,
+/// the window and the index of its first id.
 fn windowed_body(
     backend: &dyn backend::Tokenizer,
     slots: &[Slot<'_>],
     pieces: &[Piece],
+    external: usize,
     n: usize,
     keep_tail: usize,
-) -> Result<ChunkEncoding> {
+) -> Result<(usize, Vec<u32>, ChunkEncoding, usize)> {
     let out_of_range = || Error::backend(backend.backend_name(), "parallel merge out of range");
-    let total: usize = pieces.iter().map(|p| p.to.saturating_sub(p.from)).sum();
-    let mut ids = Vec::with_capacity(total);
-    extend_ids(&mut ids, slots, pieces).ok_or_else(out_of_range)?;
+    let count = |ps: &[Piece]| {
+        ps.iter()
+            .map(|p| p.to.saturating_sub(p.from))
+            .sum::<usize>()
+    };
+    let (outside, held) = pieces.split_at(external.min(pieces.len()));
+    let seed_ids = count(outside);
+    let total = seed_ids + count(held);
+    let mut ids = Vec::with_capacity(total - seed_ids);
+    extend_ids(&mut ids, slots, held).ok_or_else(out_of_range)?;
     // Spans, walking back from the end until the window is covered or a
     // slot's window leaves a gap.
     let window_start = n.saturating_sub(keep_tail);
     let mut spans_rev: Vec<(usize, usize)> = Vec::new();
+    let mut ids_rev: Vec<u32> = Vec::new();
     'pieces: for p in pieces.iter().rev() {
         let slot = &slots[p.slot];
-        let tf = slot.enc.tail_first;
+        let tf = slot.first + slot.enc.tail_first;
         let known_from = p.from.max(tf);
         for i in (known_from..p.to).rev() {
             let &(a, b) = slot.enc.tail.get(i - tf).ok_or_else(out_of_range)?;
             if slot.start + b <= window_start {
                 break 'pieces;
             }
+            let id = slot.enc.ids.get(i - slot.first).ok_or_else(out_of_range)?;
             spans_rev.push((slot.start + a, slot.start + b));
+            ids_rev.push(*id);
         }
         if known_from > p.from {
             break;
         }
     }
     spans_rev.reverse();
-    let tail_first = total - spans_rev.len();
+    ids_rev.reverse();
+    let window_first = total - spans_rev.len();
     let mut boundaries: Vec<usize> = Vec::new();
     for p in pieces {
         let slot = &slots[p.slot];
@@ -872,14 +941,15 @@ fn windowed_body(
     let from = spans_rev.first().map_or(n, |&(a, _)| a);
     let keep = boundaries.partition_point(|&x| x <= from).saturating_sub(1);
     boundaries.drain(..keep);
-    Ok(ChunkEncoding {
-        ids,
+    let window = ChunkEncoding {
+        ids: ids_rev,
         head: Vec::new(),
-        tail_first,
+        tail_first: 0,
         tail: spans_rev,
         boundaries,
         offsets: None,
-    })
+    };
+    Ok((seed_ids, ids, window, window_first))
 }
 
 /// Spawns every chunk but the first on the scope's pool and encodes the

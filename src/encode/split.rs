@@ -150,13 +150,28 @@ pub(crate) struct View<'a> {
     pub start: usize,
     /// Global byte offset of the chunk end.
     pub end: usize,
+    /// Index of `enc.ids[0]` in the chunk's ids: an L1 seed holds only the
+    /// ids of its span window, the ones before it live in the cache entry
+    /// (0 for an encoded chunk).
+    pub first: usize,
     pub enc: &'a ChunkEncoding,
 }
 
 impl View<'_> {
+    /// Number of ids in the chunk, held or not.
+    fn len(&self) -> usize {
+        self.first + self.enc.ids.len()
+    }
+
+    /// Index of the first id whose span the tail window holds.
+    fn tail_first(&self) -> usize {
+        self.first + self.enc.tail_first
+    }
+
     /// Global span of the id at index `i`, when a window covers it.
     fn span(&self, i: usize) -> Option<(usize, usize)> {
         let enc = self.enc;
+        let i = i.checked_sub(self.first)?;
         let (s, e) = if i < enc.head.len() {
             enc.head[i]
         } else if i >= enc.tail_first {
@@ -168,7 +183,7 @@ impl View<'_> {
     }
 
     fn id(&self, i: usize) -> Option<u32> {
-        self.enc.ids.get(i).copied()
+        self.enc.ids.get(i.checked_sub(self.first)?).copied()
     }
 
     fn is_boundary(&self, global: usize) -> bool {
@@ -201,7 +216,7 @@ impl View<'_> {
         let tail = &self.enc.tail;
         let i = tail.partition_point(|&(s, _)| s < local);
         let (s, e) = *tail.get(i)?;
-        (s == local && e > s).then_some(self.enc.tail_first + i)
+        (s == local && e > s).then_some(self.tail_first() + i)
     }
 
     /// Index of the token whose span starts at `global`, searched in the head window.
@@ -210,7 +225,7 @@ impl View<'_> {
         let head = &self.enc.head;
         let i = head.partition_point(|&(s, _)| s < local);
         let (s, e) = *head.get(i)?;
-        (s == local && e > s).then_some(i)
+        (s == local && e > s).then_some(self.first + i)
     }
 }
 
@@ -287,12 +302,12 @@ fn check(
     if j >= 2 && right.span(j - 2)?.1 > ra {
         return None;
     }
-    if j + 1 < right.enc.ids.len() && right.span(j + 1)?.0 < c {
+    if j + 1 < right.len() && right.span(j + 1)?.0 < c {
         return None;
     }
     // Left side: the same two tokens at the same places.
     let i = left.tail_token_starting_at(p)?;
-    if i == 0 || i < left.enc.tail_first + 1 {
+    if i == 0 || i < left.tail_first() + 1 {
         return None;
     }
     if left.span(i)? != (p, c) || left.span(i - 1)? != (ra, rb) {
@@ -311,7 +326,7 @@ fn check(
             _ => return None,
         }
     }
-    if i + 1 < left.enc.ids.len() && left.span(i + 1)?.0 < c {
+    if i + 1 < left.len() && left.span(i + 1)?.0 < c {
         return None;
     }
     let cut = |intra| Cut {
@@ -367,7 +382,8 @@ pub(crate) fn find_cut(
     if lo >= hi {
         return None;
     }
-    (1..right.enc.head.len()).find_map(|j| check(text, spec, left, right, j, lo, hi, prev))
+    (right.first + 1..right.first + right.enc.head.len())
+        .find_map(|j| check(text, spec, left, right, j, lo, hi, prev))
 }
 
 /// Re-checks a cut at exactly `pos` after the right chunk was re-encoded.
@@ -454,11 +470,13 @@ mod tests {
         let left = View {
             start: 0,
             end: e,
+            first: 0,
             enc: &left_enc,
         };
         let right = View {
             start: b,
             end: text.len(),
+            first: 0,
             enc: &right_enc,
         };
         let cut = find_cut(text, &spec, left, right, b, PrevCut::default()).unwrap();

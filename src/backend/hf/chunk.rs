@@ -452,11 +452,9 @@ impl HfBackend {
             return None;
         }
         self.vocab
-            .normalized_len
+            .known_len
             .get(id as usize)
-            .copied()
-            .flatten()
-            .map(|l| l as usize)
+            .map(|&l| usize::from(l))
             .filter(|&l| l > 0)
     }
 
@@ -579,8 +577,11 @@ impl HfBackend {
         let mut boundaries = Vec::new();
         let head = finish_side(&mut out.head, n, true, &mut boundaries);
         let tail = finish_side(&mut out.tail, n, false, &mut boundaries);
-        boundaries.sort_unstable();
         boundaries.dedup();
+        if !boundaries.is_sorted() {
+            boundaries.sort_unstable();
+            boundaries.dedup();
+        }
         Ok(ChunkEncoding {
             ids,
             head,
@@ -982,6 +983,11 @@ fn finish_side(
     let known = &mut side.known;
     known.sort_by_key(|&(i, _)| i);
     known.dedup_by_key(|&mut (i, _)| i);
+    // The tail walk records boundaries backwards: reversed, they keep the
+    // caller's sort linear (a non-increasing run is a full sort otherwise).
+    if side.bounds.windows(2).all(|w| w[0] >= w[1]) {
+        side.bounds.reverse();
+    }
     boundaries.extend_from_slice(&side.bounds);
     if head {
         let count = known
