@@ -5,12 +5,13 @@
 //! RAYON_NUM_THREADS=1 cargo run --release --example throughput -- SRC FILE [ROUNDS] [SHIFT_CHARS]
 //! ```
 //!
-//! Round `r` encodes the characters `[r*SHIFT, r*SHIFT + M)` of the file
-//! (`M` = all characters but `ROUNDS*SHIFT`), sequentially, after one warm-up
-//! on round 0's slice, so no whole-input memo can answer a timed round. It
+//! Slice `r` is the characters `[r*SHIFT, r*SHIFT + M)` of the file (`M` =
+//! all characters but `(ROUNDS+1)*SHIFT`). The first encode (timed apart, and
+//! the warm-up) takes slice 0 and timed round `r` slice `r`, `1..=ROUNDS`,
+//! sequentially, so no whole-input memo can answer a timed round. It
 //! prints one JSON object: load and first-encode times, the wait for what
 //! the backend builds in the background (`warm_up`), each round's time,
-//! and the sha256 of round 0's ids (little-endian u32), which the script
+//! and the sha256 of slice 0's ids (little-endian u32), which the script
 //! compares with every peer's.
 
 mod common;
@@ -31,7 +32,7 @@ fn main() {
     });
     let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
     let chars = starts.len();
-    let keep = chars.saturating_sub(rounds * shift);
+    let keep = chars.saturating_sub((rounds + 1) * shift);
     let slice = |r: usize| {
         let at = |c: usize| starts.get(c).copied().unwrap_or(text.len());
         &text[at(r * shift)..at(r * shift + keep)]
@@ -52,7 +53,7 @@ fn main() {
     let warm_up_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let mut times = Vec::with_capacity(rounds);
-    for r in 0..rounds {
+    for r in 1..=rounds {
         let s = slice(r);
         let start = Instant::now();
         let enc = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
