@@ -402,7 +402,21 @@ def run_cell(name, source, peers, path, rounds, binary, shared):
     }
 
 
-def machine_line(started, load_before, load_after, cpu):
+def git(*args):
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def crate_commit():
+    """The checkout's commit (taken when the run starts: the binary is built from it)."""
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain", "-uno") else "")
+
+
+def machine_line(started, commit, load_before, load_after, cpu):
     model = next(
         (
             line.split(":", 1)[1].strip()
@@ -418,15 +432,6 @@ def machine_line(started, load_before, load_after, cpu):
         except importlib.metadata.PackageNotFoundError:
             return f"{pkg} (absent)"
 
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return "?"
-
-    commit = git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain", "-uno") else "")
     try:
         rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.split()[1]
     except (OSError, IndexError):
@@ -567,7 +572,7 @@ def main():
     if unknown:
         sys.exit(f"unknown tokenizer or category: {', '.join(unknown)}")
     inputs = build_inputs(shared, args.bytes, ROOT / "target/bench-peers", cats)
-    started, load_before = time.gmtime(), os.getloadavg()
+    started, commit, load_before = time.gmtime(), crate_commit(), os.getloadavg()
     rows, labels = [], []
     for name in names:
         source, kind, ref_file = TOKENIZERS[name]
@@ -578,7 +583,7 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
     load_after = os.getloadavg()
-    machine = machine_line(started, load_before, load_after, args.cpu)
+    machine = machine_line(started, commit, load_before, load_after, args.cpu)
     if args.markdown != "-":
         print(machine, flush=True)
     order = [l for l in PEER_PACKAGES if l in labels]
