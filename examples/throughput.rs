@@ -5,15 +5,13 @@
 //! RAYON_NUM_THREADS=1 cargo run --release --example throughput -- SRC FILE [ROUNDS] [SHIFT_CHARS]
 //! ```
 //!
-//! Round `r` encodes the characters `[r*SHIFT, r*SHIFT + M)` of the file
-//! (`M` = all characters but `ROUNDS*SHIFT`), sequentially, after one warm-up
-//! on the slice starting at character `ROUNDS*SHIFT` (cut at the end of the
-//! file), which no timed round repeats, so no whole-input memo can answer a
-//! timed round (warming up on round 0's own slice let the SentencePiece
-//! engine's input memo answer round 0). It
+//! Slice `r` is the characters `[r*SHIFT, r*SHIFT + M)` of the file (`M` =
+//! all characters but `(ROUNDS+1)*SHIFT`). The first encode (timed apart, and
+//! the warm-up) takes slice 0 and timed round `r` slice `r`, `1..=ROUNDS`,
+//! sequentially, so no whole-input memo can answer a timed round. It
 //! prints one JSON object: load and first-encode times, the wait for what
 //! the backend builds in the background (`warm_up`), each round's time,
-//! and the sha256 of round 0's ids (little-endian u32), which the script
+//! and the sha256 of slice 0's ids (little-endian u32), which the script
 //! compares with every peer's.
 
 mod common;
@@ -34,7 +32,7 @@ fn main() {
     });
     let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
     let chars = starts.len();
-    let keep = chars.saturating_sub(rounds * shift);
+    let keep = chars.saturating_sub((rounds + 1) * shift);
     let slice = |r: usize| {
         let at = |c: usize| starts.get(c).copied().unwrap_or(text.len());
         &text[at(r * shift)..at(r * shift + keep)]
@@ -45,7 +43,7 @@ fn main() {
     let load_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     let first = tok
-        .encode_sequential(slice(rounds), false)
+        .encode_sequential(slice(0), false)
         .unwrap_or_else(|e| fail(&e));
     let first_ms = start.elapsed().as_secs_f64() * 1e3;
     // What the backend still builds in the background (tiktoken's byte-level
@@ -54,26 +52,16 @@ fn main() {
     tok.warm_up();
     let warm_up_ms = start.elapsed().as_secs_f64() * 1e3;
 
-    std::hint::black_box(first);
     let mut times = Vec::with_capacity(rounds);
-    let mut round0 = None;
-    for r in 0..rounds {
+    for r in 1..=rounds {
         let s = slice(r);
         let start = Instant::now();
         let enc = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        if r == 0 {
-            round0 = Some(enc);
-        } else {
-            std::hint::black_box(enc);
-        }
+        std::hint::black_box(enc);
     }
-    let round0 = round0.unwrap_or_else(|| {
-        tok.encode_sequential(slice(0), false)
-            .unwrap_or_else(|e| fail(&e))
-    });
     let mut hash = Sha256::new();
-    for id in round0.ids() {
+    for id in first.ids() {
         hash.update(&id.to_le_bytes());
     }
     println!(
@@ -84,7 +72,7 @@ fn main() {
             .collect::<Vec<_>>()
             .join(","),
         slice(0).len(),
-        round0.len(),
+        first.len(),
         hash.hex()
     );
 }

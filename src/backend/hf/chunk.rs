@@ -601,7 +601,11 @@ impl HfBackend {
         scratch: &mut Scratch,
         out: &mut Out,
     ) -> Result<()> {
-        let normalized = normalize_all(self.pipe.get_normalizers(), segment, pos).map_err(err)?;
+        let normalized = match &self.bert {
+            Some(bert) => bert.normalize(segment),
+            None => normalize_all(self.pipe.get_normalizers(), segment, pos),
+        }
+        .map_err(err)?;
         let norm: &str = normalized.as_ref();
         let end = pos + segment.len();
         let in_window = pos < windows.head || end > windows.tail_from;

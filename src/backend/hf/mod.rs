@@ -9,6 +9,7 @@
 
 mod align;
 mod assemble;
+mod bert_norm;
 mod chunk;
 mod spm_route;
 mod vocab;
@@ -55,6 +56,9 @@ pub(crate) struct HfBackend {
     scratch: chunk::ScratchSlots,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
+    /// The chain is one `BertNormalizer`: normalized here, the common
+    /// characters without `tokenizers`' per-character lookups (claim 270).
+    bert: Option<bert_norm::BertFast>,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -300,6 +304,7 @@ impl HfBackend {
             split = split.with_min_bytes(SPM_ROUTE_MIN_BYTES);
         }
         let pieces = chunk::PieceNorm::new(pipe.get_normalizers());
+        let bert = bert_norm::BertFast::new(pipe.get_normalizers());
         Ok(Self {
             pipe,
             vocab,
@@ -312,6 +317,7 @@ impl HfBackend {
             split,
             scratch: chunk::ScratchSlots::new(),
             pieces,
+            bert,
             spm,
             assembled,
         })
@@ -363,12 +369,21 @@ impl HfBackend {
         self.sequence_ids_with(text, capacity, &self.options)
     }
 
+    /// The ids of `text` without template tokens. A BERT normalizer's text
+    /// of [`BERT_FAST_MIN_BYTES`] or more takes the chunk encoder's walk of
+    /// the same stages, normalized by [`bert_norm`] (claim 271).
     fn sequence_ids_with(
         &self,
         text: &str,
         capacity: usize,
         options: &EncodeOptions,
     ) -> Result<Vec<u32>> {
+        if self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES {
+            let request = ChunkRequest::new(0, 0, false);
+            return self
+                .encode_chunk_impl(text, &request, false, options.encode_special_tokens)
+                .map(|chunk| chunk.ids);
+        }
         let mut out: Vec<PipelineToken> = Vec::with_capacity(capacity);
         self.pipe
             .encode_into(text, options, &mut out)
@@ -412,6 +427,11 @@ impl HfBackend {
         ))
     }
 }
+
+/// From this length a BERT-normalized text goes through the chunk encoder
+/// (claim 271; set before the chunk scratch became one per thread and
+/// backend, claim 287, and not re-measured since).
+const BERT_FAST_MIN_BYTES: usize = 4 << 10;
 
 /// The `Auto` threshold on the SentencePiece route: the `.model` files'
 /// (`sentencepiece::adapter`), since the same engine encodes.
