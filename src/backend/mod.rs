@@ -14,6 +14,9 @@ pub(crate) mod sentencepiece;
 pub(crate) mod tiktoken;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
+use crate::encoding::Encoding;
+use crate::error::{Error, Result};
+use crate::special::SpecialTokens;
 
 /// Word-cache slots per encoding thread for the BPE models this crate builds
 /// (`tokenizer.json` BPEs and tiktoken encodings; DESIGN.md claim 281): four
@@ -22,9 +25,6 @@ use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 /// faster than the text (claim 248). 32 bytes a slot: 8 MiB per thread that
 /// encodes.
 pub(crate) const BPE_WORD_CACHE_SLOTS: usize = 1 << 18;
-use crate::encoding::Encoding;
-use crate::error::{Error, Result};
-use crate::special::SpecialTokens;
 
 /// Text to ids.
 pub trait Encoder: Send + Sync {

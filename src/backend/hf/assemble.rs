@@ -263,12 +263,13 @@ fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<Pipeline
         .ok()
 }
 
-/// The merge list as pairs. A legacy file's `"a b"` strings are split as
-/// `tokenizers`' upgrade does: exactly two parts, `#version` lines dropped.
 fn merges_error(path: &Path, rank: usize, what: &str) -> Error {
     Error::parse(path, format!("merge {rank}: {what}"))
 }
 
+/// The merge list as pairs. A legacy file's `"a b"` strings are split as
+/// `tokenizers`' upgrade does: exactly two parts. (A `#version` line, which
+/// the upgrade drops, never gets here: `Vocab::read` refuses it first.)
 fn merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<Merges> {
     let Some(list) = merges.and_then(Value::as_array) else {
         return Err(Error::parse(path, "the BPE model has no `merges` array"));
@@ -281,9 +282,6 @@ fn merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<Merge
                 _ => return Err(merges_error(path, rank, "not a pair of strings")),
             },
             Value::String(s) if legacy => {
-                if s.starts_with("#version") {
-                    continue;
-                }
                 let mut parts = s.split(' ');
                 match (parts.next(), parts.next(), parts.next()) {
                     (Some(a), Some(b), None) => out.push((a.to_owned(), b.to_owned())),

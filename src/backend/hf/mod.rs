@@ -205,15 +205,15 @@ impl HfBackend {
             || Vocab::read(path, &value),
         );
         let vocab = vocab?;
+        // The rest reads the canonical document: the skeleton with the tables
+        // put back (merges keep their spelling; `spm_route` reads both).
+        let mut value = assemble::reattach(skeleton, value);
         // Anything `assemble` does not recognise is read whole, after
         // `Vocab::read` has validated it (as before claim 282).
         let (pipe, assembled) = match pipe? {
             Some(pipe) => (pipe, true),
-            None => (Self::read_whole(path, json, &value, legacy)?, false),
+            None => (Self::read_whole(path, json, &mut value, legacy)?, false),
         };
-        // The rest reads the canonical document: the skeleton with the tables
-        // put back (merges keep their spelling; `spm_route` reads both).
-        let value = assemble::reattach(skeleton, value);
         probe(path, &pipe, &value)?;
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
@@ -329,22 +329,23 @@ impl HfBackend {
         self.assembled
     }
 
-    /// `tokenizers`' own read of the whole document (`json`, parsed as
-    /// `value`), upgraded to the canonical form first when `legacy`.
+    /// `tokenizers`' own read of the whole document: `json` as it is, or for
+    /// a `legacy` file `value` (its canonical skeleton with the tables put
+    /// back) upgraded in place, which only rewrites its merges
+    /// (`canonicalize_value` is idempotent on the canonical parts).
     fn read_whole(
         path: &Path,
         json: &str,
-        value: &serde_json::Value,
+        value: &mut serde_json::Value,
         legacy: bool,
     ) -> Result<PipelineTokenizer> {
         let canonical;
         let json = if legacy {
-            let mut full = value.clone();
             no_panic(path, "upgrading tokenizer.json", || {
-                tokenizers::canonicalize_value(&mut full)
+                tokenizers::canonicalize_value(value)
             })?
             .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
-            canonical = serde_json::to_string(&full)
+            canonical = serde_json::to_string(value)
                 .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
             canonical.as_str()
         } else {

@@ -482,31 +482,17 @@ fn check_merges(
     }
     let vocab: rustc_hash::FxHashSet<&str> =
         model_entries.iter().map(|(t, _)| t.as_str()).collect();
-    check_merge_pairs(
-        path,
-        |t| vocab.contains(t),
-        merges.iter().map(MergeView::pair),
-        prefix,
-    )
-}
-
-fn check_merge_pairs<'a>(
-    path: &Path,
-    contains: impl Fn(&str) -> bool,
-    merges: impl Iterator<Item = Option<(&'a str, &'a str)>>,
-    prefix: Option<&str>,
-) -> Result<()> {
     let prefix_len = prefix.map_or(0, str::len);
     let mut merged = String::new();
-    for (rank, merge) in merges.enumerate() {
-        let Some((a, b)) = merge else {
+    for (rank, merge) in merges.iter().enumerate() {
+        let Some((a, b)) = merge.pair() else {
             return Err(Error::parse(
                 path,
                 format!("merge {rank} is not a pair of tokens"),
             ));
         };
         let bad = |why: &str| Error::parse(path, format!("merge {rank} ({a:?} {b:?}): {why}"));
-        if !contains(a) || !contains(b) {
+        if !vocab.contains(a) || !vocab.contains(b) {
             return Err(bad("a side is not in the vocabulary"));
         }
         let rest = b
@@ -515,7 +501,7 @@ fn check_merge_pairs<'a>(
         merged.clear();
         merged.push_str(a);
         merged.push_str(rest);
-        if !contains(merged.as_str()) {
+        if !vocab.contains(merged.as_str()) {
             return Err(bad("the merged token is not in the vocabulary"));
         }
     }
