@@ -337,6 +337,76 @@ fn chains_of_shared_entries_are_lossless() {
     }
 }
 
+/// A prompt whose bytes differ from a cached one's only before the last
+/// block they share (the same length, so the probe's key and the block it
+/// hashes match): the comparison that runs beside the encode sees the
+/// difference, the speculative encode is dropped, and the ids are a plain
+/// encode's. Differences at byte 0, mid-text and just before the probed
+/// block, on one and two threads.
+#[test]
+fn a_difference_before_the_probed_block_is_seen() {
+    let text = std::fs::read_to_string(common::shared_dir().join("corpus/code/rust.txt")).unwrap();
+    let text = &text[..char_floor(&text, 20 << 10)];
+    let block = 512;
+    let pools: Vec<std::sync::Arc<rayon::ThreadPool>> = [1, 2]
+        .iter()
+        .map(|&n| {
+            std::sync::Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    for model in ["meta-llama/Llama-3.2-1B-Instruct", "o200k_base"] {
+        let tok = common::tokenizer(model);
+        let reference = off(&tok);
+        for pool in &pools {
+            let recorder = DebuggingRecorder::new();
+            let snapshotter = recorder.snapshotter();
+            let cached = metrics::with_local_recorder(&recorder, || {
+                tok.with_prompt_cache(l1(1 << 24, block))
+                    .with_parallel(ParallelOptions {
+                        pool: Some(std::sync::Arc::clone(pool)),
+                        ..ParallelOptions::default()
+                    })
+            });
+            let probed = text.len() / block * block - block;
+            let mut prompts = 0;
+            for at in [0, text.len() / 2, probed - 1] {
+                let at = char_floor(text, at);
+                let c = text[at..].chars().next().unwrap();
+                // An ASCII letter or digit becomes another of the same
+                // class; anything else becomes a space or an `x`.
+                let swap = match c {
+                    'a'..='y' | 'A'..='Y' | '0'..='8' => char::from(c as u8 + 1),
+                    ' ' => 'x',
+                    _ => ' ',
+                };
+                let swapped: String = swap.to_string().repeat(c.len_utf8());
+                let edited = format!("{}{swapped}{}", &text[..at], &text[at + c.len_utf8()..]);
+                assert_eq!(edited.len(), text.len());
+                for prompt in [text.to_owned(), format!("{edited} and more"), edited] {
+                    assert_eq!(
+                        cached.encode(&prompt, false).unwrap().ids(),
+                        reference.encode(&prompt, false).unwrap().ids(),
+                        "{model}, {} threads, byte {at} changed",
+                        pool.current_num_threads()
+                    );
+                    prompts += 1;
+                }
+            }
+            let c = Counters::take(&snapshotter, "l1");
+            let (hits, misses) = (
+                c.get("rtok_cache_hits_total"),
+                c.get("rtok_cache_misses_total"),
+            );
+            assert_eq!(hits + misses, prompts, "{model}: one count per prompt");
+        }
+    }
+}
+
 /// Families that cannot be cut bypass L1 (and still encode right).
 #[test]
 fn sequential_families_bypass_l1() {

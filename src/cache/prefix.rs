@@ -1,6 +1,7 @@
 //! The L1 prefix cache: the longest cached text that shares a prefix with a
 //! prompt seeds a LoPT merge, so only the text past an overlap before the
-//! shared prefix's end is encoded (DESIGN.md, claims 220–229, 250–259).
+//! shared prefix's end is encoded (DESIGN.md, claims 220–229, 250–259,
+//! 290–291).
 //!
 //! An entry is one encoded text. When it was encoded from another entry's
 //! ids (the next turn of a conversation), it holds that entry (an `Arc`)
@@ -11,9 +12,10 @@
 //! seed the next merge. It is keyed by its last full block boundary `x`
 //! and a hash of the block ending there, so a lookup probes one key per
 //! block boundary of the prompt, longest first, hashing one block per
-//! probe. A probe is used only after the entry's bytes are compared with
-//! the prompt's over the whole shared prefix, piece by piece along the
-//! chain (a collision is a miss, never wrong ids).
+//! probe. A probe's ids are used only after the entry's bytes are compared
+//! with the prompt's over the whole shared prefix, piece by piece along the
+//! chain (a collision is a miss, never wrong ids); on a long prefix that
+//! comparison runs on a second thread while the new text is encoded.
 
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -105,19 +107,20 @@ impl L1Entry {
         parts
     }
 
-    /// Appends the first `limit` ids to `out`, piece by piece.
-    fn extend_ids(&self, limit: usize, out: &mut Vec<u32>) {
+    /// Appends ids `[lo, hi)` to `out`, piece by piece.
+    fn extend_ids(&self, lo: usize, hi: usize, out: &mut Vec<u32>) {
         let mut parts = Vec::with_capacity(self.depth as usize + 1);
-        let mut end = limit.min(self.n_ids);
+        let mut end = hi.min(self.n_ids);
         let mut e = self;
-        loop {
+        while end > lo {
             if end > e.ids_base {
-                parts.push(e.ids.get(..end - e.ids_base).unwrap_or(&e.ids));
+                let from = lo.max(e.ids_base) - e.ids_base;
+                parts.push(e.ids.get(from..end - e.ids_base).unwrap_or_default());
                 end = e.ids_base;
             }
             match &e.parent {
-                Some(p) if end > 0 => e = p,
-                _ => break,
+                Some(p) => e = p,
+                None => break,
             }
         }
         for part in parts.iter().rev() {
@@ -126,16 +129,32 @@ impl L1Entry {
     }
 
     /// How many bytes the text shares with `t` from the start, compared
-    /// byte for byte over every piece.
-    fn agreement(&self, t: &[u8]) -> usize {
+    /// byte for byte over every piece from `from` on (the bytes before
+    /// `from` taken as equal: [`Self::same_before`] checks them).
+    fn agreement_from(&self, t: &[u8], from: usize) -> usize {
         for (start, part) in self.text_parts(self.len) {
-            let rest = t.get(start..).unwrap_or_default();
-            let c = common_prefix(part, rest);
-            if c < part.len() {
-                return start + c;
+            let end = start + part.len();
+            if end <= from {
+                continue;
+            }
+            let skip = from.saturating_sub(start);
+            let rest = t.get(start + skip..).unwrap_or_default();
+            let c = common_prefix(&part[skip..], rest);
+            if skip + c < part.len() {
+                return start + skip + c;
             }
         }
         self.len
+    }
+
+    /// Whether the text's first `upto` bytes equal `t`'s.
+    fn same_before(&self, t: &[u8], upto: usize) -> bool {
+        let upto = upto.min(self.len);
+        t.len() >= upto
+            && self
+                .text_parts(upto)
+                .iter()
+                .all(|&(start, part)| t.get(start..start + part.len()) == Some(part))
     }
 
     /// A copy of the text's bytes `[lo, hi)`.
@@ -160,10 +179,12 @@ impl L1Entry {
     }
 }
 
-/// A cached entry whose text agrees with the prompt on its first `agree` bytes.
+/// A cached entry whose text agrees with the prompt on its first `agree`
+/// bytes, of which the first `unchecked` are not compared yet.
 pub(crate) struct Found {
     pub(crate) entry: Arc<L1Entry>,
     pub(crate) agree: usize,
+    pub(crate) unchecked: usize,
 }
 
 #[derive(Clone)]
@@ -174,6 +195,14 @@ struct L1Metrics {
     bytes_reused: Counter,
     tokens_reencoded: Counter,
     fallbacks: Counter,
+}
+
+/// How an encode through the cache ended.
+enum Speculated {
+    Done(Encoding),
+    /// The bytes before the probed block differ from the entry's: nothing
+    /// was counted or stored.
+    Differed,
 }
 
 /// One handle's L1 cache.
@@ -237,9 +266,12 @@ impl L1Cache {
     }
 
     /// The cached entry sharing the longest block-aligned prefix with `text`,
-    /// and how many bytes the two share (compared byte for byte). Probes
-    /// one key per block boundary, longest first.
-    pub(crate) fn lookup(&self, text: &str, flags: u8) -> Option<Found> {
+    /// and how many bytes the two share. Probes one key per block boundary,
+    /// longest first. A probe at `x` compares the bytes from the block that
+    /// ends at `x` on (from the start of the entry's own piece, if that is
+    /// earlier); the bytes before are compared too, unless `defer`, when
+    /// they are left to the caller (`Found::unchecked`).
+    pub(crate) fn lookup(&self, text: &str, flags: u8, defer: bool) -> Option<Found> {
         let t = text.as_bytes();
         let mut x = t.len() / self.block * self.block;
         while x > 0 {
@@ -247,9 +279,28 @@ impl L1Cache {
                 && entry.flags == flags
                 && entry.len >= x
             {
-                let agree = entry.agreement(t);
+                // A chained entry's own piece is compared whole: a sibling
+                // (another continuation of the same parent) differs there.
+                let from = match entry.parent {
+                    Some(_) => (x - self.block).min(entry.text_base),
+                    None => x - self.block,
+                };
+                let agree = entry.agreement_from(t, from);
                 if agree >= x {
-                    return Some(Found { entry, agree });
+                    if defer {
+                        return Some(Found {
+                            entry,
+                            agree,
+                            unchecked: from,
+                        });
+                    }
+                    if entry.same_before(t, from) {
+                        return Some(Found {
+                            entry,
+                            agree,
+                            unchecked: 0,
+                        });
+                    }
                 }
             }
             x -= self.block;
@@ -329,6 +380,13 @@ impl L1Cache {
     /// Encodes `text` through the cache: the longest cached entry sharing a
     /// prefix with it seeds a LoPT merge, and the result is stored. `None`
     /// when the tokenizer's family cannot be cut (the caller encodes).
+    ///
+    /// Performance: on a long shared prefix the comparison of its bytes and
+    /// the copy of its ids cost about as much as encoding a turn's new
+    /// text, so they run on a second thread while the calling one encodes
+    /// (claim 290). The encode starts before the comparison has ended: if
+    /// the bytes then differ, its result is dropped and the prompt goes
+    /// through the cache again with every probe compared first.
     pub(crate) fn encode(
         &self,
         parallel: &ParallelEncoder,
@@ -339,8 +397,34 @@ impl L1Cache {
         let Some(spec) = backend.split_spec().filter(|s| s.family.is_parallel()) else {
             return Ok(None);
         };
+        match self.encode_with(parallel, backend, spec, text, add_special_tokens, true)? {
+            Speculated::Done(encoding) => Ok(Some(encoding)),
+            Speculated::Differed => {
+                match self.encode_with(parallel, backend, spec, text, add_special_tokens, false)? {
+                    Speculated::Done(encoding) => Ok(Some(encoding)),
+                    Speculated::Differed => Err(Error::backend(
+                        backend.backend_name(),
+                        "compared prefix changed",
+                    )),
+                }
+            }
+        }
+    }
+
+    /// [`Self::encode`], with the bytes before the probed block compared
+    /// on a second thread (`defer`) or before anything else.
+    fn encode_with(
+        &self,
+        parallel: &ParallelEncoder,
+        backend: &dyn backend::Tokenizer,
+        spec: &SplitSpec,
+        text: &str,
+        add_special_tokens: bool,
+        defer: bool,
+    ) -> Result<Speculated> {
         let flags = u8::from(backend.parses_special_text());
-        let found = self.lookup(text, flags);
+        let t = text.as_bytes();
+        let found = self.lookup(text, flags, defer);
         let builder = |capacity: usize| {
             EncodingBuilder::new(
                 &spec.prefix,
@@ -356,43 +440,87 @@ impl L1Cache {
             && f.entry.len == text.len()
         {
             // The same text: its ids.
+            if !f.entry.same_before(t, f.unchecked) {
+                return Ok(Speculated::Differed);
+            }
             self.hit(text.len(), 0);
             let mut out = builder(f.entry.n_ids);
-            f.entry.extend_ids(f.entry.n_ids, &mut out.ids);
-            return out.finish(text.len(), name).map(Some);
+            f.entry.extend_ids(0, f.entry.n_ids, &mut out.ids);
+            return out.finish(text.len(), name).map(Speculated::Done);
         }
-        let seed = found.as_ref().and_then(|f| seed_at(spec, text, f));
         let keep = self.keep_tail(spec, parallel, text);
-        let seed_given = seed.is_some();
-        let Some(out) = parallel.encode_windowed(backend, text, keep, seed)? else {
-            return Ok(None);
+        // The ids before the entry's window are kept whatever the cut (it
+        // falls inside the window): the second thread compares the bytes
+        // and copies those ids while this one encodes.
+        let lead_ids = found
+            .as_ref()
+            .map_or(0, |f| f.entry.window_first.min(f.entry.n_ids));
+        let compare_and_copy = || {
+            let mut out = builder(match &found {
+                Some(f) => {
+                    let window_start = f.entry.window.tail.first().map_or(0, |&(s, _)| s);
+                    f.entry.n_ids + text.len().saturating_sub(window_start)
+                }
+                None => text.len() / 2,
+            });
+            if let Some(f) = &found {
+                if !f.entry.same_before(t, f.unchecked) {
+                    return None;
+                }
+                f.entry.extend_ids(0, lead_ids, &mut out.ids);
+            }
+            Some(out)
+        };
+        let encode_rest = || {
+            let seed = found.as_ref().and_then(|f| seed_at(spec, text, f));
+            let seed_given = seed.is_some();
+            parallel
+                .encode_windowed(backend, text, keep, seed)
+                .map(|out| out.map(|o| (o, seed_given)))
+        };
+        let (copied, encoded) = if found.as_ref().is_some_and(|f| f.unchecked > 0) {
+            parallel.join(compare_and_copy, encode_rest)
+        } else {
+            let copied = compare_and_copy();
+            (Some(copied), encode_rest())
+        };
+        let Some(mut enc) = copied.flatten() else {
+            return Ok(Speculated::Differed);
+        };
+        let Some((out, seed_given)) = encoded? else {
+            return Err(Error::backend(
+                name,
+                "a parallel family without a windowed encode",
+            ));
         };
         match (&found, seed_given && !out.seed_failed) {
             (None, _) => self.miss(),
             (Some(_), true) => self.hit(out.reused_bytes, out.reencoded_tokens),
             (Some(_), false) => self.fallback(),
         }
-        // One copy of the ids: the seed's first ones from the chain, then
-        // the fresh ones.
-        let mut enc = builder(out.seed_ids + out.ids.len());
-        let lead = enc.ids.len();
+        // The seed's first `seed_ids` ids from the chain (the first
+        // `lead_ids` of them copied already), then the fresh ones.
+        let lead = spec.prefix.len() * usize::from(add_special_tokens);
         let parent = match (&found, out.seed_ids) {
             (_, 0) => None,
             (Some(f), _) => Some((&f.entry, f.agree)),
             (None, _) => return Err(Error::backend(name, "seed ids without a seed")),
         };
-        if let Some((p, _)) = parent {
-            p.extend_ids(out.seed_ids, &mut enc.ids);
-            if enc.ids.len() != lead + out.seed_ids {
-                return Err(Error::backend(name, "cached ids shorter than the cut"));
+        match parent {
+            Some((p, _)) if out.seed_ids >= lead_ids => {
+                p.extend_ids(lead_ids, out.seed_ids, &mut enc.ids);
             }
+            _ => enc.ids.truncate(lead + out.seed_ids),
+        }
+        if enc.ids.len() != lead + out.seed_ids {
+            return Err(Error::backend(name, "cached ids shorter than the cut"));
         }
         enc.ids.extend_from_slice(&out.ids);
         let total = out.seed_ids + out.ids.len();
         let encoding = enc.finish(text.len(), name)?;
         let all_ids = encoding.ids().get(lead..lead + total).unwrap_or_default();
         self.store(text, flags, parent, out, all_ids);
-        Ok(Some(encoding))
+        Ok(Speculated::Done(encoding))
     }
 
     /// Counts a lookup that reused `bytes` of text and encoded `reencoded`
@@ -459,10 +587,18 @@ fn seed_at<'a>(spec: &SplitSpec, text: &str, found: &'a Found) -> Option<Seed<'a
 }
 
 /// Length of the longest common prefix of `a` and `b`, in bytes.
+///
+/// Performance: whole 4 KiB blocks go to one `memcmp` each (a call per
+/// 64 bytes cost about 3× as much on a 500 KB prompt); the block that
+/// differs is narrowed in 64-byte steps, then byte by byte.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
     const STEP: usize = 64;
     let n = a.len().min(b.len());
     let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
     while i + STEP <= n && a[i..i + STEP] == b[i..i + STEP] {
         i += STEP;
     }
@@ -500,7 +636,7 @@ mod tests {
 
     fn ids_of(entry: &L1Entry) -> Vec<u32> {
         let mut out = Vec::new();
-        entry.extend_ids(entry.n_ids, &mut out);
+        entry.extend_ids(0, entry.n_ids, &mut out);
         out
     }
 
@@ -514,28 +650,56 @@ mod tests {
             cache.store(t, 0, None, windowed(t, 0), &all);
         }
         let query = format!("{long}ccc");
-        let found = cache.lookup(&query, 0).unwrap();
+        let found = cache.lookup(&query, 0, false).unwrap();
         assert_eq!((found.entry.len, found.agree), (350, 350));
         // Diverging inside the last block of `long`: still found, shorter agreement.
         let query = format!("{}x{}", &long[..330], "d".repeat(100));
-        let found = cache.lookup(&query, 0).unwrap();
+        let found = cache.lookup(&query, 0, false).unwrap();
         assert_eq!(found.agree, 330);
         // Other flags, other keys.
-        assert!(cache.lookup(&long, 1).is_none());
+        assert!(cache.lookup(&long, 1, false).is_none());
         // Shorter than a block: nothing.
-        assert!(cache.lookup("aaa", 0).is_none());
+        assert!(cache.lookup("aaa", 0, false).is_none());
         // An entry planted under the key of another text is never used.
         let other = "z".repeat(150);
-        let planted = cache.lookup(&short, 0).unwrap().entry;
+        let planted = cache.lookup(&short, 0, false).unwrap().entry;
         cache
             .map
             .insert(cache.key(other.as_bytes(), 0, 128), planted);
-        assert!(cache.lookup(&other, 0).is_none());
+        assert!(cache.lookup(&other, 0, false).is_none());
         assert_eq!(common_prefix(b"abcdef", b"abcxef"), 3);
         let a = vec![7u8; 300];
         let mut b = a.clone();
         b[299] = 0;
         assert_eq!(common_prefix(&a, &b), 299);
+    }
+
+    /// A deferred probe compares only from the probed block on: a byte
+    /// changed before it is left to `same_before`, which sees it; an
+    /// immediate probe rejects the entry.
+    #[test]
+    fn deferred_probes_leave_the_early_bytes_to_the_caller() {
+        let cache = cache(1 << 20);
+        let text: String = (0..40).map(|i| format!("line {i} of the text\n")).collect();
+        let all: Vec<u32> = text.bytes().map(u32::from).collect();
+        cache.store(&text, 0, None, windowed(&text, 0), &all);
+        let x = text.len() / 64 * 64;
+        for at in [0, 100, x - 65] {
+            let mut edited = text.clone().into_bytes();
+            edited[at] = b'#';
+            let edited = String::from_utf8(edited).unwrap();
+            let found = cache.lookup(&edited, 0, true).unwrap();
+            assert_eq!((found.unchecked, found.agree), (x - 64, text.len()));
+            assert!(!found.entry.same_before(edited.as_bytes(), found.unchecked));
+            assert!(cache.lookup(&edited, 0, false).is_none());
+        }
+        // A change inside the probed block is seen by the probe itself.
+        let mut edited = text.clone().into_bytes();
+        edited[x - 10] = b'#';
+        let edited = String::from_utf8(edited).unwrap();
+        assert!(cache.lookup(&edited, 0, true).is_none());
+        let found = cache.lookup(&text, 0, true).unwrap();
+        assert!(found.entry.same_before(text.as_bytes(), found.unchecked));
     }
 
     /// A chain of entries, each extending (or editing the end of) the one
@@ -561,7 +725,7 @@ mod tests {
                 0
             };
             cache.store(&text, 0, parent, windowed(&text, seed_ids), &all);
-            let found = cache.lookup(&text, 0).unwrap();
+            let found = cache.lookup(&text, 0, false).unwrap();
             assert_eq!(found.agree, text.len());
             let e = &found.entry;
             assert_eq!(ids_of(e), all, "turn {k}");
@@ -575,7 +739,11 @@ mod tests {
             for at in [0, text.len() / 3, text.len() / 2, text.len() - 1] {
                 let mut other = text.clone().into_bytes();
                 other[at] ^= 1;
-                assert_eq!(e.agreement(&other), at);
+                assert_eq!(e.agreement_from(&other, 0), at);
+                let from = at.saturating_sub(64);
+                assert_eq!(e.agreement_from(&other, from), at);
+                assert!(e.same_before(&other, at));
+                assert!(!e.same_before(&other, at + 1));
             }
             prev = Some(Arc::clone(e));
         }
@@ -593,11 +761,11 @@ mod tests {
         let long = "q".repeat(4000);
         let all: Vec<u32> = long.bytes().map(u32::from).collect();
         cache.store(&long, 0, None, windowed(&long, 0), &all);
-        let parent = cache.lookup(&long, 0).unwrap().entry;
+        let parent = cache.lookup(&long, 0, false).unwrap().entry;
         let text = format!("{}{}", &long[..1000], "r".repeat(500));
         let all: Vec<u32> = text.bytes().map(u32::from).collect();
         cache.store(&text, 0, Some((&parent, 1000)), windowed(&text, 990), &all);
-        let e = cache.lookup(&text, 0).unwrap().entry;
+        let e = cache.lookup(&text, 0, false).unwrap().entry;
         assert!(e.parent.is_none());
         assert_eq!(ids_of(&e), all);
         assert_eq!(e.weight, 1500 + 1500 * 4 + ENTRY_OVERHEAD);

@@ -4,6 +4,8 @@
 use rayon::ThreadPool;
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
 use super::{ChunkEncoding, ChunkRequest, SplitSpec};
@@ -281,6 +283,39 @@ impl ParallelEncoder {
             Some(pool) => pool.current_num_threads(),
             None => rayon::current_num_threads(),
         }
+    }
+
+    /// Runs `side` on the pool while the calling thread runs `main`, when
+    /// the options allow a second thread (not `Never`, two threads or
+    /// more); else one after the other on the calling thread. `side` runs
+    /// exactly once: a pool thread that has not started it by the time
+    /// `main` returns finds it taken, and the caller runs it itself (so a
+    /// slow wake-up costs no more than running both in turn). `None` only
+    /// if `side` never ran, which the scope's join rules out.
+    pub(crate) fn join<RA, RB>(
+        &self,
+        side: impl Fn() -> RA + Sync,
+        main: impl FnOnce() -> RB,
+    ) -> (Option<RA>, RB)
+    where
+        RA: Send + Sync,
+    {
+        if self.options.mode == ParallelMode::Never || self.threads() < 2 {
+            let b = main();
+            return (Some(side()), b);
+        }
+        let taken = AtomicBool::new(false);
+        let result = OnceLock::new();
+        let run = || {
+            if !taken.swap(true, Ordering::AcqRel) {
+                let _ = result.set(side());
+            }
+        };
+        let b = match &self.options.pool {
+            Some(pool) => pool.in_place_scope(|s| beside(s, &run, main)),
+            None => rayon::in_place_scope(|s| beside(s, &run, main)),
+        };
+        (result.into_inner(), b)
     }
 
     /// The size from which `Auto` splits.
@@ -950,6 +985,19 @@ fn windowed_body(
         offsets: None,
     };
     Ok((seed_ids, ids, window, window_first))
+}
+
+/// Spawns `side` on the scope's pool, runs `main` here, then `side` (a
+/// no-op when the pool has run it).
+fn beside<'s, R>(
+    scope: &rayon::Scope<'s>,
+    side: &'s (impl Fn() + Sync),
+    main: impl FnOnce() -> R,
+) -> R {
+    scope.spawn(move |_| side());
+    let r = main();
+    side();
+    r
 }
 
 /// Spawns every chunk but the first on the scope's pool and encodes the
