@@ -101,6 +101,11 @@ const BLOCKS4: [u64; 5] = {
 /// three- and four-byte chars are looked at (every listed code point is
 /// one); their first two bytes pick a block, and only a flagged block
 /// decodes the char.
+///
+/// Performance: the scan steps from char start to char start (a `&str`
+/// is valid UTF-8, and the eight-byte ASCII skip lands on char starts
+/// too), so a CJK text costs one block lookup per char instead of one
+/// pass per byte; it was 12% of an o200k encode of Chinese.
 pub(crate) fn needs_regex(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -115,17 +120,23 @@ pub(crate) fn needs_regex(text: &str) -> bool {
             }
         }
         let b = bytes[i];
-        if b < 0xE0 {
+        if b < 0x80 {
             i += 1;
             continue;
         }
+        if b < 0xE0 {
+            // A two-byte char (a continuation byte is never a char start).
+            i += 2;
+            continue;
+        }
         let b1 = u32::from(bytes.get(i + 1).copied().unwrap_or(0) & 0x3F);
-        let flagged = if b < 0xF0 {
+        let (flagged, width) = if b < 0xF0 {
             let block = (u32::from(b & 0x0F) << 6) | b1;
-            BLOCKS3[(block / 64) as usize] & (1 << (block % 64)) != 0
+            (BLOCKS3[(block / 64) as usize] & (1 << (block % 64)) != 0, 3)
         } else {
             let block = (u32::from(b & 0x07) << 6) | b1;
-            block < 320 && BLOCKS4[(block / 64) as usize] & (1 << (block % 64)) != 0
+            let hit = block < 320 && BLOCKS4[(block / 64) as usize] & (1 << (block % 64)) != 0;
+            (hit, 4)
         };
         if flagged
             && let Some(c) = text.get(i..).and_then(|s| s.chars().next())
@@ -133,7 +144,7 @@ pub(crate) fn needs_regex(text: &str) -> bool {
         {
             return true;
         }
-        i += 1;
+        i += width;
     }
     false
 }
@@ -242,6 +253,17 @@ mod tests {
             let text = format!("abcdefgh{c}");
             assert_eq!(needs_regex(&text), divergent(c), "{:X}", c as u32);
             assert_eq!(needs_regex(&c.to_string()), divergent(c), "{:X}", c as u32);
+        }
+        // The scan steps char by char: after chars of every width, and
+        // after an eight-byte ASCII run at any offset, it still lands on
+        // the listed code point.
+        let listed = DIVERGENT.iter().flat_map(|&(lo, hi)| [lo, hi]);
+        let sample = (0..=0x10FFFFu32).step_by(97).chain(listed);
+        for c in sample.filter_map(char::from_u32) {
+            for prefix in ["é", "中", "😀", "aé中😀", "abcdefghij中", "é12345678"] {
+                let text = format!("{prefix}{c}é");
+                assert_eq!(needs_regex(&text), divergent(c), "{prefix} {:X}", c as u32);
+            }
         }
     }
 }
