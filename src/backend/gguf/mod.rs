@@ -27,7 +27,11 @@ use std::cell::RefCell;
 use std::path::Path;
 
 use crate::backend::hf::HfBackend;
-use crate::backend::sentencepiece::llama::{LlamaSpmScratch, MAX_FRAGMENT_BYTES, segment};
+use thread_local::ThreadLocal;
+
+use crate::backend::sentencepiece::llama::{
+    JoinFilter, LlamaSpmScratch, MAX_FRAGMENT_BYTES, segment,
+};
 use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
@@ -43,6 +47,11 @@ enum Engine {
     Spm {
         /// `<0xXX>` (or the single byte) per byte value, for byte fallback.
         byte_tokens: Box<[Option<u32>; 256]>,
+        /// Where no token joins two units, so the segmenter cuts there.
+        joins: Box<JoinFilter>,
+        /// The segmenter's buffers and memo, per thread and for this
+        /// vocabulary only (the memo holds its results).
+        scratch: Box<ThreadLocal<RefCell<LlamaSpmScratch>>>,
     },
     Bpe(Box<bpe::Bpe>),
     /// `bert`: the in-memory `tokenizer.json` on the HF backend.
@@ -61,10 +70,6 @@ pub(crate) struct GgufBackend {
     pieces: Vec<Box<[u8]>>,
     special_tokens: SpecialTokens,
     style: DecodeStyle,
-}
-
-thread_local! {
-    static SPM_SCRATCH: RefCell<LlamaSpmScratch> = RefCell::new(LlamaSpmScratch::default());
 }
 
 /// What one encode produces: ids, and spans when asked.
@@ -95,7 +100,14 @@ impl GgufBackend {
                         .text_to_token(name.as_bytes())
                         .or_else(|| vocab.text_to_token(&[b as u8]));
                 }
-                Engine::Spm { byte_tokens }
+                let joins = Box::new(JoinFilter::new(
+                    (0..vocab.len() as u32).map(|id| vocab.token(id)),
+                ));
+                Engine::Spm {
+                    byte_tokens,
+                    joins,
+                    scratch: Box::default(),
+                }
             }
             VocabType::Bpe => Engine::Bpe(Box::new(bpe::build(path, gguf, &vocab)?)),
             VocabType::Wpm => Engine::Hf(Box::new(wpm::build(path, &vocab)?)),
@@ -160,7 +172,11 @@ impl GgufBackend {
             Ok(())
         };
         match &self.engine {
-            Engine::Spm { byte_tokens } => {
+            Engine::Spm {
+                byte_tokens,
+                joins,
+                scratch,
+            } => {
                 if add_special && v.add_bos {
                     bos(&mut out)?;
                 }
@@ -168,7 +184,13 @@ impl GgufBackend {
                 for f in &fragments {
                     match *f {
                         Fragment::Text(s, e) => {
-                            self.spm_fragment(text, s, e, prev_special, byte_tokens, &mut out)?;
+                            self.spm_fragment(
+                                text,
+                                (s, e),
+                                prev_special,
+                                (byte_tokens, joins, scratch),
+                                &mut out,
+                            )?;
                             prev_special = false;
                         }
                         Fragment::Token(id, s, e) => {
@@ -260,10 +282,13 @@ impl GgufBackend {
     fn spm_fragment(
         &self,
         text: &str,
-        start: usize,
-        end: usize,
+        (start, end): (usize, usize),
         prev_special: bool,
-        byte_tokens: &[Option<u32>; 256],
+        (byte_tokens, joins, scratch): (
+            &[Option<u32>; 256],
+            &JoinFilter,
+            &ThreadLocal<RefCell<LlamaSpmScratch>>,
+        ),
         out: &mut Out,
     ) -> Result<()> {
         const MARK: &[u8] = "\u{2581}".as_bytes();
@@ -303,15 +328,18 @@ impl GgufBackend {
         }
         let v = &self.vocab;
         let mut symbols = Vec::new();
-        SPM_SCRATCH.with(|s| {
-            let mut scratch = s.borrow_mut();
-            segment(
+        let score = |t: &[u8]| v.text_to_token(t).map(|id| v.scores[id as usize]);
+        match scratch.get_or_default().try_borrow_mut() {
+            Ok(mut scratch) => segment(&esc, score, joins, &mut scratch, &mut symbols),
+            // Never nested on one thread; if it were, a fresh scratch.
+            Err(_) => segment(
                 &esc,
-                |t| v.text_to_token(t).map(|id| v.scores[id as usize]),
-                &mut scratch,
+                score,
+                joins,
+                &mut LlamaSpmScratch::default(),
                 &mut symbols,
-            );
-        });
+            ),
+        }
         for (s, len) in symbols {
             let span = if want_map {
                 (map[s], map[s + len].max(map[s]))

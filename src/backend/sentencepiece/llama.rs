@@ -18,6 +18,8 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use rustc_hash::FxHashMap;
+
 /// Byte length of the UTF-8 sequence a lead byte starts (llama.cpp's
 /// `unicode_len_utf8`: 1 for continuation or invalid bytes).
 #[inline]
@@ -26,12 +28,13 @@ pub(crate) fn utf8_len(lead: u8) -> usize {
     LEN[usize::from(lead >> 4)] as usize
 }
 
-// Performance note: the queue holds up to one entry per character of a
-// fragment (a whole prompt for a long text), so for long inputs the pops are
-// bound by memory traffic, not by comparisons. Symbols and bigrams use u32
-// positions (16 bytes each instead of 32), and the first pairs are heapified
-// in one O(n) pass instead of n pushes (DESIGN.md claim 247 has the
-// figures; the cost stays super-linear, bound by cache misses).
+// Performance note: one queue over a whole fragment (a whole prompt for a
+// long text) held an entry per character, so its pops were bound by cache
+// misses and the time grew faster than the text (DESIGN.md claim 247).
+// Symbols and bigrams use u32 positions (16 bytes each instead of 32); the
+// fragment is cut where no token joins two units ([`JoinFilter`]), each
+// part has its own queue, and parts up to a word long are memoized, so the
+// time is linear (claim 292).
 
 #[derive(Debug, Clone, Copy)]
 struct Symbol {
@@ -75,23 +78,127 @@ impl Ord for Bigram {
     }
 }
 
-/// Reusable buffers for [`segment`].
+/// Reusable buffers for [`segment`], and its memo of parts. The memo
+/// holds one vocabulary's results: a scratch must never serve two.
 #[derive(Debug, Default)]
 pub(crate) struct LlamaSpmScratch {
     symbols: Vec<Symbol>,
     queue: BinaryHeap<Bigram>,
+    /// Parts already segmented: their bytes, and the lengths of the
+    /// symbols they end as.
+    memo: FxHashMap<Box<[u8]>, Box<[u32]>>,
+}
+
+/// Longest part the memo keeps (bytes): a word, not a paragraph.
+const MEMO_PART_BYTES: usize = 64;
+
+/// Entries after which the memo starts over (bounded memory per thread,
+/// about 4 MiB at most).
+const MEMO_ENTRIES: usize = 1 << 15;
+
+/// The pairs of adjacent *units* (what [`segment`] starts from: a UTF-8
+/// char, or a byte `utf8_len` cuts alone) that occur side by side inside
+/// some token of a vocabulary, as a bit set over their hashes.
+///
+/// Every symbol [`segment`] forms is a token (or one unit), so a symbol
+/// can span two adjacent units of the text only if some token holds that
+/// pair. Where the set says no token does, no merge ever crosses, and the
+/// text is cut there: llama.cpp's whole-fragment queue then splits into
+/// independent small ones with the same result (DESIGN.md claim 292). A
+/// hash collision only keeps a cut from being made (never makes a wrong
+/// one).
+#[derive(Debug)]
+pub(crate) struct JoinFilter {
+    bits: Box<[u64]>,
+    mask: u64,
+}
+
+impl JoinFilter {
+    /// Smallest and largest set, in bits (8 KiB to 8 MiB).
+    const MIN_BITS: usize = 1 << 16;
+    const MAX_BITS: usize = 1 << 26;
+
+    /// The filter of every token in `tokens` (each as the bytes
+    /// `segment`'s `score` is asked about).
+    pub(crate) fn new<'a>(tokens: impl Iterator<Item = &'a [u8]> + Clone) -> Self {
+        let pairs: usize = tokens
+            .clone()
+            .map(|t| units(t).count().saturating_sub(1))
+            .sum();
+        let n = (pairs.saturating_mul(16))
+            .clamp(Self::MIN_BITS, Self::MAX_BITS)
+            .next_power_of_two();
+        let mut bits = vec![0u64; n / 64].into_boxed_slice();
+        let mask = (n - 1) as u64;
+        for t in tokens {
+            let mut prev: Option<u64> = None;
+            for u in units(t) {
+                let k = unit_key(u);
+                if let Some(p) = prev {
+                    let h = pair_hash(p, k) & mask;
+                    bits[(h / 64) as usize] |= 1 << (h % 64);
+                }
+                prev = Some(k);
+            }
+        }
+        Self { bits, mask }
+    }
+
+    /// Whether some token may hold unit `a` followed by unit `b`.
+    #[inline]
+    fn may_join(&self, a: u64, b: u64) -> bool {
+        let h = pair_hash(a, b) & self.mask;
+        self.bits[(h / 64) as usize] & (1 << (h % 64)) != 0
+    }
+}
+
+/// The units of `bytes`, cut as [`segment`] cuts a text.
+fn units(bytes: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let lead = *bytes.get(at)?;
+        let len = utf8_len(lead).min(bytes.len() - at);
+        let u = &bytes[at..at + len];
+        at += len;
+        Some(u)
+    })
+}
+
+/// A unit (at most 4 bytes) as one number, its length included.
+#[inline]
+fn unit_key(u: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = u.len().min(4);
+    k[..n].copy_from_slice(&u[..n]);
+    k[7] = n as u8;
+    u64::from_le_bytes(k)
+}
+
+#[inline]
+fn pair_hash(a: u64, b: u64) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let h = (a.wrapping_mul(K) ^ b).wrapping_mul(K);
+    h ^ (h >> 29)
 }
 
 /// Segments `text` (already escaped: spaces as `▁`) the way llama.cpp does.
 ///
 /// `score` returns the score of the token spelled by a byte string, or
-/// `None` when the vocabulary has no such token. `out` receives the final
-/// symbols as `(start, len)` byte ranges of `text`, in order. `text` must be
-/// at most [`MAX_FRAGMENT_BYTES`] long (callers check; a longer text is
-/// returned as one symbol rather than segmented wrongly).
+/// `None` when the vocabulary has no such token; `joins` is the
+/// vocabulary's [`JoinFilter`]. `out` receives the final symbols as
+/// `(start, len)` byte ranges of `text`, in order. `text` must be at most
+/// [`MAX_FRAGMENT_BYTES`] long (callers check; a longer text is returned
+/// as one symbol rather than segmented wrongly).
+///
+/// Performance: the text is cut where no token spans two adjacent units
+/// (`joins`), and each part runs its own queue: the queue stays the size
+/// of a word instead of the whole fragment, and the time is linear in the
+/// text (claim 292; before, one queue per fragment made a 1 MiB English
+/// prompt take over a second).
 pub(crate) fn segment(
     text: &[u8],
     score: impl Fn(&[u8]) -> Option<f32>,
+    joins: &JoinFilter,
     scratch: &mut LlamaSpmScratch,
     out: &mut Vec<(usize, usize)>,
 ) {
@@ -103,7 +210,11 @@ pub(crate) fn segment(
         return;
     }
     let total = text.len() as u32;
-    let symbols = &mut scratch.symbols;
+    let LlamaSpmScratch {
+        symbols,
+        queue,
+        memo,
+    } = scratch;
     symbols.clear();
     let mut offs = 0u32;
     while offs < total {
@@ -131,54 +242,128 @@ pub(crate) fn segment(
             size,
         })
     };
-    // The first pairs are heapified at once (O(n)), reusing the queue's buffer.
-    let mut first = std::mem::take(&mut scratch.queue).into_vec();
-    first.clear();
-    first.extend((1..symbols.len() as u32).filter_map(|i| bigram(symbols, i - 1, i)));
-    let mut queue = BinaryHeap::from(first);
-    while let Some(b) = queue.pop() {
-        let (l, r) = (symbols[b.left as usize], symbols[b.right as usize]);
-        // One side already merged into something else: a stale pair.
-        if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
+    let key = |s: &Symbol| unit_key(&text[s.start as usize..(s.start + s.len) as usize]);
+    let n = symbols.len() as u32;
+    let mut part = 0u32;
+    while part < n {
+        // The part ends where no token joins two adjacent units. A pair
+        // across that cut is never a token, so the part's merges never reach
+        // past it (`bigram` finds no score there), and its result depends
+        // on its bytes alone: the memo's key.
+        let mut end = part + 1;
+        let mut prev_key = key(&symbols[part as usize]);
+        while end < n {
+            let k = key(&symbols[end as usize]);
+            if !joins.may_join(prev_key, k) {
+                break;
+            }
+            prev_key = k;
+            end += 1;
+        }
+        if end == part + 1 {
+            // One unit: nothing to merge.
+            let s = symbols[part as usize];
+            out.push((s.start as usize, s.len as usize));
+            part = end;
             continue;
         }
-        symbols[b.left as usize].len += r.len;
-        symbols[b.right as usize].len = 0;
-        symbols[b.left as usize].next = r.next;
-        if r.next != NONE {
-            symbols[r.next as usize].prev = b.left;
+        let from = symbols[part as usize].start as usize;
+        let to = symbols
+            .get(end as usize)
+            .map_or(text.len(), |s| s.start as usize);
+        let bytes = &text[from..to];
+        let memoable = bytes.len() <= MEMO_PART_BYTES;
+        if memoable && let Some(lens) = memo.get(bytes) {
+            let mut at = from;
+            for &l in lens.iter() {
+                out.push((at, l as usize));
+                at += l as usize;
+            }
+            part = end;
+            continue;
         }
-        let prev = symbols[b.left as usize].prev;
-        let next = symbols[b.left as usize].next;
-        if let Some(pair) = bigram(symbols, prev, b.left) {
-            queue.push(pair);
+        // The part's first pairs are heapified at once (O(n)), reusing the
+        // queue's buffer.
+        let mut first = std::mem::take(queue).into_vec();
+        first.clear();
+        first.extend((part + 1..end).filter_map(|i| bigram(symbols, i - 1, i)));
+        *queue = BinaryHeap::from(first);
+        while let Some(b) = queue.pop() {
+            let (l, r) = (symbols[b.left as usize], symbols[b.right as usize]);
+            // One side already merged into something else: a stale pair.
+            if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
+                continue;
+            }
+            symbols[b.left as usize].len += r.len;
+            symbols[b.right as usize].len = 0;
+            symbols[b.left as usize].next = r.next;
+            if r.next != NONE {
+                symbols[r.next as usize].prev = b.left;
+            }
+            let prev = symbols[b.left as usize].prev;
+            let next = symbols[b.left as usize].next;
+            if let Some(pair) = bigram(symbols, prev, b.left) {
+                queue.push(pair);
+            }
+            if let Some(pair) = bigram(symbols, b.left, next) {
+                queue.push(pair);
+            }
         }
-        if let Some(pair) = bigram(symbols, b.left, next) {
-            queue.push(pair);
+        let first_out = out.len();
+        let mut i = part;
+        while i < end {
+            let s = symbols[i as usize];
+            out.push((s.start as usize, s.len as usize));
+            i = s.next;
         }
-    }
-    scratch.queue = queue;
-    let mut i = 0;
-    while i != NONE {
-        let s = symbols[i as usize];
-        out.push((s.start as usize, s.len as usize));
-        i = s.next;
+        if memoable {
+            if memo.len() >= MEMO_ENTRIES {
+                memo.clear();
+            }
+            let lens = out[first_out..].iter().map(|&(_, l)| l as u32).collect();
+            memo.insert(bytes.into(), lens);
+        }
+        part = end;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    fn run(text: &str, vocab: &[(&str, f32)]) -> Vec<String> {
+    impl JoinFilter {
+        /// A filter that cuts nowhere: one queue per fragment, as llama.cpp.
+        fn nowhere() -> Self {
+            Self {
+                bits: vec![u64::MAX; 1].into_boxed_slice(),
+                mask: 63,
+            }
+        }
+    }
+
+    fn segment_with(
+        text: &str,
+        vocab: &[(String, f32)],
+        joins: &JoinFilter,
+        scratch: &mut LlamaSpmScratch,
+    ) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         segment(
             text.as_bytes(),
             |s| vocab.iter().find(|(t, _)| t.as_bytes() == s).map(|t| t.1),
-            &mut LlamaSpmScratch::default(),
+            joins,
+            scratch,
             &mut out,
         );
-        out.iter()
+        out
+    }
+
+    fn run(text: &str, vocab: &[(&str, f32)]) -> Vec<String> {
+        let vocab: Vec<(String, f32)> = vocab.iter().map(|&(t, s)| (t.to_owned(), s)).collect();
+        let joins = JoinFilter::new(vocab.iter().map(|(t, _)| t.as_bytes()));
+        segment_with(text, &vocab, &joins, &mut LlamaSpmScratch::default())
+            .iter()
             .map(|&(s, l)| text[s..s + l].to_owned())
             .collect()
     }
@@ -195,5 +380,36 @@ mod tests {
         let v = [("▁▁", -1.0)];
         assert_eq!(run("▁▁x", &v), ["▁▁", "x"]);
         assert!(run("", &v).is_empty());
+        // "b" then "c" is in no token: a cut there, and "ab" and "cd" form
+        // on both sides of it; with "abcd" in the vocabulary, no cut.
+        let v = [("ab", -1.0), ("cd", -1.0)];
+        assert_eq!(run("abcd", &v), ["ab", "cd"]);
+        let v = [("ab", -1.0), ("cd", -1.0), ("abcd", -0.1)];
+        assert_eq!(run("abcd", &v), ["abcd"]);
+    }
+
+    proptest! {
+        /// Cutting where no token joins two units, and the memo of parts,
+        /// change nothing: the symbols equal one whole-fragment queue's
+        /// (llama.cpp's), on texts and vocabularies over a small alphabet
+        /// of one- to four-byte units, with the memo cold and warm.
+        #[test]
+        fn cuts_and_memo_equal_one_queue(
+            text in "[ab▁é中😀]{0,80}",
+            tokens in proptest::collection::vec(("[ab▁é中😀]{2,5}", -8.0f32..0.0), 0..40),
+        ) {
+            let mut vocab: Vec<(String, f32)> = tokens;
+            vocab.sort_by(|a, b| a.0.cmp(&b.0));
+            vocab.dedup_by(|a, b| a.0 == b.0);
+            let joins = JoinFilter::new(vocab.iter().map(|(t, _)| t.as_bytes()));
+            let want = segment_with(&text, &vocab, &JoinFilter::nowhere(), &mut LlamaSpmScratch::default());
+            let mut scratch = LlamaSpmScratch::default();
+            let cold = segment_with(&text, &vocab, &joins, &mut scratch);
+            prop_assert_eq!(&cold, &want);
+            let doubled = format!("{text}{text}");
+            let want2 = segment_with(&doubled, &vocab, &JoinFilter::nowhere(), &mut LlamaSpmScratch::default());
+            prop_assert_eq!(segment_with(&doubled, &vocab, &joins, &mut scratch), want2);
+            prop_assert_eq!(segment_with(&text, &vocab, &joins, &mut scratch), want);
+        }
     }
 }
