@@ -92,8 +92,9 @@ pub(crate) struct LlamaSpmScratch {
 /// Longest part the memo keeps (bytes): a word, not a paragraph.
 const MEMO_PART_BYTES: usize = 64;
 
-/// Entries after which the memo starts over (bounded memory per thread,
-/// about 4 MiB at most).
+/// Entries after which the memo starts over: bounded memory per thread and
+/// vocabulary, about 3 MiB for word-sized parts, 12 MiB at worst (64-byte
+/// parts of 64 one-byte symbols).
 const MEMO_ENTRIES: usize = 1 << 15;
 
 /// The pairs of adjacent *units* (what [`segment`] starts from: a UTF-8
