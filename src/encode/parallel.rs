@@ -476,6 +476,9 @@ impl ParallelEncoder {
                 with_offsets,
             );
         }
+        // The output adopts the first chunk's buffer (below) when nothing
+        // goes before its ids: that chunk then sizes it for the whole text.
+        let adoptable = (!add_special_tokens || spec.prefix.is_empty()) && !with_offsets;
         let (mut slots, pieces) = match self.merge(
             backend,
             spec,
@@ -485,6 +488,7 @@ impl ParallelEncoder {
             None,
             0,
             nominal,
+            adoptable,
             &mut report,
         )? {
             Merged::Done(slots, pieces) => (slots, pieces),
@@ -505,9 +509,7 @@ impl ParallelEncoder {
         // The first piece starts the first chunk: adopt its buffer rather
         // than copy it (not under a prefix, nor with offsets, which still
         // read the slots).
-        let adopt = (!add_special_tokens || spec.prefix.is_empty())
-            && !with_offsets
-            && pieces.first().is_some_and(|p| p.from == 0);
+        let adopt = adoptable && pieces.first().is_some_and(|p| p.from == 0);
         let mut out = EncodingBuilder::new(
             &spec.prefix,
             &spec.suffix,
@@ -560,6 +562,7 @@ impl ParallelEncoder {
         seed: Option<Slot<'a>>,
         keep_tail: usize,
         nominal: usize,
+        reserve_first: bool,
         report: &mut ParallelReport,
     ) -> Result<Merged<'a>> {
         let n = text.len();
@@ -575,8 +578,11 @@ impl ParallelEncoder {
             } else {
                 p.tail
             };
-            let enc =
-                backend.encode_chunk(chunk, &ChunkRequest::new(p.head, tail, with_offsets))?;
+            let mut request = ChunkRequest::new(p.head, tail, with_offsets);
+            if p.start == 0 && reserve_first {
+                request = request.with_reserve(n);
+            }
+            let enc = backend.encode_chunk(chunk, &request)?;
             Ok(Slot {
                 start: p.start,
                 end: p.end,
@@ -747,6 +753,7 @@ impl ParallelEncoder {
                 seed_slot,
                 keep_tail,
                 nominal,
+                false,
                 &mut report,
             )?,
             None => Merged::GaveUp(Fallback::Edges),

@@ -350,7 +350,8 @@ impl TiktokenBackend {
             )
         };
         let mut st = ChunkState {
-            ids: Vec::with_capacity(len / 3 + 1),
+            // The sequential encode's estimate.
+            ids: Vec::with_capacity(len.max(request.reserve_bytes) / 3 + 1),
             spans: Vec::new(),
             known: Vec::new(),
             bounds: vec![0, len],
@@ -417,29 +418,55 @@ impl TiktokenBackend {
         }
         if let Some(fast) = self.engine(segment.len()) {
             let first = st.ids.len();
-            let mut pieces = Vec::new();
+            let (head, tail_from, bounds) = (st.head, st.tail_from, &mut st.bounds);
+            // Pre-tokens touching a window are a prefix (start before `head`)
+            // and a suffix (end after `tail_from`) of the segment's.
             let taken = fast
-                .encode(segment, &mut st.ids, Some(&mut pieces))
+                .encode_with_pieces(segment, &mut st.ids, |pieces| {
+                    let lo = pieces.partition_point(|p| base + (p.start as usize) < head);
+                    let hi = pieces
+                        .partition_point(|p| base + (p.end as usize) <= tail_from)
+                        .max(lo);
+                    for p in pieces[..lo].iter().chain(&pieces[hi..]) {
+                        bounds.extend([base + p.start as usize, base + p.end as usize]);
+                    }
+                })
                 .map_err(|e| Error::backend(NAME, e))?;
             if taken {
-                for (s, e) in pieces {
-                    if st.touches(base + s, base + e) {
-                        st.bounds.extend([base + s, base + e]);
-                    }
-                }
-                let mut p = base;
-                for k in first..st.ids.len() {
-                    let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
-                    if st.touches(p, p + l) {
-                        st.known.push(k);
-                        st.spans.push((p, p + l));
-                    }
-                    p += l;
-                }
+                self.window_spans(base, base + segment.len(), first, st);
                 return Ok(());
             }
         }
         self.regex_ordinary(segment, base, st)
+    }
+
+    /// Spans of the tokens `st.ids[first..]` that touch a window, the
+    /// tokens covering `[start, end)` exactly (byte-level BPE): summed
+    /// forward from `start` through the head window and backward from `end`
+    /// through the tail window, so the middle of a chunk costs no lookups.
+    fn window_spans(&self, start: usize, end: usize, first: usize, st: &mut ChunkState) {
+        let len = |id: u32| self.bytes_of(id).map_or(0, <[u8]>::len);
+        let n = st.ids.len();
+        let (mut i, mut p) = (first, start);
+        while i < n && (st.all || p < st.head) {
+            let q = p + len(st.ids[i]);
+            st.known.push(i);
+            st.spans.push((p, q));
+            (i, p) = (i + 1, q);
+        }
+        // The tail's first token, found backwards; recorded in id order, and
+        // never one the head walk took (short chunks: the windows overlap).
+        let (mut j, mut q) = (n, end);
+        while j > i && q > st.tail_from {
+            q = q.saturating_sub(len(st.ids[j - 1]));
+            j -= 1;
+        }
+        for k in j..n {
+            let r = q + len(st.ids[k]);
+            st.known.push(k);
+            st.spans.push((q, r));
+            q = r;
+        }
     }
 
     /// The regex path: `fancy-regex` pieces (whitespace runs cut without
@@ -516,7 +543,7 @@ impl TiktokenBackend {
         }
         if let Some(fast) = self.engine(text.len())
             && fast
-                .encode(text, out, None)
+                .encode(text, out)
                 .map_err(|e| Error::backend(NAME, e))?
         {
             return Ok(());
@@ -728,7 +755,7 @@ mod tests {
             let text = "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ";
             let mut fast_ids = Vec::new();
             assert_eq!(
-                engine.map(|e| e.encode(text, &mut fast_ids, None)),
+                engine.map(|e| e.encode(text, &mut fast_ids)),
                 Some(Ok(true))
             );
             let mut st = ChunkState::ids_only(Vec::new());
@@ -736,7 +763,7 @@ mod tests {
             assert_eq!(fast_ids, st.ids, "{}", enc.name());
             let mut ids = Vec::new();
             assert_eq!(
-                engine.map(|e| e.encode("a \u{10940} b", &mut ids, None)),
+                engine.map(|e| e.encode("a \u{10940} b", &mut ids)),
                 Some(Ok(false))
             );
             assert!(ids.is_empty());
