@@ -742,6 +742,115 @@ mod tests {
     use super::encodings::BuiltinEncoding;
     use super::*;
 
+    /// Every corpus file's first 16 KiB, a special token spliced in near
+    /// both ends and in the middle.
+    fn corpus_texts() -> Vec<(String, String)> {
+        let root = std::env::var_os("RTOK_SHARED_DIR")
+            .map_or_else(|| "../shared".into(), std::path::PathBuf::from)
+            .join("corpus");
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", root.display()))
+            .flat_map(|d| std::fs::read_dir(d.unwrap().path()).into_iter().flatten())
+            .map(|f| f.unwrap().path())
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|path| {
+                let full = std::fs::read_to_string(path).unwrap();
+                let cut = |mut i: usize| {
+                    i = i.min(full.len());
+                    while !full.is_char_boundary(i) {
+                        i -= 1;
+                    }
+                    i
+                };
+                let e = cut(16 << 10);
+                let (a, b) = (cut(7), cut(e / 2));
+                let c = cut(e.saturating_sub(20)).max(b);
+                let text = [
+                    &full[..a],
+                    "<|endoftext|>",
+                    &full[a..b],
+                    "<|endoftext|>",
+                    &full[b..c],
+                    "<|endoftext|>",
+                    &full[c..e],
+                ]
+                .concat();
+                (path.display().to_string(), text)
+            })
+            .collect()
+    }
+
+    /// The windowed chunk encode against the every-span one: same ids, the
+    /// windows' spans are the true ones and cover what `ChunkRequest` asks
+    /// for, and the boundaries are true ones holding every one the merge
+    /// reads (inside the windows, and the first and last just outside).
+    #[test]
+    fn chunk_windows_match_the_full_spans() {
+        let texts = corpus_texts();
+        assert!(texts.len() > 20, "{} corpus files", texts.len());
+        for enc in [BuiltinEncoding::O200kBase, BuiltinEncoding::Cl100kBase] {
+            let backend =
+                TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
+            backend.warm_up();
+            for (name, text) in &texts {
+                let n = text.len();
+                // Spans from the sequential offsets path; boundaries from a
+                // chunk encode with every span on.
+                let seq = backend.encode_offsets_with(text, false, true).unwrap();
+                let spans = seq.offsets().unwrap().to_vec();
+                let full = backend
+                    .encode_chunk_impl(text, &ChunkRequest::new(0, 0, true))
+                    .unwrap();
+                assert_eq!(full.ids, seq.ids(), "{name}");
+                let all = &full.boundaries;
+                for (head, tail) in [(0, 0), (1, 3000), (1500, 1500), (n / 2, n / 2 + 9), (n, n)] {
+                    let what = format!("{} {name} head {head} tail {tail}", enc.name());
+                    let w = backend
+                        .encode_chunk_impl(text, &ChunkRequest::new(head, tail, false))
+                        .unwrap();
+                    assert!(w.is_consistent(n), "{what}");
+                    assert_eq!(w.ids, full.ids, "{what}");
+                    assert_eq!(w.head[..], spans[..w.head.len()], "{what}");
+                    assert_eq!(w.tail[..], spans[w.tail_first..], "{what}");
+                    let tail_from = n.saturating_sub(tail);
+                    assert!(
+                        spans[w.head.len()..].iter().all(|&(s, _)| s >= head),
+                        "{what}: head window short"
+                    );
+                    assert!(
+                        spans[..w.tail_first].iter().all(|&(_, e)| e <= tail_from),
+                        "{what}: tail window short"
+                    );
+                    assert!(
+                        w.boundaries.iter().all(|b| all.binary_search(b).is_ok()),
+                        "{what}"
+                    );
+                    // (The first chunk asks for no head window, the last for no tail.)
+                    let after_head = all.iter().find(|&&b| b >= head).filter(|_| head > 0);
+                    let before_tail = all
+                        .iter()
+                        .rev()
+                        .find(|&&b| b <= tail_from)
+                        .filter(|_| tail > 0);
+                    for b in all
+                        .iter()
+                        .filter(|&&b| b <= head || b >= tail_from)
+                        .chain(after_head)
+                        .chain(before_tail)
+                    {
+                        assert!(
+                            w.boundaries.binary_search(b).is_ok(),
+                            "{what}: boundary {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_builtin_encoding_gets_the_engine() {
         for enc in BuiltinEncoding::ALL {
