@@ -3,7 +3,8 @@
 
 use rayon::ThreadPool;
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
 use super::{ChunkEncoding, ChunkRequest, SplitSpec};
@@ -407,27 +408,45 @@ impl ParallelEncoder {
         )
     }
 
-    /// Encodes every planned chunk: the calling thread takes the first one
-    /// while the pool takes the others (an `in_place_scope`, so the caller
-    /// works instead of sleeping until a pool thread wakes up).
+    /// Encodes every planned chunk on the calling thread and up to one
+    /// helper per other pool thread. Each thread claims the next chunk not
+    /// yet taken, the caller included (an `in_place_scope`, so it works
+    /// instead of sleeping): a helper that wakes late, or whose core another
+    /// process holds, only takes fewer chunks, and when none is left for it
+    /// the caller has encoded them all, as a sequential encode would.
     fn encode_all<'a, F>(&self, plans: &[ChunkPlan], encode: &F) -> Result<Vec<Slot<'a>>>
     where
         F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
     {
-        if self.threads() < 2 || plans.len() < 2 {
+        let threads = self.threads();
+        if threads < 2 || plans.len() < 2 {
             // One thread asked for: no helper thread at all (the caller
             // would otherwise be a second one).
             return plans.iter().map(encode).collect();
         }
-        let mut results: Vec<Option<Result<Slot<'a>>>> = plans.iter().map(|_| None).collect();
+        let results: Vec<OnceLock<Result<Slot<'a>>>> =
+            plans.iter().map(|_| OnceLock::new()).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let (Some(plan), Some(slot)) = (plans.get(i), results.get(i)) else {
+                    break;
+                };
+                let _ = slot.set(encode(plan));
+            }
+        };
+        let work = &work;
+        let helpers = (threads - 1).min(plans.len() - 1);
         match &self.options.pool {
-            Some(pool) => pool.in_place_scope(|s| fill(s, plans, &mut results, encode)),
-            None => rayon::in_place_scope(|s| fill(s, plans, &mut results, encode)),
+            Some(pool) => pool.in_place_scope(|s| share(s, helpers, work)),
+            None => rayon::in_place_scope(|s| share(s, helpers, work)),
         }
         results
             .into_iter()
             .map(|r| {
-                r.unwrap_or_else(|| Err(Error::backend("parallel", "a chunk was not encoded")))
+                r.into_inner()
+                    .unwrap_or_else(|| Err(Error::backend("parallel", "a chunk was not encoded")))
             })
             .collect()
     }
@@ -959,24 +978,12 @@ fn windowed_body(
     Ok((seed_ids, ids, window, window_first))
 }
 
-/// Spawns every chunk but the first on the scope's pool and encodes the
-/// first on the calling thread.
-fn fill<'s, 'a, F>(
-    scope: &rayon::Scope<'s>,
-    plans: &'s [ChunkPlan],
-    results: &'s mut [Option<Result<Slot<'a>>>],
-    encode: &'s F,
-) where
-    F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
-    'a: 's,
-{
-    let Some((first, rest)) = results.split_first_mut() else {
-        return;
-    };
-    for (slot, plan) in rest.iter_mut().zip(plans.iter().skip(1)) {
-        scope.spawn(move |_| *slot = Some(encode(plan)));
+/// Starts `helpers` pool jobs running `work`, and runs it on the calling thread.
+fn share<'s, W: Fn() + Sync>(scope: &rayon::Scope<'s>, helpers: usize, work: &'s W) {
+    for _ in 0..helpers {
+        scope.spawn(move |_| work());
     }
-    *first = plans.first().map(encode);
+    work();
 }
 
 fn sequential(

@@ -281,6 +281,8 @@ impl TiktokenBackend {
                         cell.get_or_init(|| fast::FastBpe::new(&ranks, pattern).ok());
                     });
             }
+            // Re-measured once the chunk encoder recorded only its windows
+            // (DESIGN.md claim 304): below this some runs were slower.
             split.with_min_bytes(256 << 10)
         } else {
             let _ = fast.set(None);
