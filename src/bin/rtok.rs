@@ -468,6 +468,9 @@ fn run(cli: Cli) -> Result<()> {
             let options = Parallel { parallel, threads }.options()?;
             let pool = options.pool.clone();
             let tok = load_with(&source, options)?;
+            // Time the engines a server runs on, not the regex path a
+            // tiktoken encoding takes while its engine is still being built.
+            tok.warm_up();
             let text = read_input(&Input { input: Some(input) })?;
             let ceiling = ceiling.then_some(pool.as_deref());
             let report = bench(&tok, &text, repeat.max(1), ceiling)?;

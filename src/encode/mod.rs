@@ -228,6 +228,11 @@ pub struct ChunkRequest {
     pub tail: usize,
     /// Also return the span of every token ([`ChunkEncoding::offsets`]).
     pub all_offsets: bool,
+    /// Size the ids buffer for a text of this many bytes when it is longer
+    /// than the chunk (0: the chunk's own length). The merge adopts the
+    /// first chunk's buffer as its output, so that chunk asks for the whole
+    /// input's room and the other chunks' ids are appended without a move.
+    pub reserve_bytes: usize,
 }
 
 impl ChunkRequest {
@@ -237,7 +242,14 @@ impl ChunkRequest {
             head,
             tail,
             all_offsets,
+            reserve_bytes: 0,
         }
+    }
+
+    /// The same request with room for the ids of `bytes` bytes of text.
+    pub fn with_reserve(mut self, bytes: usize) -> Self {
+        self.reserve_bytes = bytes;
+        self
     }
 }
 

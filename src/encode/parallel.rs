@@ -3,9 +3,8 @@
 
 use rayon::ThreadPool;
 use std::borrow::Cow;
-use std::sync::Arc;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
 use super::{ChunkEncoding, ChunkRequest, SplitSpec};
@@ -442,27 +441,45 @@ impl ParallelEncoder {
         )
     }
 
-    /// Encodes every planned chunk: the calling thread takes the first one
-    /// while the pool takes the others (an `in_place_scope`, so the caller
-    /// works instead of sleeping until a pool thread wakes up).
+    /// Encodes every planned chunk on the calling thread and up to one
+    /// helper per other pool thread. Each thread claims the next chunk not
+    /// yet taken, the caller included (an `in_place_scope`, so it works
+    /// instead of sleeping): a helper that wakes late, or whose core another
+    /// process holds, only takes fewer chunks, and when none is left for it
+    /// the caller has encoded them all, as a sequential encode would.
     fn encode_all<'a, F>(&self, plans: &[ChunkPlan], encode: &F) -> Result<Vec<Slot<'a>>>
     where
         F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
     {
-        if self.threads() < 2 || plans.len() < 2 {
+        let threads = self.threads();
+        if threads < 2 || plans.len() < 2 {
             // One thread asked for: no helper thread at all (the caller
             // would otherwise be a second one).
             return plans.iter().map(encode).collect();
         }
-        let mut results: Vec<Option<Result<Slot<'a>>>> = plans.iter().map(|_| None).collect();
+        let results: Vec<OnceLock<Result<Slot<'a>>>> =
+            plans.iter().map(|_| OnceLock::new()).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let (Some(plan), Some(slot)) = (plans.get(i), results.get(i)) else {
+                    break;
+                };
+                let _ = slot.set(encode(plan));
+            }
+        };
+        let work = &work;
+        let helpers = (threads - 1).min(plans.len() - 1);
         match &self.options.pool {
-            Some(pool) => pool.in_place_scope(|s| fill(s, plans, &mut results, encode)),
-            None => rayon::in_place_scope(|s| fill(s, plans, &mut results, encode)),
+            Some(pool) => pool.in_place_scope(|s| share(s, helpers, work)),
+            None => rayon::in_place_scope(|s| share(s, helpers, work)),
         }
         results
             .into_iter()
             .map(|r| {
-                r.unwrap_or_else(|| Err(Error::backend("parallel", "a chunk was not encoded")))
+                r.into_inner()
+                    .unwrap_or_else(|| Err(Error::backend("parallel", "a chunk was not encoded")))
             })
             .collect()
     }
@@ -511,6 +528,9 @@ impl ParallelEncoder {
                 with_offsets,
             );
         }
+        // The output adopts the first chunk's buffer (below) when nothing
+        // goes before its ids: that chunk then sizes it for the whole text.
+        let adoptable = (!add_special_tokens || spec.prefix.is_empty()) && !with_offsets;
         let (mut slots, pieces) = match self.merge(
             backend,
             spec,
@@ -520,6 +540,7 @@ impl ParallelEncoder {
             None,
             0,
             nominal,
+            adoptable,
             &mut report,
         )? {
             Merged::Done(slots, pieces) => (slots, pieces),
@@ -540,9 +561,7 @@ impl ParallelEncoder {
         // The first piece starts the first chunk: adopt its buffer rather
         // than copy it (not under a prefix, nor with offsets, which still
         // read the slots).
-        let adopt = (!add_special_tokens || spec.prefix.is_empty())
-            && !with_offsets
-            && pieces.first().is_some_and(|p| p.from == 0);
+        let adopt = adoptable && pieces.first().is_some_and(|p| p.from == 0);
         let mut out = EncodingBuilder::new(
             &spec.prefix,
             &spec.suffix,
@@ -595,6 +614,7 @@ impl ParallelEncoder {
         seed: Option<Slot<'a>>,
         keep_tail: usize,
         nominal: usize,
+        reserve_first: bool,
         report: &mut ParallelReport,
     ) -> Result<Merged<'a>> {
         let n = text.len();
@@ -610,8 +630,11 @@ impl ParallelEncoder {
             } else {
                 p.tail
             };
-            let enc =
-                backend.encode_chunk(chunk, &ChunkRequest::new(p.head, tail, with_offsets))?;
+            let mut request = ChunkRequest::new(p.head, tail, with_offsets);
+            if p.start == 0 && reserve_first {
+                request = request.with_reserve(n);
+            }
+            let enc = backend.encode_chunk(chunk, &request)?;
             Ok(Slot {
                 start: p.start,
                 end: p.end,
@@ -782,6 +805,7 @@ impl ParallelEncoder {
                 seed_slot,
                 keep_tail,
                 nominal,
+                false,
                 &mut report,
             )?,
             None => Merged::GaveUp(Fallback::Edges),
@@ -1000,24 +1024,12 @@ fn beside<'s, R>(
     r
 }
 
-/// Spawns every chunk but the first on the scope's pool and encodes the
-/// first on the calling thread.
-fn fill<'s, 'a, F>(
-    scope: &rayon::Scope<'s>,
-    plans: &'s [ChunkPlan],
-    results: &'s mut [Option<Result<Slot<'a>>>],
-    encode: &'s F,
-) where
-    F: Fn(&ChunkPlan) -> Result<Slot<'a>> + Sync,
-    'a: 's,
-{
-    let Some((first, rest)) = results.split_first_mut() else {
-        return;
-    };
-    for (slot, plan) in rest.iter_mut().zip(plans.iter().skip(1)) {
-        scope.spawn(move |_| *slot = Some(encode(plan)));
+/// Starts `helpers` pool jobs running `work`, and runs it on the calling thread.
+fn share<'s, W: Fn() + Sync>(scope: &rayon::Scope<'s>, helpers: usize, work: &'s W) {
+    for _ in 0..helpers {
+        scope.spawn(move |_| work());
     }
-    *first = plans.first().map(encode);
+    work();
 }
 
 fn sequential(

@@ -511,7 +511,8 @@ impl HfBackend {
             specials_as_text,
         };
         let mut out = Out {
-            tokens: Vec::with_capacity(len / 4 + 8),
+            // The sequential encode's estimate (`HfBackend::encode`).
+            tokens: Vec::with_capacity(len.max(request.reserve_bytes) / 4 + 8),
             head: Side::default(),
             tail: Side::default(),
             offsets: Vec::new(),

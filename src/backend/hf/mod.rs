@@ -475,7 +475,8 @@ fn split_spec(
         .max()
         .unwrap_or(0);
     // Thresholds from `rtok bench` on two cores: the regex BPEs encode at
-    // hundreds of MB/s, so only long inputs repay the fork and join.
+    // hundreds of MB/s, so only long inputs repay the fork and join
+    // (re-measured on the faster engines: DESIGN.md claim 304).
     let min_bytes = match facts.family {
         SplitFamily::WordPiece => 32 << 10,
         SplitFamily::WholeTextBpe => 64 << 10,

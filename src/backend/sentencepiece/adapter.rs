@@ -296,7 +296,7 @@ pub(crate) fn window_chunk(
     text: &str,
     request: &ChunkRequest,
 ) -> Option<ChunkEncoding> {
-    let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+    let mut ids = Vec::with_capacity(text.len().max(request.reserve_bytes) / 3 + 4);
     let mut windows = SpanWindows::default();
     if !model.encode_windows(text, request.head, request.tail, &mut ids, &mut windows) {
         return None;

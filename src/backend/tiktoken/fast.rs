@@ -217,14 +217,21 @@ impl FastBpe {
     }
 
     /// Encodes one segment (text between special tokens), appending ids to
-    /// `out` and, when `bounds` is given, each pre-token's `[start, end)`
-    /// (relative to the segment). `false` when the segment must take the
-    /// regex path instead (a code point of claim 197, or over 4 GiB).
-    pub(crate) fn encode(
+    /// `out`. `false` when the segment must take the regex path instead (a
+    /// code point of claim 197, or over 4 GiB).
+    pub(crate) fn encode(&self, text: &str, out: &mut Vec<u32>) -> Result<bool, String> {
+        self.encode_with_pieces(text, out, |_| {})
+    }
+
+    /// [`encode`](Self::encode), then `on_pieces` sees the segment's
+    /// pre-tokens (ascending, contiguous, relative to the segment) from the
+    /// engine's own buffer: the chunk encoder reads only those near its
+    /// windows, so nothing is copied per pre-token.
+    pub(crate) fn encode_with_pieces(
         &self,
         text: &str,
         out: &mut Vec<u32>,
-        bounds: Option<&mut Vec<(usize, usize)>>,
+        on_pieces: impl FnOnce(&[Span]),
     ) -> Result<bool, String> {
         if text.is_empty() {
             return Ok(true);
@@ -240,7 +247,10 @@ impl FastBpe {
             spans: Vec::new(),
             tokens: Vec::new(),
         });
-        let result = self.encode_with(text, out, bounds, &mut scratch);
+        let result = self.encode_with(text, out, &mut scratch);
+        if result.is_ok() {
+            on_pieces(&scratch.spans);
+        }
         // Large buffers are not kept past a huge input.
         if scratch.tokens.capacity() > 1 << 20 {
             scratch.tokens = Vec::new();
@@ -254,7 +264,6 @@ impl FastBpe {
         &self,
         text: &str,
         out: &mut Vec<u32>,
-        bounds: Option<&mut Vec<(usize, usize)>>,
         scratch: &mut Scratch,
     ) -> Result<(), String> {
         scratch.spans.clear();
@@ -274,14 +283,6 @@ impl FastBpe {
             )
             .map_err(|e| e.to_string())?;
         out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
-        if let Some(bounds) = bounds {
-            bounds.extend(
-                scratch
-                    .spans
-                    .iter()
-                    .map(|s| (s.start as usize, s.end as usize)),
-            );
-        }
         Ok(())
     }
 }

@@ -281,6 +281,8 @@ impl TiktokenBackend {
                         cell.get_or_init(|| fast::FastBpe::new(&ranks, pattern).ok());
                     });
             }
+            // Re-measured once the chunk encoder recorded only its windows
+            // (DESIGN.md claim 304): below this some runs were slower.
             split.with_min_bytes(256 << 10)
         } else {
             let _ = fast.set(None);
@@ -350,7 +352,8 @@ impl TiktokenBackend {
             )
         };
         let mut st = ChunkState {
-            ids: Vec::with_capacity(len / 3 + 1),
+            // The sequential encode's estimate.
+            ids: Vec::with_capacity(len.max(request.reserve_bytes) / 3 + 1),
             spans: Vec::new(),
             known: Vec::new(),
             bounds: vec![0, len],
@@ -417,29 +420,55 @@ impl TiktokenBackend {
         }
         if let Some(fast) = self.engine(segment.len()) {
             let first = st.ids.len();
-            let mut pieces = Vec::new();
+            let (head, tail_from, bounds) = (st.head, st.tail_from, &mut st.bounds);
+            // Pre-tokens touching a window are a prefix (start before `head`)
+            // and a suffix (end after `tail_from`) of the segment's.
             let taken = fast
-                .encode(segment, &mut st.ids, Some(&mut pieces))
+                .encode_with_pieces(segment, &mut st.ids, |pieces| {
+                    let lo = pieces.partition_point(|p| base + (p.start as usize) < head);
+                    let hi = pieces
+                        .partition_point(|p| base + (p.end as usize) <= tail_from)
+                        .max(lo);
+                    for p in pieces[..lo].iter().chain(&pieces[hi..]) {
+                        bounds.extend([base + p.start as usize, base + p.end as usize]);
+                    }
+                })
                 .map_err(|e| Error::backend(NAME, e))?;
             if taken {
-                for (s, e) in pieces {
-                    if st.touches(base + s, base + e) {
-                        st.bounds.extend([base + s, base + e]);
-                    }
-                }
-                let mut p = base;
-                for k in first..st.ids.len() {
-                    let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
-                    if st.touches(p, p + l) {
-                        st.known.push(k);
-                        st.spans.push((p, p + l));
-                    }
-                    p += l;
-                }
+                self.window_spans(base, base + segment.len(), first, st);
                 return Ok(());
             }
         }
         self.regex_ordinary(segment, base, st)
+    }
+
+    /// Spans of the tokens `st.ids[first..]` that touch a window, the
+    /// tokens covering `[start, end)` exactly (byte-level BPE): summed
+    /// forward from `start` through the head window and backward from `end`
+    /// through the tail window, so the middle of a chunk costs no lookups.
+    fn window_spans(&self, start: usize, end: usize, first: usize, st: &mut ChunkState) {
+        let len = |id: u32| self.bytes_of(id).map_or(0, <[u8]>::len);
+        let n = st.ids.len();
+        let (mut i, mut p) = (first, start);
+        while i < n && (st.all || p < st.head) {
+            let q = p + len(st.ids[i]);
+            st.known.push(i);
+            st.spans.push((p, q));
+            (i, p) = (i + 1, q);
+        }
+        // The tail's first token, found backwards; recorded in id order, and
+        // never one the head walk took (short chunks: the windows overlap).
+        let (mut j, mut q) = (n, end);
+        while j > i && q > st.tail_from {
+            q = q.saturating_sub(len(st.ids[j - 1]));
+            j -= 1;
+        }
+        for k in j..n {
+            let r = q + len(st.ids[k]);
+            st.known.push(k);
+            st.spans.push((q, r));
+            q = r;
+        }
     }
 
     /// The regex path: `fancy-regex` pieces (whitespace runs cut without
@@ -516,7 +545,7 @@ impl TiktokenBackend {
         }
         if let Some(fast) = self.engine(text.len())
             && fast
-                .encode(text, out, None)
+                .encode(text, out)
                 .map_err(|e| Error::backend(NAME, e))?
         {
             return Ok(());
@@ -715,6 +744,115 @@ mod tests {
     use super::encodings::BuiltinEncoding;
     use super::*;
 
+    /// Every corpus file's first 16 KiB, a special token spliced in near
+    /// both ends and in the middle.
+    fn corpus_texts() -> Vec<(String, String)> {
+        let root = std::env::var_os("RTOK_SHARED_DIR")
+            .map_or_else(|| "../shared".into(), std::path::PathBuf::from)
+            .join("corpus");
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", root.display()))
+            .flat_map(|d| std::fs::read_dir(d.unwrap().path()).into_iter().flatten())
+            .map(|f| f.unwrap().path())
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|path| {
+                let full = std::fs::read_to_string(path).unwrap();
+                let cut = |mut i: usize| {
+                    i = i.min(full.len());
+                    while !full.is_char_boundary(i) {
+                        i -= 1;
+                    }
+                    i
+                };
+                let e = cut(16 << 10);
+                let (a, b) = (cut(7), cut(e / 2));
+                let c = cut(e.saturating_sub(20)).max(b);
+                let text = [
+                    &full[..a],
+                    "<|endoftext|>",
+                    &full[a..b],
+                    "<|endoftext|>",
+                    &full[b..c],
+                    "<|endoftext|>",
+                    &full[c..e],
+                ]
+                .concat();
+                (path.display().to_string(), text)
+            })
+            .collect()
+    }
+
+    /// The windowed chunk encode against the every-span one: same ids, the
+    /// windows' spans are the true ones and cover what `ChunkRequest` asks
+    /// for, and the boundaries are true ones holding every one the merge
+    /// reads (inside the windows, and the first and last just outside).
+    #[test]
+    fn chunk_windows_match_the_full_spans() {
+        let texts = corpus_texts();
+        assert!(texts.len() > 20, "{} corpus files", texts.len());
+        for enc in [BuiltinEncoding::O200kBase, BuiltinEncoding::Cl100kBase] {
+            let backend =
+                TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
+            backend.warm_up();
+            for (name, text) in &texts {
+                let n = text.len();
+                // Spans from the sequential offsets path; boundaries from a
+                // chunk encode with every span on.
+                let seq = backend.encode_offsets_with(text, false, true).unwrap();
+                let spans = seq.offsets().unwrap().to_vec();
+                let full = backend
+                    .encode_chunk_impl(text, &ChunkRequest::new(0, 0, true))
+                    .unwrap();
+                assert_eq!(full.ids, seq.ids(), "{name}");
+                let all = &full.boundaries;
+                for (head, tail) in [(0, 0), (1, 3000), (1500, 1500), (n / 2, n / 2 + 9), (n, n)] {
+                    let what = format!("{} {name} head {head} tail {tail}", enc.name());
+                    let w = backend
+                        .encode_chunk_impl(text, &ChunkRequest::new(head, tail, false))
+                        .unwrap();
+                    assert!(w.is_consistent(n), "{what}");
+                    assert_eq!(w.ids, full.ids, "{what}");
+                    assert_eq!(w.head[..], spans[..w.head.len()], "{what}");
+                    assert_eq!(w.tail[..], spans[w.tail_first..], "{what}");
+                    let tail_from = n.saturating_sub(tail);
+                    assert!(
+                        spans[w.head.len()..].iter().all(|&(s, _)| s >= head),
+                        "{what}: head window short"
+                    );
+                    assert!(
+                        spans[..w.tail_first].iter().all(|&(_, e)| e <= tail_from),
+                        "{what}: tail window short"
+                    );
+                    assert!(
+                        w.boundaries.iter().all(|b| all.binary_search(b).is_ok()),
+                        "{what}"
+                    );
+                    // (The first chunk asks for no head window, the last for no tail.)
+                    let after_head = all.iter().find(|&&b| b >= head).filter(|_| head > 0);
+                    let before_tail = all
+                        .iter()
+                        .rev()
+                        .find(|&&b| b <= tail_from)
+                        .filter(|_| tail > 0);
+                    for b in all
+                        .iter()
+                        .filter(|&&b| b <= head || b >= tail_from)
+                        .chain(after_head)
+                        .chain(before_tail)
+                    {
+                        assert!(
+                            w.boundaries.binary_search(b).is_ok(),
+                            "{what}: boundary {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_builtin_encoding_gets_the_engine() {
         for enc in BuiltinEncoding::ALL {
@@ -728,7 +866,7 @@ mod tests {
             let text = "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ";
             let mut fast_ids = Vec::new();
             assert_eq!(
-                engine.map(|e| e.encode(text, &mut fast_ids, None)),
+                engine.map(|e| e.encode(text, &mut fast_ids)),
                 Some(Ok(true))
             );
             let mut st = ChunkState::ids_only(Vec::new());
@@ -736,7 +874,7 @@ mod tests {
             assert_eq!(fast_ids, st.ids, "{}", enc.name());
             let mut ids = Vec::new();
             assert_eq!(
-                engine.map(|e| e.encode("a \u{10940} b", &mut ids, None)),
+                engine.map(|e| e.encode("a \u{10940} b", &mut ids)),
                 Some(Ok(false))
             );
             assert!(ids.is_empty());
