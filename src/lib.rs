@@ -75,6 +75,8 @@ mod load;
 mod metrics;
 mod request;
 mod special;
+#[cfg(test)]
+mod test_support;
 mod tokenizer;
 
 pub use backend::tiktoken::encodings::BuiltinEncoding;

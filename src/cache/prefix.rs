@@ -286,21 +286,13 @@ impl L1Cache {
                     None => x - self.block,
                 };
                 let agree = entry.agreement_from(t, from);
-                if agree >= x {
-                    if defer {
-                        return Some(Found {
-                            entry,
-                            agree,
-                            unchecked: from,
-                        });
-                    }
-                    if entry.same_before(t, from) {
-                        return Some(Found {
-                            entry,
-                            agree,
-                            unchecked: 0,
-                        });
-                    }
+                if agree >= x && (defer || entry.same_before(t, from)) {
+                    let unchecked = if defer { from } else { 0 };
+                    return Some(Found {
+                        entry,
+                        agree,
+                        unchecked,
+                    });
                 }
             }
             x -= self.block;
@@ -397,18 +389,19 @@ impl L1Cache {
         let Some(spec) = backend.split_spec().filter(|s| s.family.is_parallel()) else {
             return Ok(None);
         };
-        match self.encode_with(parallel, backend, spec, text, add_special_tokens, true)? {
-            Speculated::Done(encoding) => Ok(Some(encoding)),
-            Speculated::Differed => {
-                match self.encode_with(parallel, backend, spec, text, add_special_tokens, false)? {
-                    Speculated::Done(encoding) => Ok(Some(encoding)),
-                    Speculated::Differed => Err(Error::backend(
-                        backend.backend_name(),
-                        "compared prefix changed",
-                    )),
-                }
+        // Deferred first; compared in full only when that found a difference
+        // (which a full comparison never reports).
+        for defer in [true, false] {
+            if let Speculated::Done(encoding) =
+                self.encode_with(parallel, backend, spec, text, add_special_tokens, defer)?
+            {
+                return Ok(Some(encoding));
             }
         }
+        Err(Error::backend(
+            backend.backend_name(),
+            "compared prefix changed",
+        ))
     }
 
     /// [`Self::encode`], with the bytes before the probed block compared
@@ -463,13 +456,15 @@ impl L1Cache {
                 }
                 None => text.len() / 2,
             });
+            // The ids `add_special_tokens` puts first.
+            let lead = out.ids.len();
             if let Some(f) = &found {
                 if !f.entry.same_before(t, f.unchecked) {
                     return None;
                 }
                 f.entry.extend_ids(0, lead_ids, &mut out.ids);
             }
-            Some(out)
+            Some((out, lead))
         };
         let encode_rest = || {
             let seed = found.as_ref().and_then(|f| seed_at(spec, text, f));
@@ -484,7 +479,7 @@ impl L1Cache {
             let copied = compare_and_copy();
             (Some(copied), encode_rest())
         };
-        let Some(mut enc) = copied.flatten() else {
+        let Some((mut enc, lead)) = copied.flatten() else {
             return Ok(Speculated::Differed);
         };
         let Some((out, seed_given)) = encoded? else {
@@ -500,7 +495,6 @@ impl L1Cache {
         }
         // The seed's first `seed_ids` ids from the chain (the first
         // `lead_ids` of them copied already), then the fresh ones.
-        let lead = spec.prefix.len() * usize::from(add_special_tokens);
         let parent = match (&found, out.seed_ids) {
             (_, 0) => None,
             (Some(f), _) => Some((&f.entry, f.agree)),

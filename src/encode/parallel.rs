@@ -310,11 +310,16 @@ impl ParallelEncoder {
                 let _ = result.set(side());
             }
         };
-        let b = match &self.options.pool {
-            Some(pool) => pool.in_place_scope(|s| beside(s, &run, main)),
-            None => rayon::in_place_scope(|s| beside(s, &run, main)),
-        };
+        let b = self.in_place_scope(|s| beside(s, &run, main));
         (result.into_inner(), b)
+    }
+
+    /// `in_place_scope` on the options' pool (the current one by default).
+    fn in_place_scope<'s, R>(&self, op: impl FnOnce(&rayon::Scope<'s>) -> R) -> R {
+        match &self.options.pool {
+            Some(pool) => pool.in_place_scope(op),
+            None => rayon::in_place_scope(op),
+        }
     }
 
     /// The size from which `Auto` splits.
@@ -471,10 +476,7 @@ impl ParallelEncoder {
         };
         let work = &work;
         let helpers = (threads - 1).min(plans.len() - 1);
-        match &self.options.pool {
-            Some(pool) => pool.in_place_scope(|s| share(s, helpers, work)),
-            None => rayon::in_place_scope(|s| share(s, helpers, work)),
-        }
+        self.in_place_scope(|s| share(s, helpers, work));
         results
             .into_iter()
             .map(|r| {

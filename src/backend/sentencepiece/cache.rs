@@ -157,6 +157,14 @@ fn hash(key: &[u8]) -> u64 {
     h.finish()
 }
 
+/// A memo of its own, for a caller that holds one per model (no
+/// [`CacheSet`]): `model_uid` 0.
+impl Default for WordCache {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
 impl WordCache {
     fn new(model_uid: u64) -> Self {
         Self {

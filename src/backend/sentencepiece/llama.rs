@@ -18,7 +18,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
+use super::cache::{MAX_KEY, WordCache};
 
 /// Byte length of the UTF-8 sequence a lead byte starts (llama.cpp's
 /// `unicode_len_utf8`: 1 for continuation or invalid bytes).
@@ -33,8 +33,8 @@ pub(crate) fn utf8_len(lead: u8) -> usize {
 // misses and the time grew faster than the text (DESIGN.md claim 247).
 // Symbols and bigrams use u32 positions (16 bytes each instead of 32); the
 // fragment is cut where no token joins two units ([`JoinFilter`]), each
-// part has its own queue, and parts up to a word long are memoized, so the
-// time is linear (claim 292).
+// part has its own queue, and parts up to a word long are memoized (in the
+// SentencePiece engine's memo), so the time is linear (claim 292).
 
 #[derive(Debug, Clone, Copy)]
 struct Symbol {
@@ -84,18 +84,15 @@ impl Ord for Bigram {
 pub(crate) struct LlamaSpmScratch {
     symbols: Vec<Symbol>,
     queue: BinaryHeap<Bigram>,
-    /// Parts already segmented: their bytes, and the lengths of the
-    /// symbols they end as.
-    memo: FxHashMap<Box<[u8]>, Box<[u32]>>,
+    /// Parts already segmented (up to [`MAX_KEY`] bytes, the memo's own
+    /// bound on a word): their bytes, and the byte length of each symbol
+    /// they end as, in the arena tier of the SentencePiece engine's memo
+    /// (bounded, cleared wholesale when full). The id slot is unused (0):
+    /// the caller resolves symbols to ids.
+    memo: WordCache,
+    /// One part's symbols, for the memo.
+    vals: Vec<(u32, u32)>,
 }
-
-/// Longest part the memo keeps (bytes): a word, not a paragraph.
-const MEMO_PART_BYTES: usize = 64;
-
-/// Entries after which the memo starts over: bounded memory per thread and
-/// vocabulary, about 3 MiB for word-sized parts, 12 MiB at worst (64-byte
-/// parts of 64 one-byte symbols).
-const MEMO_ENTRIES: usize = 1 << 15;
 
 /// The pairs of adjacent *units* (what [`segment`] starts from: a UTF-8
 /// char, or a byte `utf8_len` cuts alone) that occur side by side inside
@@ -215,6 +212,7 @@ pub(crate) fn segment(
         symbols,
         queue,
         memo,
+        vals,
     } = scratch;
     symbols.clear();
     let mut offs = 0u32;
@@ -273,10 +271,9 @@ pub(crate) fn segment(
             .get(end as usize)
             .map_or(text.len(), |s| s.start as usize);
         let bytes = &text[from..to];
-        let memoable = bytes.len() <= MEMO_PART_BYTES;
-        if memoable && let Some(lens) = memo.get(bytes) {
+        if let Some(hit) = memo.get_arena(bytes) {
             let mut at = from;
-            for &l in lens.iter() {
+            for &(_, l) in hit {
                 out.push((at, l as usize));
                 at += l as usize;
             }
@@ -317,12 +314,10 @@ pub(crate) fn segment(
             out.push((s.start as usize, s.len as usize));
             i = s.next;
         }
-        if memoable {
-            if memo.len() >= MEMO_ENTRIES {
-                memo.clear();
-            }
-            let lens = out[first_out..].iter().map(|&(_, l)| l as u32).collect();
-            memo.insert(bytes.into(), lens);
+        if bytes.len() <= MAX_KEY {
+            vals.clear();
+            vals.extend(out[first_out..].iter().map(|&(_, l)| (0, l as u32)));
+            memo.insert(bytes, vals, false);
         }
         part = end;
     }

@@ -1381,11 +1381,6 @@ mod tests {
         check::<SentencePieceModel>();
     }
 
-    fn shared() -> std::path::PathBuf {
-        std::env::var_os("RTOK_SHARED_DIR")
-            .map_or_else(|| "../shared".into(), std::path::PathBuf::from)
-    }
-
     /// Mistral's v1 (no user-defined pieces) and v3 (20 user-defined, 750
     /// control pieces) BPE models: both take the raw fast path.
     fn bpe_models() -> Vec<SentencePieceModel> {
@@ -1395,7 +1390,9 @@ mod tests {
         ]
         .iter()
         .map(|name| {
-            let p = shared().join("fixtures/sentencepiece").join(name);
+            let p = crate::test_support::shared_dir()
+                .join("fixtures/sentencepiece")
+                .join(name);
             let data = std::fs::read(&p)
                 .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", p.display()));
             let m = SentencePieceModel::from_bytes(&data).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -1513,7 +1510,7 @@ mod tests {
     #[test]
     fn corpus_slices_match_whole_text_heap() {
         let models = bpe_models();
-        let corpus = shared().join("corpus");
+        let corpus = crate::test_support::shared_dir().join("corpus");
         let mut dirs: Vec<_> = std::fs::read_dir(&corpus)
             .unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
             .filter_map(|e| e.ok().map(|e| e.path()))

@@ -747,9 +747,7 @@ mod tests {
     /// Every corpus file's first 16 KiB, a special token spliced in near
     /// both ends and in the middle.
     fn corpus_texts() -> Vec<(String, String)> {
-        let root = std::env::var_os("RTOK_SHARED_DIR")
-            .map_or_else(|| "../shared".into(), std::path::PathBuf::from)
-            .join("corpus");
+        let root = crate::test_support::shared_dir().join("corpus");
         let mut files: Vec<_> = std::fs::read_dir(&root)
             .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", root.display()))
             .flat_map(|d| std::fs::read_dir(d.unwrap().path()).into_iter().flatten())
