@@ -8,7 +8,9 @@
 //! Slice `r` is the characters `[r*SHIFT, r*SHIFT + M)` of the file (`M` =
 //! all characters but `(ROUNDS+1)*SHIFT`). The first encode (timed apart, and
 //! the warm-up) takes slice 0 and timed round `r` slice `r`, `1..=ROUNDS`,
-//! sequentially, so no whole-input memo can answer a timed round. It
+//! sequentially, so no whole-input memo can answer a timed round (where
+//! `warm_up` had to wait, slice 0 is encoded once more first, so the engine
+//! the rounds use is as warm as after the peers' warm-up). It
 //! prints one JSON object: load and first-encode times, the wait for what
 //! the backend builds in the background (`warm_up`), each round's time,
 //! and the sha256 of slice 0's ids (little-endian u32), which the script
@@ -51,6 +53,16 @@ fn main() {
     let start = Instant::now();
     tok.warm_up();
     let warm_up_ms = start.elapsed().as_secs_f64() * 1e3;
+    // Where the first encode ran on a stand-in (tiktoken's regex path while
+    // the engine was built), the engine's word cache is still cold: one
+    // more untimed encode of slice 0 warms it, as the peers' warm-up warms
+    // theirs. Elsewhere it repeats the warm-up and changes nothing.
+    if warm_up_ms >= 1.0 {
+        std::hint::black_box(
+            tok.encode_sequential(slice(0), false)
+                .unwrap_or_else(|e| fail(&e)),
+        );
+    }
 
     let mut times = Vec::with_capacity(rounds);
     for r in 1..=rounds {

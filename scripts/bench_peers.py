@@ -31,7 +31,9 @@ Cold start: in the first block of every cell each peer is loaded afresh (its
 load call timed, modules imported beforehand) and its first encode (on slice
 0, which is also the warm-up) is timed; this crate's are timed inside
 each fresh process (load = time to a loaded `Tokenizer`, first encode before
-`warm_up`, which waits for what the load left building in the background).
+`warm_up`, which waits for what the load left building in the background;
+where it waited, slice 0 is encoded once more, untimed, so the engine the
+timed rounds use has had its warm-up too).
 
 Exactness: each contender's ids on slice 0 are hashed and compared
 with the reference's (tiktoken for encodings and rank files, tokenizers for

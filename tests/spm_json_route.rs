@@ -122,6 +122,42 @@ fn route_equals_general_on_every_input() {
     );
 }
 
+/// On the route the load leaves `tokenizers`' pipeline building on a thread
+/// of its own (DESIGN.md claim 306). Right after a fresh load, before
+/// `warm_up`, offsets and decode (both served by that pipeline) equal the
+/// general load's, which builds it during the load; so do they after it.
+#[test]
+fn deferred_pipeline_serves_offsets_and_decode() {
+    let general = &PARSE.general;
+    let mut inputs: Vec<String> = all_inputs()
+        .into_iter()
+        .map(|(_, path)| {
+            let text = std::fs::read_to_string(path).unwrap();
+            floor(&text, text.len() / 3, 4 << 10).to_owned()
+        })
+        .collect();
+    inputs.push("<s>[INST] Hi </s>\u{00e9}\t\n  x".to_owned());
+    for warm in [false, true] {
+        let routed = hf_json(&mistral_json(), SpecialTokenPolicy::Parse, true).unwrap();
+        if warm {
+            routed.warm_up();
+        }
+        for text in &inputs {
+            let a = routed.encode_with_offsets_sequential(text, true).unwrap();
+            let b = general.encode_with_offsets_sequential(text, true).unwrap();
+            assert_eq!(a.ids(), b.ids(), "warm={warm}: ids of {text:?}");
+            assert_eq!(a.offsets(), b.offsets(), "warm={warm}: offsets of {text:?}");
+            for skip in [false, true] {
+                assert_eq!(
+                    routed.decode(b.ids(), skip).unwrap(),
+                    general.decode(b.ids(), skip).unwrap(),
+                    "warm={warm}, skip={skip}: decode of {text:?}"
+                );
+            }
+        }
+    }
+}
+
 /// `text[start..start + len]`, both ends moved back to char boundaries.
 fn floor(text: &str, start: usize, len: usize) -> &str {
     let fix = |mut i: usize| {

@@ -96,9 +96,11 @@ pub trait Encoder: Send + Sync {
     }
 
     /// Builds whatever this backend builds in the background (the tiktoken
-    /// backend's byte-level engine), blocking until it is ready. Encodes
-    /// never need it (they give the same ids before), but run at full speed
-    /// after it. The default does nothing.
+    /// backend's byte-level engine, the `tokenizers` pipeline of a file on
+    /// the SentencePiece route), blocking until it is ready. Encodes never
+    /// need it (they give the same ids before), but run at full speed, or
+    /// without a wait for offsets and decode, after it. The default does
+    /// nothing.
     fn warm_up(&self) {}
 }
 

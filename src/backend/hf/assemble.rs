@@ -214,6 +214,20 @@ fn bpe_options(model: &Map<String, Value>) -> Option<BpeConfig> {
     })
 }
 
+/// The reader's pipeline on the skeleton (every component but the model,
+/// which holds only atoms): what the load reads a deferred pipeline's
+/// post-processor, roles, padding and normalizers from (claim 306). `None`
+/// if the model is not a BPE this module reads.
+pub(super) fn frame_of(path: &Path, canonical: &Value) -> Option<PipelineTokenizer> {
+    let model = canonical.get("model").and_then(Value::as_object)?;
+    if model.get("type").and_then(Value::as_str) != Some("BPE") {
+        return None;
+    }
+    let options = bpe_options(model)?;
+    let frame = frame(path, canonical, &options)?;
+    same_options(&frame, &options).then_some(frame)
+}
+
 /// Whether the skeleton's model, as the reader built it, has the options
 /// read here (the atoms that matter for its kind).
 fn same_options(frame: &PipelineTokenizer, options: &BpeConfig) -> bool {

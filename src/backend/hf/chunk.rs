@@ -481,10 +481,11 @@ impl HfBackend {
         bounds: bool,
         specials_as_text: bool,
     ) -> Result<ChunkEncoding> {
+        let pipe = self.pipe()?;
         let slot = self.scratch.get_or_default();
         // Taken out, not borrowed: a nested encode on this thread makes its own.
         let mut scratch = slot.take().unwrap_or_else(|| Scratch {
-            model: self.pipe.get_model().init_scratch(),
+            model: pipe.get_model().init_scratch(),
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             one: Vec::new(),
@@ -519,7 +520,7 @@ impl HfBackend {
         };
         out.head.bounds.push(0);
         out.tail.bounds.push(len);
-        let added = self.pipe.get_added_vocabulary();
+        let added = self.pipe()?.get_added_vocabulary();
         let bytes = text.as_bytes();
         let mut pos = 0;
         loop {
@@ -604,13 +605,13 @@ impl HfBackend {
     ) -> Result<()> {
         let normalized = match &self.bert {
             Some(bert) => bert.normalize(segment),
-            None => normalize_all(self.pipe.get_normalizers(), segment, pos),
+            None => normalize_all(self.pipe()?.get_normalizers(), segment, pos),
         }
         .map_err(err)?;
         let norm: &str = normalized.as_ref();
         let end = pos + segment.len();
         let in_window = pos < windows.head || end > windows.tail_from;
-        let normalizers = self.pipe.get_normalizers();
+        let normalizers = self.pipe()?.get_normalizers();
         let mut map = in_window.then(|| SegMap::new(normalizers, &self.pieces, segment, pos, norm));
         // The every-span map, for `all`.
         let full = (windows.all && norm != segment)
@@ -620,7 +621,7 @@ impl HfBackend {
                 .as_ref()
                 .map_or(n, |m| m.get(n).map_or(segment.len(), |&v| v as usize))
         };
-        let added = self.pipe.get_added_vocabulary();
+        let added = self.pipe()?.get_added_vocabulary();
         let nbytes = norm.as_bytes();
         let mut npos = 0;
         // Added tokens matched on normalized text, placed once the walks have
@@ -637,7 +638,7 @@ impl HfBackend {
                     return Err(err("text piece too long to pre-tokenize"));
                 }
                 scratch.spans.clear();
-                self.pipe
+                self.pipe()?
                     .get_pre_tokenizer()
                     .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
                     .map_err(err)?;
@@ -646,7 +647,7 @@ impl HfBackend {
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
-                    self.pipe
+                    self.pipe()?
                         .get_model()
                         .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
                         .map_err(err)?;
@@ -701,7 +702,7 @@ impl HfBackend {
         let spans = std::mem::take(&mut scratch.spans);
         for span in &spans {
             scratch.one.clear();
-            self.pipe
+            self.pipe()?
                 .get_model()
                 .tokenize_spans(
                     piece.text,
@@ -855,7 +856,7 @@ impl HfBackend {
         tokens: &[PipelineToken],
     ) -> Result<usize> {
         scratch.one.clear();
-        self.pipe
+        self.pipe()?
             .get_model()
             .tokenize_spans(
                 piece.text,

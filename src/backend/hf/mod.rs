@@ -11,6 +11,7 @@ mod align;
 mod assemble;
 mod bert_norm;
 mod chunk;
+mod pipe;
 mod spm_route;
 mod vocab;
 
@@ -40,7 +41,8 @@ const REBUILDS_TEMPLATE: &[&str] = &[
 ];
 
 pub(crate) struct HfBackend {
-    pipe: PipelineTokenizer,
+    /// `tokenizers`' pipeline; see [`Self::pipe`].
+    pipe: pipe::Pipe,
     vocab: Vocab,
     options: EncodeOptions,
     /// Ids `add_special_tokens` puts before and after the sequence.
@@ -62,13 +64,21 @@ pub(crate) struct HfBackend {
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
-    /// Built by [`assemble`] (claims 280–286).
-    assembled: bool,
+}
+
+/// What the first half of a load built of the pipeline.
+enum Early {
+    /// The whole pipeline, assembled (claims 280–286).
+    Built(PipelineTokenizer),
+    /// The reader's skeleton pipeline; the whole one is deferred (claim 306).
+    Frame(PipelineTokenizer),
+    /// Nothing: the file is read whole once `Vocab::read` validated it.
+    None,
 }
 
 /// Which of the fast routes a load may take; both on except in the
 /// route-equivalence tests.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Routes {
     /// SentencePiece-BPE files on the native engine (claims 230–238).
     pub spm: bool,
@@ -172,49 +182,64 @@ impl HfBackend {
         keep_padding_truncation: bool,
         routes: Routes,
     ) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-            Error::parse(
-                path,
-                format!("line {}, column {}: {e}", e.line(), e.column()),
-            )
-        })?;
-        // tokenizers 1.0 reads only its canonical (version 2.0) form; older
-        // files are upgraded by its own converter. Only the skeleton (the file
-        // without `model.vocab` and `model.merges`, a few KB) is upgraded here;
-        // the model is built from the tables as read (`assemble`, claim 282).
-        let legacy = value.get("version").and_then(serde_json::Value::as_str) != Some("2.0");
-        let mut skeleton = assemble::skeleton(&value);
-        if legacy {
-            no_panic(path, "upgrading tokenizer.json", || {
-                tokenizers::canonicalize_value(&mut skeleton)
-            })?
-            .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
-        }
+        let (value, skeleton, legacy) = Self::prepare(path, json)?;
+        let padding_kept = keep_padding_truncation
+            && ["padding", "truncation"]
+                .iter()
+                .any(|k| value.get(*k).is_some_and(|v| !v.is_null()));
         // The pipeline build and this crate's tables are independent reads of
         // the same document: they run side by side (claim 283). `Vocab::read`
         // validates what `tokenizers` would panic on, and `assemble` checks
         // the same before its model build; the vocabulary's error comes first.
-        let (pipe, vocab) = rayon::join(
-            || {
-                if routes.assemble {
-                    assemble::bpe_pipeline(path, &value, &skeleton, legacy)
+        // A file the SentencePiece route will encode gets only the reader's
+        // skeleton pipeline here; the whole one is built on a thread of its
+        // own (claim 306).
+        let (early, vocab) = rayon::join(
+            || -> Result<(std::result::Result<spm_route::SpmRoute, spm_route::Refusal>, Early)> {
+                let spm = if !routes.spm {
+                    Err("the route is switched off".to_owned())
+                } else if padding_kept {
+                    Err("padding or truncation kept from the file".to_owned())
                 } else {
-                    Ok(None)
+                    let tables = value.get("model").unwrap_or(&serde_json::Value::Null);
+                    spm_route::SpmRoute::recognise(&skeleton, tables)
+                };
+                if spm.is_ok()
+                    && routes.assemble
+                    && let Some(frame) = assemble::frame_of(path, &skeleton)
+                {
+                    return Ok((spm, Early::Frame(frame)));
                 }
+                let built = if routes.assemble {
+                    assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
+                } else {
+                    None
+                };
+                Ok((spm, built.map_or(Early::None, Early::Built)))
             },
             || Vocab::read(path, &value),
         );
         let vocab = vocab?;
-        // The rest reads the canonical document: the skeleton with the tables
-        // put back (merges keep their spelling; `spm_route` reads both).
-        let mut value = assemble::reattach(skeleton, value);
+        let (spm, early) = early?;
         // Anything `assemble` does not recognise is read whole, after
-        // `Vocab::read` has validated it (as before claim 282).
-        let (pipe, assembled) = match pipe? {
-            Some(pipe) => (pipe, true),
-            None => (Self::read_whole(path, json, &mut value, legacy)?, false),
+        // `Vocab::read` has validated it (as before claim 282); the rest
+        // reads the canonical document (the skeleton with the tables put
+        // back: merges keep their spelling, `spm_route` reads both).
+        let mut value = assemble::reattach(skeleton, value);
+        let (pipe, frame) = match early {
+            Early::Built(pipe) => (pipe::Pipe::ready(pipe, true), None),
+            Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes), Some(frame)),
+            Early::None => (
+                pipe::Pipe::ready(Self::read_whole(path, json, &mut value, legacy)?, false),
+                None,
+            ),
         };
-        probe(path, &pipe, &value)?;
+        // What the load reads from the pipeline is the same in the skeleton's.
+        let pipe_view = match &frame {
+            Some(frame) => frame,
+            None => &pipe.get()?.pipe,
+        };
+        probe(path, pipe_view, &value)?;
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
             add_special_tokens: false,
@@ -232,7 +257,8 @@ impl HfBackend {
         };
         let role = |name: &str| -> Option<SpecialToken> {
             let content = config.special_token(name).or_else(|| {
-                pipe.get_token_for_role(&format!("{name}_token"))
+                pipe_view
+                    .get_token_for_role(&format!("{name}_token"))
                     .map(str::to_owned)
             })?;
             let id = vocab.by_token.get(content.as_str()).copied()?;
@@ -284,27 +310,25 @@ impl HfBackend {
                     .collect(),
             )
         } else {
-            let single = &pipe.get_post_processor().single;
+            let single = &pipe_view.get_post_processor().single;
             (
                 single.prefix.iter().map(|(t, _)| t.id()).collect(),
                 single.suffix.iter().map(|(t, _)| t.id()).collect(),
             )
         };
         let file_padding = keep_padding_truncation
-            && (pipe.get_padding().is_some() || pipe.get_truncation().is_some());
-        let spm = if !routes.spm {
-            Err("the route is switched off".to_owned())
-        } else if file_padding {
+            && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some());
+        let spm = if file_padding && spm.is_ok() {
             Err("padding or truncation kept from the file".to_owned())
         } else {
-            spm_route::SpmRoute::recognise(&value)
+            spm
         };
         let mut split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
         if spm.is_ok() {
             split = split.with_min_bytes(SPM_ROUTE_MIN_BYTES);
         }
-        let pieces = chunk::PieceNorm::new(pipe.get_normalizers());
-        let bert = bert_norm::BertFast::new(pipe.get_normalizers());
+        let pieces = chunk::PieceNorm::new(pipe_view.get_normalizers());
+        let bert = bert_norm::BertFast::new(pipe_view.get_normalizers());
         Ok(Self {
             pipe,
             vocab,
@@ -319,14 +343,44 @@ impl HfBackend {
             pieces,
             bert,
             spm,
-            assembled,
         })
     }
 
     /// Whether the pipeline was built by [`assemble`] (one model build, this
     /// crate's word cache) rather than read whole by `tokenizers`.
     pub(crate) fn assembled(&self) -> bool {
-        self.assembled
+        self.pipe.get().is_ok_and(|b| b.assembled)
+    }
+
+    /// `tokenizers`' pipeline: built by the load, or waited for where the
+    /// load left it building (claim 306).
+    fn pipe(&self) -> Result<&PipelineTokenizer> {
+        self.pipe.get().map(|b| &b.pipe)
+    }
+
+    /// Parses `json` and splits off its skeleton (the document without the
+    /// model's vocabulary and merges), upgraded to the canonical form when
+    /// the file is older: `(document, skeleton, legacy)`.
+    fn prepare(path: &Path, json: &str) -> Result<(serde_json::Value, serde_json::Value, bool)> {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            Error::parse(
+                path,
+                format!("line {}, column {}: {e}", e.line(), e.column()),
+            )
+        })?;
+        // tokenizers 1.0 reads only its canonical (version 2.0) form; older
+        // files are upgraded by its own converter. Only the skeleton (the file
+        // without `model.vocab` and `model.merges`, a few KB) is upgraded here;
+        // the model is built from the tables as read (`assemble`, claim 282).
+        let legacy = value.get("version").and_then(serde_json::Value::as_str) != Some("2.0");
+        let mut skeleton = assemble::skeleton(&value);
+        if legacy {
+            no_panic(path, "upgrading tokenizer.json", || {
+                tokenizers::canonicalize_value(&mut skeleton)
+            })?
+            .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+        }
+        Ok((value, skeleton, legacy))
     }
 
     /// `tokenizers`' own read of the whole document: `json` as it is, or for
@@ -386,7 +440,7 @@ impl HfBackend {
                 .map(|chunk| chunk.ids);
         }
         let mut out: Vec<PipelineToken> = Vec::with_capacity(capacity);
-        self.pipe
+        self.pipe()?
             .encode_into(text, options, &mut out)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
         // Same size and alignment: this collect reuses the allocation.
@@ -416,7 +470,7 @@ impl HfBackend {
             ..self.options.clone()
         };
         let mut encodings = self
-            .pipe
+            .pipe()?
             .encode(text, &options)
             .wait()
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
@@ -575,6 +629,11 @@ impl Encoder for HfBackend {
         Some(&self.split)
     }
 
+    /// Waits for a pipeline the load left building (claim 306).
+    fn warm_up(&self) {
+        let _ = self.pipe.get();
+    }
+
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         // The SentencePiece route's windows, as `.model` files give them,
         // when no added token lies in the chunk; spans elsewhere come from
@@ -620,7 +679,7 @@ impl Decoder for HfBackend {
         if let Some(&bad) = ids.iter().find(|&&id| !self.vocab.contains(id)) {
             return Err(Error::unknown_id(bad, self.vocab.len()));
         }
-        self.pipe
+        self.pipe()?
             .decode(ids, skip_special_tokens)
             .map_err(|e| Error::backend(NAME, format!("decode: {e}")))
     }

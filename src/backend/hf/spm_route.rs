@@ -33,9 +33,13 @@ pub(crate) struct SpmRoute {
 pub(crate) type Refusal = String;
 
 impl SpmRoute {
-    /// Recognises a canonical (version 2.0) `tokenizer.json` value and builds
-    /// the model it was converted from; `Err` says why not.
-    pub(crate) fn recognise(value: &Value) -> Result<Self, Refusal> {
+    /// Recognises a canonical (version 2.0) `tokenizer.json` and builds the
+    /// model it was converted from; `Err` says why not. `value` may be the
+    /// skeleton (without `model.vocab` and `model.merges`): those two are
+    /// read from `tables`, the model object as the file has it, so the load
+    /// recognises the route before it puts the document back together
+    /// (claim 306).
+    pub(crate) fn recognise(value: &Value, tables: &Value) -> Result<Self, Refusal> {
         check_normalizer(value.get("normalizer"))?;
         match value.get("pre_tokenizer") {
             None | Some(Value::Null) => {}
@@ -44,7 +48,7 @@ impl SpmRoute {
         check_decoder(value.get("decoder"))?;
         let model = value.get("model").ok_or("no model")?;
         check_model_options(model)?;
-        let vocab = read_vocab(model)?;
+        let vocab = read_vocab(tables)?;
         let by_piece: FxHashMap<&str, u32> = vocab
             .iter()
             .enumerate()
@@ -72,7 +76,7 @@ impl SpmRoute {
             }
             Some(_) => return Err("unk_token is not a string".into()),
         };
-        let merges = read_merges(model, &by_piece)?;
+        let merges = read_merges(tables, &by_piece)?;
         let scores = check_merges(&vocab, &kinds, &by_piece, &merges)?;
         let pieces: Vec<SynthPiece<'_>> = vocab
             .iter()

@@ -53,6 +53,22 @@ pub(crate) struct SpecialRoles {
     pub pad: Option<String>,
 }
 
+/// The id of a token spelled in the byte-level alphabet, or of a special
+/// token's text; an ordinary token wins where both spell the same.
+///
+/// Read through the ranks rather than a map of 200,000 spellings: that map
+/// took about 30 ms of every o200k load, for a lookup made a few times per
+/// tokenizer.
+fn spelled_id(
+    ranks: &FxHashMap<Vec<u8>, u32>,
+    special_ids: &FxHashMap<String, u32>,
+    token: &str,
+) -> Option<u32> {
+    byte_level::unspell(token)
+        .and_then(|bytes| ranks.get(&bytes).copied())
+        .or_else(|| special_ids.get(token).copied())
+}
+
 pub(crate) struct TiktokenBackend {
     /// Ordinary tokens → rank, for the regex path and the engine's build.
     ranks: Arc<FxHashMap<Vec<u8>, u32>>,
@@ -63,8 +79,9 @@ pub(crate) struct TiktokenBackend {
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
     bytes: Vec<u8>,
     spans: Vec<(u32, u32)>,
-    /// Spelled (byte-level alphabet) token → id, for `token_to_id`.
-    by_spelling: FxHashMap<String, u32>,
+    /// Special token text → id (the first of a shared id's names wins
+    /// nothing here: every name encodes to its id).
+    special_ids: FxHashMap<String, u32>,
     special_matcher: Option<AhoCorasick>,
     /// Id of each special-matcher pattern.
     special_pattern_ids: Vec<u32>,
@@ -179,8 +196,8 @@ impl TiktokenBackend {
         let mut spans = vec![(u32::MAX, 0u32); vocab_size];
         let mut bytes = Vec::with_capacity(ranks.len() * 7);
         let alphabet = byte_level::byte_to_char_table();
-        let mut by_spelling =
-            FxHashMap::with_capacity_and_hasher(ranks.len() + specials.len(), Default::default());
+        let mut special_ids =
+            FxHashMap::with_capacity_and_hasher(specials.len(), Default::default());
         let mut special_flags = vec![false; vocab_size];
         let mut push = |id: u32, token: &[u8], bytes: &mut Vec<u8>| -> Result<()> {
             let slot = &mut spans[id as usize];
@@ -197,7 +214,6 @@ impl TiktokenBackend {
         };
         for (token, &id) in &ranks {
             push(id, token, &mut bytes)?;
-            by_spelling.insert(byte_level::spell(token, &alphabet), id);
         }
         for (text, id) in &specials {
             // Two special names may share an id (o200k_harmony's `<|endofprompt|>`
@@ -205,7 +221,7 @@ impl TiktokenBackend {
             if !special_flags[*id as usize] {
                 push(*id, text.as_bytes(), &mut bytes)?;
             }
-            by_spelling.entry(text.clone()).or_insert(*id);
+            special_ids.entry(text.clone()).or_insert(*id);
             special_flags[*id as usize] = true;
         }
         let (special_matcher, special_pattern_ids) = if specials.is_empty() {
@@ -219,7 +235,7 @@ impl TiktokenBackend {
         };
         let find = |content: &Option<String>| -> Option<SpecialToken> {
             let content = content.as_ref()?;
-            let id = by_spelling.get(content.as_str()).copied()?;
+            let id = spelled_id(&ranks, &special_ids, content)?;
             Some(SpecialToken {
                 content: content.clone(),
                 id,
@@ -293,7 +309,7 @@ impl TiktokenBackend {
             fast,
             bytes,
             spans,
-            by_spelling,
+            special_ids,
             special_matcher,
             special_pattern_ids,
             special_flags,
@@ -716,7 +732,7 @@ impl Tokenizer for TiktokenBackend {
     }
 
     fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.by_spelling.get(token).copied()
+        spelled_id(&self.ranks, &self.special_ids, token)
     }
 
     fn id_to_token(&self, id: u32) -> Option<String> {
