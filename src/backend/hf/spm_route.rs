@@ -105,13 +105,7 @@ impl SpmRoute {
     /// Appends the ids of `text` to `ids`: added tokens split out first when
     /// `parse` (all of them are special), each segment encoded on its own.
     pub(crate) fn encode(&self, text: &str, parse: bool, ids: &mut Vec<u32>) {
-        let mut seg = Vec::new();
-        let mut encode = |s: &str, ids: &mut Vec<u32>| {
-            if !s.is_empty() {
-                self.model.encode_into(s, &mut seg);
-                ids.extend_from_slice(&seg);
-            }
-        };
+        let encode = |s: &str, ids: &mut Vec<u32>| self.model.encode_append(s, ids);
         let mut pos = 0;
         if parse && let Some((matcher, added_ids)) = &self.added {
             for m in matcher.find_iter(text) {

@@ -146,10 +146,7 @@ impl SpmBackend {
                     ids.extend_from_slice(&seg_ids);
                     offsets.extend(seg_offsets.iter().map(|&(a, b)| (a + s, b + s)));
                 }
-                None => {
-                    self.model.encode_into(&text[s..e], &mut seg_ids);
-                    ids.extend_from_slice(&seg_ids);
-                }
+                None => self.model.encode_append(&text[s..e], ids),
             }
         };
         let mut pos = 0;

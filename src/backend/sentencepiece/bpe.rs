@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::cache::{CacheSet, INLINE_KEY, MAX_KEY, WordCache, key128};
+use super::cache::{CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCache, key128};
 use super::model::{NO_ID, PieceSink, Vocab};
 use super::normalizer::PrefixMatcher;
 use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
@@ -209,6 +209,11 @@ impl<S: PieceSink> PieceSink for Recorder<'_, S> {
     fn plain_one(&mut self, start: usize, len: usize, id: u32) {
         self.out.push((id, len as u32));
         self.inner.plain_one(start, len, id);
+    }
+    #[inline]
+    fn plain_pairs(&mut self, start: usize, pieces: &[(u32, u32)]) {
+        self.out.extend_from_slice(pieces);
+        self.inner.plain_pairs(start, pieces);
     }
 }
 
@@ -575,39 +580,37 @@ impl Bpe {
             out,
         };
         // Pass 1: the chunk ends (cuts before spaces that are safe
-        // boundaries). Pass 2: look the chunks up, prefetching the memo set
-        // of the chunk a few places ahead so memory latency overlaps.
+        // boundaries). Pass 2: look the chunks up, prefetching the memo sets
+        // of the chunk a few places ahead so memory latency overlaps; the
+        // sets are computed once, for the prefetch, and kept for the lookup.
         ends.clear();
         let mut cs = 0usize;
-        let mut from = 1usize;
-        while let Some(q) = text
-            .get(from..)
-            .and_then(|r| r.iter().position(|&b| b == b' '))
-        {
-            let q = from + q;
-            from = q + 1;
+        for_each_space(text, |q| {
             if q > cs && !self.adjacent(prev_code(text, q), SPACE_CODE) {
                 ends.push(q);
                 cs = q;
             }
-        }
+        });
         ends.push(n);
         const AHEAD: usize = 8;
+        let mut ring = [Probe::default(); AHEAD];
+        for (i, slot) in ring.iter_mut().enumerate().take(ends.len()) {
+            *slot = probe_chunk(cache, text, ends, i);
+        }
         let mut norm_pos = 0usize;
         let mut cs = 0usize;
         for i in 0..ends.len() {
-            if let (Some(&s0), Some(&e0)) = (ends.get(i + AHEAD - 1), ends.get(i + AHEAD)) {
-                if e0 - s0 <= INLINE_KEY {
-                    cache.prefetch(key128(text, s0, e0 - s0), e0 - s0);
-                }
+            let p = ring[i % AHEAD];
+            if i + AHEAD < ends.len() {
+                ring[i % AHEAD] = probe_chunk(cache, text, ends, i + AHEAD);
             }
             let ce = ends[i];
             self.raw_chunk(
                 vocab,
                 matcher,
                 text,
-                cs,
-                ce,
+                (cs, ce),
+                &p,
                 dummy,
                 cache,
                 &mut work,
@@ -629,8 +632,8 @@ impl Bpe {
         vocab: &Vocab,
         matcher: &PrefixMatcher,
         text: &[u8],
-        cs: usize,
-        ce: usize,
+        (cs, ce): (usize, usize),
+        probe: &Probe,
         dummy: bool,
         cache: &mut WordCache,
         work: &mut Work<'_>,
@@ -660,25 +663,31 @@ impl Bpe {
             built = true;
         }
         let key: &[u8] = if with_dummy { chunk } else { raw };
-        let memo = !key.is_empty() && key.len() <= MAX_KEY;
+        let memo = !key.is_empty() && key.len() <= MAX_CHUNK_KEY;
+        // Chunks longer than a segment key are memoized whole as well as
+        // per segment, so a miss on the chunk still hits on its segments.
+        let short = key.len() <= MAX_KEY;
         if memo {
-            let k128 = if with_dummy {
-                key128(key, 0, key.len())
+            let hit = if with_dummy {
+                cache.get_inline(key128(key, 0, key.len()), key.len())
             } else {
-                key128(text, cs, key.len())
+                cache.get_probed(probe)
             };
-            if let Some(hit) = cache.get_inline(k128, key.len()) {
+            if let Some(hit) = hit {
                 sink.plain(*norm_pos, hit.ids(), hit.lens());
                 *norm_pos += hit.lens().iter().map(|&l| usize::from(l)).sum::<usize>();
                 return;
             }
             if let Some(vals) = cache.get_arena(key) {
                 let unk = vocab.unk_id_raw();
-                if vals.iter().all(|&(id, _)| id != unk && id != NO_ID) {
-                    for &(id, len) in vals {
-                        sink.plain_one(*norm_pos, len as usize, id);
-                        *norm_pos += len as usize;
-                    }
+                // One pass with no early exit (it vectorizes): are all
+                // pieces ordinary, and how many bytes do they cover.
+                let (odd, len) = vals.iter().fold((false, 0usize), |(odd, len), &(id, l)| {
+                    (odd | (id == unk) | (id == NO_ID), len + l as usize)
+                });
+                if !odd {
+                    sink.plain_pairs(*norm_pos, vals);
+                    *norm_pos += len;
                     return;
                 }
                 // Unknown pieces need their normalized bytes.
@@ -714,8 +723,8 @@ impl Bpe {
             fallback: self.fallback.as_deref(),
             plain: true,
         };
-        // Short chunks are memoized whole below; long ones per segment.
-        let seg_cache = if memo { None } else { Some(&mut *cache) };
+        // Short chunks are memoized whole below; long ones per segment too.
+        let seg_cache = if short { None } else { Some(&mut *cache) };
         self.scan_segments(vocab, matcher, chunk, *norm_pos, seg_cache, work, &mut rec);
         let plain = rec.plain;
         *norm_pos += chunk.len();
@@ -1245,6 +1254,53 @@ fn unpack_cand(c: u64) -> usize {
     255 - (c & 0xFF) as usize
 }
 
+/// The memo probe of chunk `i` of `text` (chunk ends `ends`), its inline
+/// sets prefetched.
+#[inline(always)]
+fn probe_chunk(cache: &WordCache, text: &[u8], ends: &[usize], i: usize) -> Probe {
+    let s = i
+        .checked_sub(1)
+        .and_then(|p| ends.get(p))
+        .copied()
+        .unwrap_or(0);
+    let e = ends.get(i).copied().unwrap_or(s);
+    let p = cache.probe(key128(text, s, e - s), e - s);
+    if e - s <= INLINE_KEY {
+        cache.prefetch(&p);
+    }
+    p
+}
+
+/// Calls `f` with the position of every `' '` in `text` after byte 0, in
+/// order. Eight bytes at a time: English has a space every few bytes, where
+/// a `memchr` call per space cost more than the scan.
+#[inline]
+fn for_each_space(text: &[u8], mut f: impl FnMut(usize)) {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let mut words = text.chunks_exact(8);
+    let mut base = 0usize;
+    for w in words.by_ref() {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0; 8])) ^ SPACES;
+        // The high bit of each byte of `x` that is zero (exact: no carries
+        // cross bytes).
+        let mut m = !(((x & LOW7) + LOW7) | x | LOW7);
+        while m != 0 {
+            let q = base + (m.trailing_zeros() / 8) as usize;
+            m &= m - 1;
+            if q > 0 {
+                f(q);
+            }
+        }
+        base += 8;
+    }
+    for (k, &b) in words.remainder().iter().enumerate() {
+        if b == b' ' && base + k > 0 {
+            f(base + k);
+        }
+    }
+}
+
 /// The packed code of the character that ends just before `text[q]`
 /// (`q > 0`); `' '` counts as U+2581.
 #[inline]
@@ -1267,7 +1323,22 @@ fn prev_code(text: &[u8], q: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::order_key;
+    use super::{for_each_space, order_key};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The word-at-a-time space scan finds exactly the spaces after
+        /// byte 0, in order, at every alignment and next to any byte.
+        #[test]
+        fn space_scan_finds_every_space(
+            text in prop::collection::vec(prop::sample::select(&[b' ', b'a', 0xE2, 0x96, 0x81, 0x00, 0x7F, 0xFF, 0xA0, 0x20 ^ 0x80][..]), 0..70),
+        ) {
+            let mut got = Vec::new();
+            for_each_space(&text, |q| got.push(q));
+            let want: Vec<usize> = (1..text.len()).filter(|&i| text[i] == b' ').collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn order_key_matches_comparator() {

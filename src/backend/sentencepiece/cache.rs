@@ -11,22 +11,32 @@
 //!   are full goes to the arena tier instead (so a cyclic workload does
 //!   not thrash); only when both tiers are at their size cap is the older
 //!   way replaced;
-//! - "arena": keys of at most [`MAX_KEY`] bytes with any result; open
-//!   addressing, cleared wholesale when full. Its cap (32,768 entries) holds
-//!   the distinct long chunks of a 1 MiB code or math file (about 11,000 of
-//!   over 16 bytes, measured); at a quarter of that a steady workload
-//!   cleared it every pass and missed on most long chunks.
+//! - "arena": keys of at most [`MAX_KEY`] bytes with any result, and the
+//!   raw path's whole chunks up to [`MAX_CHUNK_KEY`] bytes (a clause or
+//!   paragraph of Chinese, which has no spaces to cut at); open addressing,
+//!   cleared wholesale when full: at 32,768 entries or when keys and
+//!   results pass [`ARENA_MAX_BYTES`]. The entry cap holds the distinct long
+//!   chunks of a 1 MiB code or math file (about 11,000 of over 16 bytes,
+//!   measured); at a quarter of that a steady workload cleared it every pass
+//!   and missed on most long chunks. The byte cap holds the chunks of the
+//!   1.6 MB mixed benchmark file (about 7 MiB).
 //!
 //! Both tables start small and double (rehashing) up to a cap, so an idle
 //! thread or a small workload costs little memory; at the cap a thread uses
-//! about 5 MiB per model on text (at most four models per thread).
+//! at most about 14 MiB per model (at most four models per thread).
 
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
-/// Keys longer than this are not memoized.
+/// Segment keys longer than this are not memoized.
 pub(crate) const MAX_KEY: usize = 64;
+/// The raw path's whole chunks are memoized up to this length (arena tier
+/// only): 98% of the bytes of Chinese prose lie in chunks (text between
+/// safe spaces) no longer (measured on the zh corpus, 262 KB).
+pub(crate) const MAX_CHUNK_KEY: usize = 4096;
+/// Cap on the arena's key bytes plus 8 bytes per stored piece.
+const ARENA_MAX_BYTES: usize = 8 << 20;
 /// Longest key of the inline tier.
 pub(crate) const INLINE_KEY: usize = 16;
 /// Most pieces of an inline entry.
@@ -59,6 +69,17 @@ struct ArenaSlot {
     key_off: u32,
     val_off: u32,
     val_len: u32,
+}
+
+/// A key of the inline tier with its two candidate sets ([`WordCache::probe`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Probe {
+    key: u128,
+    len: usize,
+    /// The inline table's length when the sets were computed.
+    table: usize,
+    first: usize,
+    second: usize,
 }
 
 /// An inline hit: ids and the byte length of each piece.
@@ -179,16 +200,50 @@ impl WordCache {
     }
 
     /// Inline-tier lookup of a key of `len` (1..=16) bytes given by [`key128`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_inline(&self, key: u128, len: usize) -> Option<InlineHit> {
+        self.get_probed(&self.probe(key, len))
+    }
+
+    /// The inline sets of a key, computed once for a [`prefetch`] and the
+    /// lookup that follows it ([`get_probed`]).
+    ///
+    /// [`prefetch`]: Self::prefetch
+    /// [`get_probed`]: Self::get_probed
+    #[inline(always)]
+    pub(crate) fn probe(&self, key: u128, len: usize) -> Probe {
+        let sets = self.inline.len() / WAYS;
+        let (first, second) = if sets == 0 {
+            (0, 0)
+        } else {
+            set_starts(key, len, sets)
+        };
+        Probe {
+            key,
+            len,
+            table: self.inline.len(),
+            first,
+            second,
+        }
+    }
+
+    /// Inline-tier lookup of a probed key. A probe taken before the table
+    /// grew names stale sets: it is taken again.
+    #[inline(always)]
+    pub(crate) fn get_probed(&self, p: &Probe) -> Option<InlineHit> {
+        let len = p.len;
         if self.inline.is_empty() || len > INLINE_KEY || len == 0 {
             return None;
         }
-        let (i, j) = set_starts(key, len, self.inline.len() / WAYS);
+        let (i, j) = if p.table == self.inline.len() {
+            (p.first, p.second)
+        } else {
+            set_starts(p.key, len, self.inline.len() / WAYS)
+        };
         let first = self.inline.get(i..i + WAYS)?;
         let second = self.inline.get(j..j + WAYS)?;
         for slot in first.iter().chain(second) {
-            if slot.klen as usize == len && slot.key == key {
+            if slot.klen as usize == len && slot.key == p.key {
                 let mut hit = InlineHit {
                     ids: [0; INLINE_IDS],
                     lens: [0; INLINE_IDS],
@@ -205,15 +260,14 @@ impl WordCache {
         None
     }
 
-    /// Hints the CPU to load the inline set of a key that will be looked up
-    /// soon (no effect on results).
+    /// Hints the CPU to load the inline sets of a probed key that will be
+    /// looked up soon (no effect on results).
     #[inline]
-    pub(crate) fn prefetch(&self, key: u128, len: usize) {
-        if self.inline.is_empty() {
+    pub(crate) fn prefetch(&self, p: &Probe) {
+        if p.table != self.inline.len() {
             return;
         }
-        let (i, j) = set_starts(key, len, self.inline.len() / WAYS);
-        if let (Some(a), Some(b)) = (self.inline.get(i), self.inline.get(j)) {
+        if let (Some(a), Some(b)) = (self.inline.get(p.first), self.inline.get(p.second)) {
             prefetch_read(a);
             prefetch_read(b);
         }
@@ -303,7 +357,7 @@ impl WordCache {
     /// that every id is an ordinary piece (not unknown), which the inline
     /// tier requires.
     pub(crate) fn insert(&mut self, key: &[u8], vals: &[(u32, u32)], plain: bool) {
-        if key.is_empty() || key.len() > MAX_KEY {
+        if key.is_empty() || key.len() > MAX_CHUNK_KEY {
             return;
         }
         if plain
@@ -347,8 +401,16 @@ impl WordCache {
 
     /// Memoizes `key` -> `vals` in the arena tier.
     fn insert_arena(&mut self, key: &[u8], vals: &[(u32, u32)]) {
-        if self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
-            if self.slots.len() < ARENA_MAX_SLOTS {
+        let bytes = |keys: usize, vals: usize| keys + 8 * vals;
+        if bytes(key.len(), vals.len()) > ARENA_MAX_BYTES / 4 {
+            // One entry that would take a quarter of the cap: not worth
+            // clearing the others for.
+            return;
+        }
+        let over =
+            bytes(self.keys.len() + key.len(), self.vals.len() + vals.len()) > ARENA_MAX_BYTES;
+        if over || self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
+            if !over && self.slots.len() < ARENA_MAX_SLOTS {
                 self.grow_arena();
             } else {
                 self.slots.fill(ArenaSlot::default());
@@ -435,6 +497,44 @@ impl CacheSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whole chunks up to [`MAX_CHUNK_KEY`] bytes go to the arena; its byte
+    /// cap clears it wholesale, an entry over a quarter of the cap is not
+    /// kept, and a lookup returns what was stored for that key or nothing.
+    #[test]
+    fn long_keys_and_the_byte_cap() {
+        let mut c = WordCache::new(9);
+        let key = |i: u32| -> Vec<u8> {
+            let mut k = vec![b'a' + (i % 26) as u8; MAX_CHUNK_KEY - 4];
+            k.extend_from_slice(&i.to_le_bytes());
+            k
+        };
+        let vals = |i: u32| -> Vec<(u32, u32)> { (0..1000).map(|j| (i ^ j, 4)).collect() };
+        c.insert(&[b'x'; MAX_CHUNK_KEY + 1], &[(1, 1)], false);
+        assert!(c.get_arena(&[b'x'; MAX_CHUNK_KEY + 1]).is_none());
+        // About 12 KB an entry: the cap is passed after some 690.
+        let n = (ARENA_MAX_BYTES / (MAX_CHUNK_KEY + 8000) + 50) as u32;
+        let mut cleared = false;
+        for i in 0..n {
+            c.insert(&key(i), &vals(i), true);
+            assert_eq!(c.get_arena(&key(i)), Some(&vals(i)[..]), "{i}");
+            cleared |= c.get_arena(&key(0)).is_none();
+            assert!(c.keys.len() + 8 * c.vals.len() <= ARENA_MAX_BYTES);
+        }
+        assert!(cleared, "the byte cap never cleared the arena");
+        for i in 0..n {
+            if let Some(v) = c.get_arena(&key(i)) {
+                assert_eq!(v, &vals(i)[..]);
+            }
+        }
+        let before = c.entries;
+        let huge: Vec<(u32, u32)> = (0..(ARENA_MAX_BYTES / 32 + 1) as u32)
+            .map(|j| (j, 1))
+            .collect();
+        c.insert(b"huge", &huge, false);
+        assert!(c.get_arena(b"huge").is_none());
+        assert_eq!(c.entries, before);
+    }
 
     fn k(s: &[u8]) -> (u128, usize) {
         (key128(s, 0, s.len()), s.len())
@@ -528,6 +628,16 @@ mod tests {
                 "{i}"
             );
         }
+        // A probe taken before the inline table grew still finds its key.
+        let mut f = WordCache::new(4);
+        f.insert(b" probe", &[(7, 6)], true);
+        let (pk, pl) = k(b" probe");
+        let stale = f.probe(pk, pl);
+        for i in 0..5000u32 {
+            f.insert(format!(" g{i}").as_bytes(), &[(i, 3)], true);
+        }
+        assert_ne!(f.inline.len(), stale.table);
+        assert!(f.get_probed(&stale).is_some_and(|h| h.ids() == [7]));
         let mut set = CacheSet::default();
         for uid in 0..6 {
             set.for_model(uid).insert(b"x", &[(uid as u32, 1)], true);
