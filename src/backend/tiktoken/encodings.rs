@@ -125,7 +125,7 @@ impl BuiltinEncoding {
         }
     }
 
-    fn core(self) -> Result<CoreBPE> {
+    pub(super) fn core(self) -> Result<CoreBPE> {
         let core = match self {
             Self::R50kBase => tiktoken_rs::r50k_base(),
             Self::P50kBase => tiktoken_rs::p50k_base(),

@@ -127,12 +127,68 @@ pub(crate) fn derive_merges(ranks: &FxHashMap<Vec<u8>, u32>) -> Vec<(u32, usize)
     out
 }
 
-/// The fast engine for one encoding.
-pub(crate) struct FastBpe {
+/// An encoding's pattern on the native grammar (claim 196): the pieces of a
+/// segment, for the engine and, until it is built, for the rank path.
+pub(crate) struct NativeSplit {
     split: Split,
-    model: PipelineBPE,
     /// cl100k: join the last two pre-tokens of a segment when both are whitespace.
     end_fix: bool,
+}
+
+impl NativeSplit {
+    /// The splitter for `pattern`; an error when it has no native grammar.
+    pub(crate) fn new(pattern: &str) -> Result<Self, FastError> {
+        let (native, end_fix) = native_pattern(pattern).ok_or(FastError::Pattern)?;
+        let split = Split::native(
+            SplitPattern::Regex(native.to_owned()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(|e| FastError::Build(e.to_string()))?;
+        if split.grammar().is_none() {
+            return Err(FastError::Pattern);
+        }
+        Ok(Self { split, end_fix })
+    }
+
+    /// The pre-tokens of `text` into `spans` (cleared first). `Ok(false)`
+    /// when `text` must be cut by the regex instead: a code point of claim
+    /// 197, or over 4 GiB.
+    pub(crate) fn spans(
+        &self,
+        text: &str,
+        scratch: &mut PreTokenizerScratch,
+        spans: &mut Vec<Span>,
+    ) -> Result<bool, String> {
+        spans.clear();
+        if u32::try_from(text.len()).is_err() || super::unicode::needs_regex(text) {
+            return Ok(false);
+        }
+        self.cut(text, scratch, spans)?;
+        Ok(true)
+    }
+
+    /// The grammar's pieces of `text`, whatever code points it holds.
+    fn cut(
+        &self,
+        text: &str,
+        scratch: &mut PreTokenizerScratch,
+        spans: &mut Vec<Span>,
+    ) -> Result<(), String> {
+        self.split
+            .pre_tokenize(text, scratch, spans)
+            .map_err(|e| e.to_string())?;
+        if self.end_fix {
+            fix_end(text, spans);
+        }
+        Ok(())
+    }
+}
+
+/// The fast engine for one encoding.
+pub(crate) struct FastBpe {
+    split: NativeSplit,
+    model: PipelineBPE,
     /// A warm scratch per thread, without a lock: a thread that encodes with
     /// two encodings keeps both warm (a word cache is megabytes to make,
     /// claim 281).
@@ -149,7 +205,7 @@ struct Scratch {
 impl FastBpe {
     /// Builds the engine for `pattern` from the ordinary ranks.
     pub(crate) fn new(ranks: &FxHashMap<Vec<u8>, u32>, pattern: &str) -> Result<Self, FastError> {
-        let (native, end_fix) = native_pattern(pattern).ok_or(FastError::Pattern)?;
+        let split = NativeSplit::new(pattern)?;
         // `tokenizers`' vocabulary store holds entries of at most 65,535
         // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
         // (up to two bytes per byte); longer tokens stay on the regex path.
@@ -199,19 +255,9 @@ impl FastBpe {
         }))
         .map_err(|_| FastError::Build("tokenizers panicked".into()))?
         .map_err(|e| FastError::Build(e.to_string()))?;
-        let split = Split::native(
-            SplitPattern::Regex(native.to_owned()),
-            SplitDelimiterBehavior::Isolated,
-            false,
-        )
-        .map_err(|e| FastError::Build(e.to_string()))?;
-        if split.grammar().is_none() {
-            return Err(FastError::Pattern);
-        }
         Ok(Self {
             split,
             model,
-            end_fix,
             scratch: thread_local::ThreadLocal::new(),
         })
     }
@@ -236,9 +282,6 @@ impl FastBpe {
         if text.is_empty() {
             return Ok(true);
         }
-        if u32::try_from(text.len()).is_err() || super::unicode::needs_regex(text) {
-            return Ok(false);
-        }
         let slot = self.scratch.get_or_default();
         // Taken out, not borrowed: a nested encode on this thread makes its own.
         let mut scratch = slot.take().unwrap_or_else(|| Scratch {
@@ -248,7 +291,7 @@ impl FastBpe {
             tokens: Vec::new(),
         });
         let result = self.encode_with(text, out, &mut scratch);
-        if result.is_ok() {
+        if let Ok(true) = result {
             on_pieces(&scratch.spans);
         }
         // Large buffers are not kept past a huge input.
@@ -257,7 +300,7 @@ impl FastBpe {
             scratch.spans = Vec::new();
         }
         slot.replace(Some(scratch));
-        result.map(|()| true)
+        result
     }
 
     fn encode_with(
@@ -265,13 +308,12 @@ impl FastBpe {
         text: &str,
         out: &mut Vec<u32>,
         scratch: &mut Scratch,
-    ) -> Result<(), String> {
-        scratch.spans.clear();
-        self.split
-            .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
-            .map_err(|e| e.to_string())?;
-        if self.end_fix {
-            fix_end(text, &mut scratch.spans);
+    ) -> Result<bool, String> {
+        if !self
+            .split
+            .spans(text, &mut scratch.pre, &mut scratch.spans)?
+        {
+            return Ok(false);
         }
         scratch.tokens.clear();
         self.model
@@ -283,7 +325,7 @@ impl FastBpe {
             )
             .map_err(|e| e.to_string())?;
         out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -310,20 +352,11 @@ fn fix_end(text: &str, spans: &mut Vec<Span>) {
 /// (tests compare them with the regex's).
 #[cfg(test)]
 pub(crate) fn native_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
-    let (native, end_fix) = native_pattern(pattern).expect("a built-in pattern");
-    let split = Split::native(
-        SplitPattern::Regex(native.to_owned()),
-        SplitDelimiterBehavior::Isolated,
-        false,
-    )
-    .expect("native split");
+    let split = NativeSplit::new(pattern).expect("a built-in pattern");
     let mut spans = Vec::new();
     split
-        .pre_tokenize(text, &mut PreTokenizerScratch::default(), &mut spans)
+        .cut(text, &mut PreTokenizerScratch::default(), &mut spans)
         .expect("pre-tokenize");
-    if end_fix {
-        fix_end(text, &mut spans);
-    }
     spans
         .iter()
         .map(|s| (s.start as usize, s.end as usize))

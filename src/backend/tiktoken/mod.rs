@@ -3,9 +3,11 @@
 //!
 //! Ordinary text runs on the crate's byte-level BPE engine ([`fast`]: the
 //! native pre-tokenizer and `tokenizers`' BPE, with merges derived from the
-//! ranks); segments it must not take (claim 197) and patterns it has no
-//! grammar for run on the regex path ([`pieces`]: `fancy-regex` pieces, a
-//! rank lookup or tiktoken's byte-pair merge). The backend keeps its own
+//! ranks), built in the background. Until it is built, and for segments it
+//! must not take (claim 197) or patterns it has no grammar for, text runs on
+//! the rank path: pieces from the native grammar where it applies, else from
+//! `fancy-regex` ([`pieces`]), each a rank lookup or tiktoken's byte-pair
+//! merge (claim 317). The backend keeps its own
 //! id → bytes table (decode, offsets, streaming, `id_to_token`) and splits
 //! out special tokens itself with aho-corasick, which also gives their spans.
 
@@ -18,6 +20,7 @@ mod unicode;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock};
+use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
@@ -76,6 +79,9 @@ pub(crate) struct TiktokenBackend {
     /// load on; `None` inside when the pattern has no grammar or the build
     /// failed. Until it is set, encodes take the regex path.
     fast: Arc<OnceLock<Option<fast::FastBpe>>>,
+    /// The pattern on the native grammar, built at load: the rank path's
+    /// pieces where the grammar applies (claim 317).
+    native: Option<fast::NativeSplit>,
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
     bytes: Vec<u8>,
     spans: Vec<(u32, u32)>,
@@ -321,6 +327,7 @@ impl TiktokenBackend {
             split,
             ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
+            native: fast::NativeSplit::new(pattern).ok(),
         })
     }
 
@@ -490,40 +497,72 @@ impl TiktokenBackend {
     /// The regex path: `fancy-regex` pieces (whitespace runs cut without
     /// it), then a rank lookup or tiktoken's byte-pair merge per piece.
     fn regex_ordinary(&self, segment: &str, base: usize, st: &mut ChunkState) -> Result<()> {
+        // The native grammar's pieces where it applies (claims 196–197: the
+        // regex's pieces), else the regex's.
+        if let Some(native) = &self.native {
+            let mut spans = Vec::new();
+            if native
+                .spans(segment, &mut PreTokenizerScratch::default(), &mut spans)
+                .map_err(|e| Error::backend(NAME, format!("pre-tokenizing: {e}")))?
+            {
+                for span in &spans {
+                    self.rank_piece(segment, span.start as usize, span.end as usize, base, st)?;
+                }
+                return Ok(());
+            }
+        }
         let chunker = self.chunker()?;
         let regex = self.chunk_regex(chunker)?;
         for m in pieces::Pieces::new(regex, segment, self.ws_rule) {
             let (start, end) =
                 m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
-            let piece = &segment.as_bytes()[start..end];
-            let (ps, pe) = (base + start, base + end);
-            let first = st.ids.len();
-            if let Some(&id) = self.ranks.get(piece) {
-                st.ids.push(id);
-            } else if piece.len() < 2 {
-                return Err(Error::backend(NAME, "a single byte missing from the ranks"));
-            } else if piece.len() < LONG_PIECE {
-                for part in tiktoken_rs::byte_pair_split(piece, &self.ranks) {
-                    let id = self.ranks.get(part).ok_or_else(|| {
-                        Error::backend(NAME, "byte-pair merge left an unknown piece")
-                    })?;
-                    st.ids.push(*id);
-                }
-            } else {
-                // tiktoken's own merge for long pieces (a heap, O(n log n)).
-                let ids = pieces::byte_pair_encode(piece, &self.ranks)
-                    .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
-                st.ids.extend_from_slice(&ids);
+            self.rank_piece(segment, start, end, base, st)?;
+        }
+        Ok(())
+    }
+
+    /// tiktoken's merge of one piece `segment[start..end]` (the whole piece
+    /// when it is a token), its ids appended to `st`.
+    fn rank_piece(
+        &self,
+        segment: &str,
+        start: usize,
+        end: usize,
+        base: usize,
+        st: &mut ChunkState,
+    ) -> Result<()> {
+        let piece = segment
+            .as_bytes()
+            .get(start..end)
+            .ok_or_else(|| Error::backend(NAME, "a piece out of the segment"))?;
+        let (ps, pe) = (base + start, base + end);
+        let first = st.ids.len();
+        if let Some(&id) = self.ranks.get(piece) {
+            st.ids.push(id);
+        } else if piece.len() < 2 {
+            return Err(Error::backend(NAME, "a single byte missing from the ranks"));
+        } else if piece.len() < LONG_PIECE {
+            for part in tiktoken_rs::byte_pair_split(piece, &self.ranks) {
+                let id = self
+                    .ranks
+                    .get(part)
+                    .ok_or_else(|| Error::backend(NAME, "byte-pair merge left an unknown piece"))?;
+                st.ids.push(*id);
             }
-            if st.touches(ps, pe) {
-                st.bounds.extend([ps, pe]);
-                let mut p = ps;
-                for k in first..st.ids.len() {
-                    let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
-                    st.known.push(k);
-                    st.spans.push((p, p + l));
-                    p += l;
-                }
+        } else {
+            // tiktoken's own merge for long pieces (a heap, O(n log n)).
+            let ids = pieces::byte_pair_encode(piece, &self.ranks)
+                .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
+            st.ids.extend_from_slice(&ids);
+        }
+        if st.touches(ps, pe) {
+            st.bounds.extend([ps, pe]);
+            let mut p = ps;
+            for k in first..st.ids.len() {
+                let l = self.bytes_of(st.ids[k]).map_or(0, <[u8]>::len);
+                st.known.push(k);
+                st.spans.push((p, p + l));
+                p += l;
             }
         }
         Ok(())
@@ -863,6 +902,50 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// The rank path (what encodes take until the engine is built) cuts on
+    /// the native grammar where it applies (claim 317): its ids equal
+    /// `tiktoken-rs`' on corpus slices and hostile strings for every
+    /// built-in encoding, and equal its own on the regex's pieces.
+    #[test]
+    fn rank_path_on_native_pieces_matches_tiktoken_rs() {
+        let mut texts: Vec<String> = corpus_texts()
+            .into_iter()
+            .map(|(_, t)| t.chars().take(3000).collect())
+            .collect();
+        texts.extend(
+            [
+                "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ",
+                "   \n\n  \r\n\t  ",
+                "I'VE we'll they'd 12345678 3.14159 ---=== ...",
+                "a\u{10940}b \u{1F600}\u{1F3FD} e\u{301} \u{0915}\u{094D}\u{0937}",
+                "trailing spaces   ",
+                "x\n\n\n   ",
+            ]
+            .map(str::to_owned),
+        );
+        for enc in BuiltinEncoding::ALL {
+            let core = enc.core().unwrap();
+            let mut backend =
+                TiktokenBackend::new(enc.spec().unwrap(), SpecialTokenPolicy::Parse).unwrap();
+            assert!(backend.native.is_some(), "{}", enc.name());
+            for text in &texts {
+                let mut native = ChunkState::ids_only(Vec::new());
+                backend.regex_ordinary(text, 0, &mut native).unwrap();
+                assert_eq!(
+                    native.ids,
+                    core.encode_ordinary(text),
+                    "{}: {text:?}",
+                    enc.name()
+                );
+                let grammar = backend.native.take();
+                let mut regex = ChunkState::ids_only(Vec::new());
+                backend.regex_ordinary(text, 0, &mut regex).unwrap();
+                backend.native = grammar;
+                assert_eq!(native.ids, regex.ids, "{}: {text:?}", enc.name());
             }
         }
     }
