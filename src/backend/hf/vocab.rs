@@ -386,19 +386,36 @@ fn stream_table(
     }
 }
 
+/// What `tokenizers`' WordPiece `cleanup` replaces, in its order.
+const CLEANUP: [(&str, &str); 11] = [
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+];
+
 /// `tokenizers`' WordPiece `cleanup`, applied to one token's text.
+///
+/// A text where no pattern occurs comes back unchanged (each replacement
+/// then finds nothing, in turn), which is almost every token: checking that
+/// at its spaces first saved a third of MiniLM's load (claim 318).
 fn wordpiece_cleanup(s: &str) -> String {
-    s.replace(" .", ".")
-        .replace(" ?", "?")
-        .replace(" !", "!")
-        .replace(" ,", ",")
-        .replace(" ' ", "'")
-        .replace(" n't", "n't")
-        .replace(" 'm", "'m")
-        .replace(" do not", " don't")
-        .replace(" 's", "'s")
-        .replace(" 've", "'ve")
-        .replace(" 're", "'re")
+    let occurs = s
+        .match_indices(' ')
+        .any(|(i, _)| CLEANUP.iter().any(|(from, _)| s[i..].starts_with(from)));
+    if !occurs {
+        return s.to_owned();
+    }
+    CLEANUP
+        .iter()
+        .fold(s.to_owned(), |acc, (from, to)| acc.replace(from, to))
 }
 
 /// Token lengths and ids within what `tokenizers` stores and what the tables
@@ -586,4 +603,38 @@ fn is_byte_piece(token: &str) -> bool {
         && token.starts_with("<0x")
         && token.ends_with('>')
         && token[3..5].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `cleanup` as `tokenizers` writes it: every replacement, in order.
+    fn chained(s: &str) -> String {
+        CLEANUP
+            .iter()
+            .fold(s.to_owned(), |acc, (from, to)| acc.replace(from, to))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+        /// The shortcut (no pattern occurs: unchanged) gives the chain's text.
+        #[test]
+        fn cleanup_shortcut_equals_the_chain(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(" "), Just("."), Just("?"), Just("!"), Just(","), Just("'"),
+                    Just("n't"), Just("m"), Just("do"), Just("not"), Just("s"),
+                    Just("ve"), Just("re"), Just("a"), Just("##"), Just("\u{e9}"),
+                ],
+                0..12,
+            )
+        ) {
+            let s: String = parts.concat();
+            prop_assert_eq!(wordpiece_cleanup(&s), chained(&s));
+            let joined = format!(" {s}");
+            prop_assert_eq!(wordpiece_cleanup(&joined), chained(&joined));
+        }
+    }
 }
