@@ -171,6 +171,56 @@ const WAIT_FOR_ENGINE: usize = 8 << 20;
 /// (which switches to its heap-based merge there; `byte_pair_split` is quadratic).
 const LONG_PIECE: usize = 100;
 
+/// From this segment length the rank path remembers each merged piece for
+/// the rest of the call (claim 319).
+const PIECE_MEMO_MIN_BYTES: usize = 4 << 10;
+
+/// Pieces merged earlier in one rank-path call, and their ids: a piece's
+/// ids depend on its bytes alone, and prose and code repeat their words.
+/// Text whose merged pieces do not repeat (Chinese clauses) turns it off:
+/// after [`Self::TRIAL`] stored pieces with under one hit in eight, it stops
+/// storing and looking up.
+struct PieceMemo<'s> {
+    on: bool,
+    at: FxHashMap<&'s [u8], (usize, usize)>,
+    ids: Vec<u32>,
+    hits: usize,
+}
+
+impl<'s> PieceMemo<'s> {
+    const TRIAL: usize = 512;
+
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            at: FxHashMap::default(),
+            ids: Vec::new(),
+            hits: 0,
+        }
+    }
+
+    fn get(&mut self, piece: &[u8]) -> Option<&[u32]> {
+        if !self.on {
+            return None;
+        }
+        let &(start, len) = self.at.get(piece)?;
+        self.hits += 1;
+        self.ids.get(start..start + len)
+    }
+
+    fn insert(&mut self, piece: &'s [u8], ids: &[u32]) {
+        if !self.on || self.at.contains_key(piece) {
+            return;
+        }
+        if self.at.len() >= Self::TRIAL && self.hits * 8 < self.at.len() {
+            self.on = false;
+            return;
+        }
+        self.at.insert(piece, (self.ids.len(), ids.len()));
+        self.ids.extend_from_slice(ids);
+    }
+}
+
 impl TiktokenBackend {
     pub(crate) fn new(spec: TiktokenSpec, policy: SpecialTokenPolicy) -> Result<Self> {
         let TiktokenSpec {
@@ -499,6 +549,7 @@ impl TiktokenBackend {
     fn regex_ordinary(&self, segment: &str, base: usize, st: &mut ChunkState) -> Result<()> {
         // The native grammar's pieces where it applies (claims 196–197: the
         // regex's pieces), else the regex's.
+        let mut memo = PieceMemo::new(segment.len() >= PIECE_MEMO_MIN_BYTES);
         if let Some(native) = &self.native {
             let mut spans = Vec::new();
             if native
@@ -506,7 +557,8 @@ impl TiktokenBackend {
                 .map_err(|e| Error::backend(NAME, format!("pre-tokenizing: {e}")))?
             {
                 for span in &spans {
-                    self.rank_piece(segment, span.start as usize, span.end as usize, base, st)?;
+                    let (start, end) = (span.start as usize, span.end as usize);
+                    self.rank_piece(segment, start, end, base, st, &mut memo)?;
                 }
                 return Ok(());
             }
@@ -516,20 +568,22 @@ impl TiktokenBackend {
         for m in pieces::Pieces::new(regex, segment, self.ws_rule) {
             let (start, end) =
                 m.map_err(|e| Error::backend(NAME, format!("regex error while tokenizing: {e}")))?;
-            self.rank_piece(segment, start, end, base, st)?;
+            self.rank_piece(segment, start, end, base, st, &mut memo)?;
         }
         Ok(())
     }
 
     /// tiktoken's merge of one piece `segment[start..end]` (the whole piece
-    /// when it is a token), its ids appended to `st`.
-    fn rank_piece(
+    /// when it is a token), its ids appended to `st`; a piece that is not a
+    /// token is merged once per call (`memo`).
+    fn rank_piece<'s>(
         &self,
-        segment: &str,
+        segment: &'s str,
         start: usize,
         end: usize,
         base: usize,
         st: &mut ChunkState,
+        memo: &mut PieceMemo<'s>,
     ) -> Result<()> {
         let piece = segment
             .as_bytes()
@@ -537,11 +591,15 @@ impl TiktokenBackend {
             .ok_or_else(|| Error::backend(NAME, "a piece out of the segment"))?;
         let (ps, pe) = (base + start, base + end);
         let first = st.ids.len();
+        let mut merged = false;
         if let Some(&id) = self.ranks.get(piece) {
             st.ids.push(id);
         } else if piece.len() < 2 {
             return Err(Error::backend(NAME, "a single byte missing from the ranks"));
+        } else if let Some(ids) = memo.get(piece) {
+            st.ids.extend_from_slice(ids);
         } else if piece.len() < LONG_PIECE {
+            merged = true;
             for part in tiktoken_rs::byte_pair_split(piece, &self.ranks) {
                 let id = self
                     .ranks
@@ -551,9 +609,13 @@ impl TiktokenBackend {
             }
         } else {
             // tiktoken's own merge for long pieces (a heap, O(n log n)).
+            merged = true;
             let ids = pieces::byte_pair_encode(piece, &self.ranks)
                 .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
             st.ids.extend_from_slice(&ids);
+        }
+        if merged {
+            memo.insert(piece, &st.ids[first..]);
         }
         if st.touches(ps, pe) {
             st.bounds.extend([ps, pe]);
@@ -912,10 +974,9 @@ mod tests {
     /// built-in encoding, and equal its own on the regex's pieces.
     #[test]
     fn rank_path_on_native_pieces_matches_tiktoken_rs() {
-        let mut texts: Vec<String> = corpus_texts()
-            .into_iter()
-            .map(|(_, t)| t.chars().take(3000).collect())
-            .collect();
+        // Whole slices (up to 16 KiB, so the piece memo of claim 319 is on).
+        let mut texts: Vec<String> = corpus_texts().into_iter().map(|(_, t)| t).collect();
+        assert!(texts.iter().any(|t| t.len() >= PIECE_MEMO_MIN_BYTES));
         texts.extend(
             [
                 "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文 \n ",
@@ -948,6 +1009,23 @@ mod tests {
                 assert_eq!(native.ids, regex.ids, "{}: {text:?}", enc.name());
             }
         }
+    }
+
+    /// The memo answers a repeated piece, and turns itself off where stored
+    /// pieces do not come back.
+    #[test]
+    fn piece_memo_stores_and_gives_up() {
+        let text: String = (0..600).map(|i| format!("w{i} ")).collect();
+        let mut memo = PieceMemo::new(true);
+        for piece in text.split(' ').filter(|p| !p.is_empty()) {
+            memo.insert(piece.as_bytes(), &[1, 2]);
+        }
+        assert!(!memo.on, "600 pieces stored, none asked for again");
+        let mut memo = PieceMemo::new(true);
+        memo.insert(b"ab", &[7, 8]);
+        assert_eq!(memo.get(b"ab"), Some(&[7, 8][..]));
+        assert_eq!(memo.get(b"abc"), None);
+        assert_eq!(PieceMemo::new(false).get(b"ab"), None);
     }
 
     #[test]
