@@ -603,15 +603,16 @@ impl HfBackend {
         scratch: &mut Scratch,
         out: &mut Out,
     ) -> Result<()> {
+        let pipe = self.pipe()?;
         let normalized = match &self.bert {
             Some(bert) => bert.normalize(segment),
-            None => normalize_all(self.pipe()?.get_normalizers(), segment, pos),
+            None => normalize_all(pipe.get_normalizers(), segment, pos),
         }
         .map_err(err)?;
         let norm: &str = normalized.as_ref();
         let end = pos + segment.len();
         let in_window = pos < windows.head || end > windows.tail_from;
-        let normalizers = self.pipe()?.get_normalizers();
+        let normalizers = pipe.get_normalizers();
         let mut map = in_window.then(|| SegMap::new(normalizers, &self.pieces, segment, pos, norm));
         // The every-span map, for `all`.
         let full = (windows.all && norm != segment)
@@ -621,7 +622,7 @@ impl HfBackend {
                 .as_ref()
                 .map_or(n, |m| m.get(n).map_or(segment.len(), |&v| v as usize))
         };
-        let added = self.pipe()?.get_added_vocabulary();
+        let added = pipe.get_added_vocabulary();
         let nbytes = norm.as_bytes();
         let mut npos = 0;
         // Added tokens matched on normalized text, placed once the walks have
@@ -638,8 +639,7 @@ impl HfBackend {
                     return Err(err("text piece too long to pre-tokenize"));
                 }
                 scratch.spans.clear();
-                self.pipe()?
-                    .get_pre_tokenizer()
+                pipe.get_pre_tokenizer()
                     .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
                     .map_err(err)?;
                 let piece = Piece { text, base: npos };
@@ -647,8 +647,7 @@ impl HfBackend {
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
-                    self.pipe()?
-                        .get_model()
+                    pipe.get_model()
                         .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
                         .map_err(err)?;
                     self.fix_folds_from(&mut out.tokens, first);

@@ -66,6 +66,10 @@ pub(crate) struct HfBackend {
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
 }
 
+/// Why a file keeping its padding or truncation stays off the
+/// SentencePiece route (its encodes go through the whole pipeline).
+const PADDING_KEPT: &str = "padding or truncation kept from the file";
+
 /// What the first half of a load built of the pipeline.
 enum Early {
     /// The whole pipeline, assembled (claims 280–286).
@@ -78,7 +82,7 @@ enum Early {
 
 /// Which of the fast routes a load may take; both on except in the
 /// route-equivalence tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Routes {
     /// SentencePiece-BPE files on the native engine (claims 230–238).
     pub spm: bool,
@@ -199,7 +203,7 @@ impl HfBackend {
                 let spm = if !routes.spm {
                     Err("the route is switched off".to_owned())
                 } else if padding_kept {
-                    Err("padding or truncation kept from the file".to_owned())
+                    Err(PADDING_KEPT.to_owned())
                 } else {
                     let tables = value.get("model").unwrap_or(&serde_json::Value::Null);
                     spm_route::SpmRoute::recognise(&skeleton, tables)
@@ -319,7 +323,7 @@ impl HfBackend {
         let file_padding = keep_padding_truncation
             && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some());
         let spm = if file_padding && spm.is_ok() {
-            Err("padding or truncation kept from the file".to_owned())
+            Err(PADDING_KEPT.to_owned())
         } else {
             spm
         };

@@ -18,6 +18,7 @@
 //! tiktoken's regex engine (claim 197) is left to the regex path.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use tokenizers::SplitDelimiterBehavior;
@@ -47,11 +48,6 @@ fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
         return Some((O200K_PATTERN, false));
     }
     None
-}
-
-/// Whether `pattern` has a native grammar (so an engine can be built).
-pub(crate) fn has_grammar(pattern: &str) -> bool {
-    native_pattern(pattern).is_some()
 }
 
 /// Why no fast engine was built (the backend then keeps the regex path).
@@ -187,7 +183,8 @@ impl NativeSplit {
 
 /// The fast engine for one encoding.
 pub(crate) struct FastBpe {
-    split: NativeSplit,
+    /// The backend's splitter (its rank path cuts with the same one).
+    split: Arc<NativeSplit>,
     model: PipelineBPE,
     /// A warm scratch per thread, without a lock: a thread that encodes with
     /// two encodings keeps both warm (a word cache is megabytes to make,
@@ -203,9 +200,11 @@ struct Scratch {
 }
 
 impl FastBpe {
-    /// Builds the engine for `pattern` from the ordinary ranks.
-    pub(crate) fn new(ranks: &FxHashMap<Vec<u8>, u32>, pattern: &str) -> Result<Self, FastError> {
-        let split = NativeSplit::new(pattern)?;
+    /// Builds the engine from the ordinary ranks, cutting with `split`.
+    pub(crate) fn new(
+        ranks: &FxHashMap<Vec<u8>, u32>,
+        split: Arc<NativeSplit>,
+    ) -> Result<Self, FastError> {
         // `tokenizers`' vocabulary store holds entries of at most 65,535
         // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
         // (up to two bytes per byte); longer tokens stay on the regex path.

@@ -79,9 +79,10 @@ pub(crate) struct TiktokenBackend {
     /// load on; `None` inside when the pattern has no grammar or the build
     /// failed. Until it is set, encodes take the regex path.
     fast: Arc<OnceLock<Option<fast::FastBpe>>>,
-    /// The pattern on the native grammar, built at load: the rank path's
-    /// pieces where the grammar applies (claim 317).
-    native: Option<fast::NativeSplit>,
+    /// The pattern on the native grammar, built at load: the engine's
+    /// splitter, and the rank path's where the grammar applies (claim 317).
+    /// `None`: no grammar, so no engine.
+    native: Option<Arc<fast::NativeSplit>>,
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
     bytes: Vec<u8>,
     spans: Vec<(u32, u32)>,
@@ -340,17 +341,19 @@ impl TiktokenBackend {
         // regex path, which gives the same ids.
         let ranks = Arc::new(ranks);
         let fast: Arc<OnceLock<Option<fast::FastBpe>>> = Arc::new(OnceLock::new());
-        let split = if fast::has_grammar(pattern) {
+        let native = fast::NativeSplit::new(pattern).ok().map(Arc::new);
+        let split = if let Some(grammar) = &native {
             if ranks.len() < SYNC_BUILD_RANKS {
-                let _ = fast.set(fast::FastBpe::new(&ranks, pattern).ok());
+                let _ = fast.set(fast::FastBpe::new(&ranks, Arc::clone(grammar)).ok());
             } else {
-                let (cell, ranks) = (Arc::clone(&fast), Arc::clone(&ranks));
+                let (cell, ranks, grammar) =
+                    (Arc::clone(&fast), Arc::clone(&ranks), Arc::clone(grammar));
                 // If no thread can be had, the first encode that needs the
                 // engine (or `warm_up`) builds it.
                 let _ = std::thread::Builder::new()
                     .name("rtok-tiktoken-bpe".into())
                     .spawn(move || {
-                        cell.get_or_init(|| fast::FastBpe::new(&ranks, pattern).ok());
+                        cell.get_or_init(|| fast::FastBpe::new(&ranks, grammar).ok());
                     });
             }
             // Re-measured once the chunk encoder recorded only its windows
@@ -377,7 +380,7 @@ impl TiktokenBackend {
             split,
             ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
-            native: fast::NativeSplit::new(pattern).ok(),
+            native,
         })
     }
 
@@ -643,7 +646,10 @@ impl TiktokenBackend {
     /// Builds the engine here, or waits for the thread building it.
     fn build_engine(&self) -> Option<&fast::FastBpe> {
         self.fast
-            .get_or_init(|| fast::FastBpe::new(&self.ranks, self.pattern).ok())
+            .get_or_init(|| {
+                let grammar = Arc::clone(self.native.as_ref()?);
+                fast::FastBpe::new(&self.ranks, grammar).ok()
+            })
             .as_ref()
     }
 
