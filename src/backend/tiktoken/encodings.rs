@@ -1,8 +1,8 @@
 //! The built-in OpenAI encodings, the OpenAI model → encoding table, and the
 //! rank-file families recognised without a config (by their rank count).
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+#[cfg(test)]
 use tiktoken_rs::CoreBPE;
 
 use super::{SpecialRoles, TiktokenSpec};
@@ -125,6 +125,8 @@ impl BuiltinEncoding {
         }
     }
 
+    /// `tiktoken-rs`' own build of the encoding: the reference in tests.
+    #[cfg(test)]
     pub(super) fn core(self) -> Result<CoreBPE> {
         let core = match self {
             Self::R50kBase => tiktoken_rs::r50k_base(),
@@ -152,47 +154,94 @@ impl BuiltinEncoding {
         }
     }
 
-    /// Builds the spec from the encoding embedded in `tiktoken-rs`.
-    pub(crate) fn spec(self) -> Result<TiktokenSpec> {
-        let core = self.core()?;
-        let mut specials: Vec<(String, u32)> = Vec::new();
-        for text in core.special_tokens() {
-            let ids = core.encode_with_special_tokens(text);
-            if let [id] = ids[..] {
-                specials.push((text.to_owned(), id));
+    /// The embedded rank table (claim 320; `scripts/make_embedded_ranks.py`).
+    fn table(self) -> &'static [u8] {
+        match self {
+            Self::R50kBase => include_bytes!("embedded/r50k_base.ranks"),
+            Self::P50kBase | Self::P50kEdit => include_bytes!("embedded/p50k_base.ranks"),
+            Self::Cl100kBase => include_bytes!("embedded/cl100k_base.ranks"),
+            Self::O200kBase | Self::O200kHarmony => include_bytes!("embedded/o200k_base.ranks"),
+        }
+    }
+
+    /// The special tokens, as tiktoken (and `tiktoken-rs`) define them.
+    fn special_tokens(self) -> Vec<(String, u32)> {
+        const ENDOFTEXT: &str = "<|endoftext|>";
+        let fim = [
+            ("<|fim_prefix|>", 1),
+            ("<|fim_middle|>", 2),
+            ("<|fim_suffix|>", 3),
+        ];
+        let named = |list: &[(&str, u32)]| -> Vec<(String, u32)> {
+            list.iter().map(|&(t, id)| (t.to_owned(), id)).collect()
+        };
+        match self {
+            Self::R50kBase | Self::P50kBase => named(&[(ENDOFTEXT, 50256)]),
+            Self::P50kEdit => {
+                let mut out = named(&[(ENDOFTEXT, 50256)]);
+                out.extend(fim.iter().map(|&(t, k)| (t.to_owned(), 50280 + k)));
+                out
+            }
+            Self::Cl100kBase => {
+                let mut out = named(&[(ENDOFTEXT, 100257), ("<|endofprompt|>", 100276)]);
+                out.extend(fim.iter().map(|&(t, k)| (t.to_owned(), 100257 + k)));
+                out
+            }
+            Self::O200kBase => named(&[(ENDOFTEXT, 199999), ("<|endofprompt|>", 200018)]),
+            Self::O200kHarmony => {
+                let mut out = named(&[
+                    ("<|startoftext|>", 199998),
+                    (ENDOFTEXT, 199999),
+                    ("<|return|>", 200002),
+                    ("<|constrain|>", 200003),
+                    ("<|channel|>", 200005),
+                    ("<|start|>", 200006),
+                    ("<|end|>", 200007),
+                    ("<|message|>", 200008),
+                    ("<|call|>", 200012),
+                ]);
+                let reserved = [200000, 200001, 200004, 200009, 200010, 200011];
+                out.extend(
+                    reserved
+                        .into_iter()
+                        .chain(200013..=201087)
+                        .map(|id| (format!("<|reserved_{id}|>"), id)),
+                );
+                // Python tiktoken's harmony keeps o200k_base's specials, so
+                // `<|endofprompt|>` shares 200018 with `<|reserved_200018|>`;
+                // gpt-oss's tokenizer.json names it `<|endofprompt|>`.
+                out.push(("<|endofprompt|>".to_owned(), 200018));
+                out
             }
         }
-        if self == Self::O200kHarmony {
-            // Python tiktoken's harmony keeps o200k_base's specials, so
-            // `<|endofprompt|>` shares 200018 with `<|reserved_200018|>`;
-            // gpt-oss's tokenizer.json names it `<|endofprompt|>`.
-            specials.push(("<|endofprompt|>".to_owned(), 200018));
-        }
+    }
+
+    /// Builds the spec from the embedded rank table (claim 320).
+    pub(crate) fn spec(self) -> Result<TiktokenSpec> {
+        let mut specials = self.special_tokens();
         specials.sort_by_key(|(text, id)| (*id, text.starts_with("<|reserved_")));
-        let ordinary: Vec<u32> = (0..self.rank_bound())
-            .filter(|id| !specials.iter().any(|(_, s)| s == id))
-            .collect();
-        // Read on the pool's threads (the embedded tables hold each token
-        // once, in a map keyed by id), then the `CoreBPE` is freed there too:
-        // together about a third of an o200k load.
-        let decoded: Vec<(Vec<u8>, u32)> = ordinary
-            .par_chunks(8192)
-            .map(|ids| {
-                ids.iter()
-                    .map(|&id| {
-                        core.decode_bytes(&[id]).map(|b| (b, id)).map_err(|_| {
-                            Error::backend("tiktoken", format!("embedded rank {id} missing"))
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .flatten()
-            .collect();
-        rayon::spawn(move || drop(core));
-        let mut ranks = FxHashMap::with_capacity_and_hasher(decoded.len(), Default::default());
-        ranks.extend(decoded);
+        let table = self.table();
+        let bound = self.rank_bound() as usize;
+        let broken = || {
+            Error::backend(
+                "tiktoken",
+                format!("the embedded {} table is malformed", self.name()),
+            )
+        };
+        let (lens, body) = (table.get(..bound).ok_or_else(broken)?, &table[bound..]);
+        let mut ranks = FxHashMap::with_capacity_and_hasher(bound, Default::default());
+        let mut at = 0;
+        for (rank, &len) in (0u32..).zip(lens) {
+            if len == 0 {
+                continue;
+            }
+            let token = body.get(at..at + usize::from(len)).ok_or_else(broken)?;
+            ranks.insert(token.to_vec(), rank);
+            at += usize::from(len);
+        }
+        if at != body.len() {
+            return Err(broken());
+        }
         let roles = match self {
             Self::O200kHarmony => SpecialRoles {
                 bos: Some("<|startoftext|>".into()),
@@ -283,6 +332,42 @@ impl RankFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank and special token of every embedded encoding equals
+    /// `tiktoken-rs`' (which reads tiktoken's own files): the embedded tables
+    /// hold the same vocabulary, id for id (claim 320).
+    #[test]
+    fn embedded_ranks_equal_tiktoken_rs() {
+        for enc in BuiltinEncoding::ALL {
+            let spec = enc.spec().unwrap();
+            let core = enc.core().unwrap();
+            let special_ids: Vec<u32> = spec.specials.iter().map(|&(_, id)| id).collect();
+            let mut ordinary = 0;
+            for id in 0..enc.rank_bound() {
+                if special_ids.contains(&id) {
+                    continue;
+                }
+                let want = core.decode_bytes(&[id]).unwrap();
+                assert_eq!(spec.ranks.get(&want), Some(&id), "{} rank {id}", enc.name());
+                ordinary += 1;
+            }
+            assert_eq!(spec.ranks.len(), ordinary, "{}", enc.name());
+            let mut want: Vec<(String, u32)> = core
+                .special_tokens()
+                .into_iter()
+                .map(|t| {
+                    let ids = core.encode_with_special_tokens(t);
+                    assert_eq!(ids.len(), 1, "{t}");
+                    (t.to_owned(), ids[0])
+                })
+                .collect();
+            if enc == BuiltinEncoding::O200kHarmony {
+                want.push(("<|endofprompt|>".to_owned(), 200018));
+            }
+            want.sort_by_key(|(text, id)| (*id, text.starts_with("<|reserved_")));
+            assert_eq!(spec.specials, want, "{}", enc.name());
+        }
+    }
 
     #[test]
     fn openai_model_names_map_like_tiktoken() {
