@@ -276,9 +276,38 @@ fn alternating_models(c: &mut Criterion) {
     g.finish();
 }
 
+/// The NFC shortcut (DESIGN.md claim 321): Qwen3 with it on and off, the
+/// same file in one process, at a prompt's length and a document's.
+fn nfc_shortcut(c: &mut Criterion) {
+    use router_tokenizer::__testing::hf_json_nfc;
+    use router_tokenizer::SpecialTokenPolicy;
+    let path = snapshot("Qwen/Qwen3-8B").join("tokenizer.json");
+    let (on, _) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, true).unwrap();
+    let (off, _) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, false).unwrap();
+    for category in ["en-prose", "zh", "multilingual"] {
+        let all = corpus_mib(category);
+        let mut g = c.benchmark_group(format!("nfc/Qwen3/{category}"));
+        for size in [1 << 10, 256 << 10] {
+            let mut end = size.min(all.len());
+            while !all.is_char_boundary(end) {
+                end -= 1;
+            }
+            let input = &all[..end];
+            g.throughput(Throughput::Bytes(end as u64));
+            for (name, tok) in [("on", &on), ("off", &off)] {
+                g.bench_with_input(BenchmarkId::new(name, size), input, |b, t| {
+                    b.iter(|| tok.encode_sequential(black_box(t), false).unwrap())
+                });
+            }
+        }
+        g.finish();
+    }
+}
+
 criterion_group!(
     benches,
     encode_hf,
+    nfc_shortcut,
     encode_tiktoken,
     tiktoken_corpus,
     load_time,

@@ -11,36 +11,17 @@ use common::*;
 use proptest::prelude::*;
 use router_tokenizer::__testing::hf_json_assembled;
 use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
-use std::path::PathBuf;
 
 const SLICE: usize = 64 << 10;
 
-fn snapshot_file(model: &str) -> PathBuf {
-    let dir = shared_dir()
-        .join("hf-cache/hub")
-        .join(format!("models--{}", model.replace('/', "--")));
-    let commit = std::fs::read_to_string(dir.join("refs/main")).unwrap();
-    dir.join("snapshots")
-        .join(commit.trim())
-        .join("tokenizer.json")
-}
-
 /// (assembled, whole) for `model`, after checking which route it took.
 fn pair(model: &str, policy: SpecialTokenPolicy, expect_assembled: bool) -> (Tokenizer, Tokenizer) {
-    let path = snapshot_file(model);
+    let path = snapshot_file(model, "tokenizer.json");
     let (assembled, took) = hf_json_assembled(&path, policy, true).unwrap();
     assert_eq!(took, expect_assembled, "{model}: assembled route taken");
     let (whole, took) = hf_json_assembled(&path, policy, false).unwrap();
     assert!(!took, "{model}: the whole read must not assemble");
     (assembled, whole)
-}
-
-fn prefix(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 fn assert_same(model: &str, what: &str, a: &Tokenizer, b: &Tokenizer, text: &str) {
@@ -133,7 +114,7 @@ per_model! {
 /// WordPiece is not a BPE: it is read whole.
 #[test]
 fn wordpiece_is_read_whole() {
-    let path = snapshot_file("sentence-transformers/all-MiniLM-L6-v2");
+    let path = snapshot_file("sentence-transformers/all-MiniLM-L6-v2", "tokenizer.json");
     let (_, took) = hf_json_assembled(&path, SpecialTokenPolicy::Parse, true).unwrap();
     assert!(!took);
 }

@@ -16,14 +16,6 @@ use std::sync::LazyLock;
 
 const MISTRAL: &str = "mistralai/Mistral-7B-v0.1";
 
-fn snapshot_file(model: &str, file: &str) -> PathBuf {
-    let dir = shared_dir()
-        .join("hf-cache/hub")
-        .join(format!("models--{}", model.replace('/', "--")));
-    let commit = std::fs::read_to_string(dir.join("refs/main")).unwrap();
-    dir.join("snapshots").join(commit.trim()).join(file)
-}
-
 fn mistral_json() -> PathBuf {
     snapshot_file(MISTRAL, "tokenizer.json")
 }

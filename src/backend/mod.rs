@@ -104,6 +104,17 @@ pub trait Encoder: Send + Sync {
     fn warm_up(&self) {}
 }
 
+/// Whether the eight bytes at `i` are all ASCII (`false` past the end):
+/// scans over mostly-ASCII text skip a word at a time.
+#[inline]
+pub(crate) fn ascii_word_at(bytes: &[u8], i: usize) -> bool {
+    bytes.get(i..i + 8).is_some_and(|word| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        u64::from_ne_bytes(w) & 0x8080_8080_8080_8080 == 0
+    })
+}
+
 /// [`Encoder::encode_chunk`]'s default: every span from
 /// [`Encoder::encode_with_offsets`], no pre-token boundaries.
 pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(

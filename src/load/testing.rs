@@ -1,5 +1,5 @@
 //! Entry points the route-equivalence tests use (not a stable API): a
-//! `tokenizer.json` loaded with the SentencePiece route on or off.
+//! `tokenizer.json` loaded with one of its fast routes on or off.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -32,8 +32,25 @@ pub fn hf_json_assembled(
     let routes = Routes {
         assemble,
         spm: false,
+        ..Routes::default()
     };
     hf_json_routed(path, policy, routes)
+}
+
+/// Loads the `tokenizer.json` at `path` with the NFC shortcut (DESIGN.md
+/// claim 321) allowed or not, every other route as a plain load takes it,
+/// the L0 cache off; the flag says whether the shortcut applies.
+pub fn hf_json_nfc(
+    path: &Path,
+    policy: SpecialTokenPolicy,
+    nfc: bool,
+) -> Result<(Tokenizer, bool)> {
+    let routes = Routes {
+        nfc,
+        ..Routes::default()
+    };
+    let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
+    Ok((tokenizer, backend.nfc_shortcut()))
 }
 
 fn hf_json_routed(
@@ -41,14 +58,25 @@ fn hf_json_routed(
     policy: SpecialTokenPolicy,
     routes: Routes,
 ) -> Result<(Tokenizer, bool)> {
+    let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
+    Ok((tokenizer, backend.assembled()))
+}
+
+/// The backend (for its flags) and a handle over it.
+fn hf_json_backend(
+    path: &Path,
+    policy: SpecialTokenPolicy,
+    routes: Routes,
+) -> Result<(Arc<HfBackend>, Tokenizer)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let config = TokenizerConfig::read_dir(dir)?;
-    let backend = HfBackend::from_json_routed(path, &text, &config, policy, false, routes)?;
-    let assembled = backend.assembled();
-    let tokenizer = Tokenizer::from_backend(Arc::new(backend), Format::HfJson)
+    let backend = Arc::new(HfBackend::from_json_routed(
+        path, &text, &config, policy, false, routes,
+    )?);
+    let tokenizer = Tokenizer::from_backend(backend.clone(), Format::HfJson)
         .with_prompt_cache(PromptCacheOptions::off());
-    Ok((tokenizer, assembled))
+    Ok((backend, tokenizer))
 }
 
 /// Whether a `tokenizer.json` text runs on the SentencePiece route: `Ok`,

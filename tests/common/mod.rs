@@ -23,6 +23,24 @@ pub fn shared_dir() -> PathBuf {
     dir
 }
 
+/// `file` in a hub model's snapshot folder of the shared cache.
+pub fn snapshot_file(model: &str, file: &str) -> PathBuf {
+    let dir = shared_dir()
+        .join("hf-cache/hub")
+        .join(format!("models--{}", model.replace('/', "--")));
+    let commit = std::fs::read_to_string(dir.join("refs/main")).unwrap();
+    dir.join("snapshots").join(commit.trim()).join(file)
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+pub fn prefix(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Options that resolve hub ids in the shared cache, offline, with the L0
 /// prompt cache off: tests that encode one text several ways (parallel
 /// options, offsets) must reach the encoder every time. `tests/prompt_cache.rs`

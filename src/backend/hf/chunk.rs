@@ -606,6 +606,7 @@ impl HfBackend {
         let pipe = self.pipe()?;
         let normalized = match &self.bert {
             Some(bert) => bert.normalize(segment),
+            None if self.nfc_only => Ok(super::nfc::normalize(segment)),
             None => normalize_all(pipe.get_normalizers(), segment, pos),
         }
         .map_err(err)?;

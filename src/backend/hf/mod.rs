@@ -11,6 +11,7 @@ mod align;
 mod assemble;
 mod bert_norm;
 mod chunk;
+mod nfc;
 mod pipe;
 mod spm_route;
 mod vocab;
@@ -61,6 +62,9 @@ pub(crate) struct HfBackend {
     /// The chain is one `BertNormalizer`: normalized here, the common
     /// characters without `tokenizers`' per-character lookups (claim 270).
     bert: Option<bert_norm::BertFast>,
+    /// The only normalizer is NFC: encodes take the chunk walk, which
+    /// normalizes with [`nfc::normalize`] (claim 321).
+    nfc_only: bool,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -80,7 +84,7 @@ enum Early {
     None,
 }
 
-/// Which of the fast routes a load may take; both on except in the
+/// Which of the fast routes a load may take; all on except in the
 /// route-equivalence tests.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Routes {
@@ -88,6 +92,9 @@ pub(crate) struct Routes {
     pub spm: bool,
     /// BPE pipelines built by [`assemble`] (claims 280–286).
     pub assemble: bool,
+    /// A lone NFC normalizer skipped where its quick check says the text
+    /// is NFC already ([`nfc::is_nfc_quick_yes`], claim 321).
+    pub nfc: bool,
 }
 
 impl Default for Routes {
@@ -95,6 +102,7 @@ impl Default for Routes {
         Self {
             spm: true,
             assemble: true,
+            nfc: true,
         }
     }
 }
@@ -333,6 +341,14 @@ impl HfBackend {
         }
         let pieces = chunk::PieceNorm::new(pipe_view.get_normalizers());
         let bert = bert_norm::BertFast::new(pipe_view.get_normalizers());
+        let nfc_only = routes.nfc
+            && matches!(
+                pipe_view.get_normalizers(),
+                [tokenizers::pipeline::PipelineNormalizer::NFC(_)]
+            );
+        if nfc_only {
+            nfc::prepare();
+        }
         Ok(Self {
             pipe,
             vocab,
@@ -346,6 +362,7 @@ impl HfBackend {
             scratch: chunk::ScratchSlots::new(),
             pieces,
             bert,
+            nfc_only,
             spm,
         })
     }
@@ -354,6 +371,12 @@ impl HfBackend {
     /// crate's word cache) rather than read whole by `tokenizers`.
     pub(crate) fn assembled(&self) -> bool {
         self.pipe.get().is_ok_and(|b| b.assembled)
+    }
+
+    /// Whether encodes skip the lone NFC normalizer on text that is
+    /// surely NFC already (claim 321).
+    pub(crate) fn nfc_shortcut(&self) -> bool {
+        self.nfc_only
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
@@ -430,14 +453,16 @@ impl HfBackend {
 
     /// The ids of `text` without template tokens. A BERT normalizer's text
     /// of [`BERT_FAST_MIN_BYTES`] or more takes the chunk encoder's walk of
-    /// the same stages, normalized by [`bert_norm`] (claim 271).
+    /// the same stages, normalized by [`bert_norm`] (claim 271); so does a
+    /// lone NFC normalizer's text of any length, normalized by [`nfc`]
+    /// (claim 321: faster from 64 bytes up).
     fn sequence_ids_with(
         &self,
         text: &str,
         capacity: usize,
         options: &EncodeOptions,
     ) -> Result<Vec<u32>> {
-        if self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES {
+        if self.nfc_only || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES) {
             let request = ChunkRequest::new(0, 0, false);
             return self
                 .encode_chunk_impl(text, &request, false, options.encode_special_tokens)

@@ -111,13 +111,9 @@ pub(crate) fn needs_regex(text: &str) -> bool {
     let mut i = 0;
     while i < bytes.len() {
         // Eight ASCII bytes at a time.
-        if let Some(word) = bytes.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            if u64::from_ne_bytes(w) & 0x8080_8080_8080_8080 == 0 {
-                i += 8;
-                continue;
-            }
+        if crate::backend::ascii_word_at(bytes, i) {
+            i += 8;
+            continue;
         }
         let b = bytes[i];
         if b < 0x80 {
