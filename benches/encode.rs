@@ -279,11 +279,11 @@ fn alternating_models(c: &mut Criterion) {
 /// The NFC shortcut (DESIGN.md claim 321): Qwen3 with it on and off, the
 /// same file in one process, at a prompt's length and a document's.
 fn nfc_shortcut(c: &mut Criterion) {
-    use router_tokenizer::__testing::hf_json_nfc;
+    use router_tokenizer::__testing::{FastRoute, hf_json_route};
     use router_tokenizer::SpecialTokenPolicy;
     let path = snapshot("Qwen/Qwen3-8B").join("tokenizer.json");
-    let (on, _) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, true).unwrap();
-    let (off, _) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, false).unwrap();
+    let (on, _) = hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, true).unwrap();
+    let (off, _) = hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, false).unwrap();
     for category in ["en-prose", "zh", "multilingual"] {
         let all = corpus_mib(category);
         let mut g = c.benchmark_group(format!("nfc/Qwen3/{category}"));

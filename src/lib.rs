@@ -147,7 +147,9 @@ pub mod __fuzz {
 /// Internals the route-equivalence tests compare (not a stable API).
 #[doc(hidden)]
 pub mod __testing {
-    pub use crate::load::testing::{hf_json, hf_json_assembled, hf_json_nfc, spm_route};
+    pub use crate::load::testing::{
+        FastRoute, hf_json, hf_json_assembled, hf_json_route, spm_route,
+    };
 }
 
 /// Test helpers (feature `test-util`).

@@ -11,7 +11,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use router_tokenizer::__testing::hf_json_nfc;
+use router_tokenizer::__testing::{FastRoute, hf_json_route};
 use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
 
 const MODELS: [&str; 2] = ["Qwen/Qwen3-8B", "CohereForAI/c4ai-command-r-plus"];
@@ -20,33 +20,13 @@ const MODELS: [&str; 2] = ["Qwen/Qwen3-8B", "CohereForAI/c4ai-command-r-plus"];
 /// applies to the first and not to the second.
 fn pair(model: &str) -> (Tokenizer, Tokenizer) {
     let path = snapshot_file(model, "tokenizer.json");
-    let (on, applies) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, true).unwrap();
+    let (on, applies) =
+        hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, true).unwrap();
     assert!(applies, "{model}: the shortcut must apply");
-    let (off, applies) = hf_json_nfc(&path, SpecialTokenPolicy::Parse, false).unwrap();
+    let (off, applies) =
+        hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, false).unwrap();
     assert!(!applies, "{model}: switched off");
     (on, off)
-}
-
-fn assert_same(model: &str, what: &str, on: &Tokenizer, off: &Tokenizer, text: &str) {
-    let a = on.encode_sequential(text, false).unwrap();
-    let b = off.encode_sequential(text, false).unwrap();
-    if a.ids() != b.ids() {
-        let at = a
-            .ids()
-            .iter()
-            .zip(b.ids())
-            .take_while(|(p, q)| p == q)
-            .count();
-        panic!(
-            "{model} {what}: {} vs {} ids, first difference at {at}",
-            a.len(),
-            b.len()
-        );
-    }
-    let a = on.encode_with_offsets_sequential(text, true).unwrap();
-    let b = off.encode_with_offsets_sequential(text, true).unwrap();
-    assert_eq!(a.ids(), b.ids(), "{model} {what}: ids with specials");
-    assert_eq!(a.offsets(), b.offsets(), "{model} {what}: offsets");
 }
 
 /// Every corpus and adversarial file: a 3 KiB prefix and 256 KiB, ids and
@@ -58,7 +38,7 @@ fn every_file_gives_the_same_ids_and_offsets() {
         for (name, path) in all_inputs() {
             let text = std::fs::read_to_string(&path).unwrap();
             for max in [3 << 10, 256 << 10] {
-                assert_same(model, &name, &on, &off, prefix(&text, max));
+                assert_same_encodes(model, &name, &on, &off, prefix(&text, max));
             }
         }
     }
@@ -104,7 +84,7 @@ fn nfc_sensitive_text_is_normalized_where_it_sits() {
                 format!("{pad}{s}<|endoftext|>{s}{pad}"),
                 format!("{pad}{s}<BOS_TOKEN>{s}"),
             ] {
-                assert_same(model, &format!("{s:?}"), &on, &off, &text);
+                assert_same_encodes(model, &format!("{s:?}"), &on, &off, &text);
             }
         }
         // The shortcut handle does apply NFC where it must: a decomposed

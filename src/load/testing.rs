@@ -37,20 +37,37 @@ pub fn hf_json_assembled(
     hf_json_routed(path, policy, routes)
 }
 
-/// Loads the `tokenizer.json` at `path` with the NFC shortcut (DESIGN.md
-/// claim 321) allowed or not, every other route as a plain load takes it,
-/// the L0 cache off; the flag says whether the shortcut applies.
-pub fn hf_json_nfc(
+/// A fast route of the `tokenizer.json` backend that [`hf_json_route`]
+/// switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FastRoute {
+    /// A lone NFC normalizer run by the crate (DESIGN.md claim 321).
+    Nfc,
+    /// Added tokens matched on the crate's automaton (claim 323).
+    AddedAutomaton,
+}
+
+/// Loads the `tokenizer.json` at `path` with one fast route allowed or
+/// not, every other route as a plain load takes it, the L0 cache off; the
+/// flag says whether the route applies to the file.
+pub fn hf_json_route(
     path: &Path,
     policy: SpecialTokenPolicy,
-    nfc: bool,
+    route: FastRoute,
+    on: bool,
 ) -> Result<(Tokenizer, bool)> {
-    let routes = Routes {
-        nfc,
-        ..Routes::default()
-    };
+    let mut routes = Routes::default();
+    match route {
+        FastRoute::Nfc => routes.nfc = on,
+        FastRoute::AddedAutomaton => routes.added = on,
+    }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
-    Ok((tokenizer, backend.nfc_shortcut()))
+    let applies = match route {
+        FastRoute::Nfc => backend.nfc_shortcut(),
+        FastRoute::AddedAutomaton => backend.added_automaton(),
+    };
+    Ok((tokenizer, applies))
 }
 
 fn hf_json_routed(

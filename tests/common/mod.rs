@@ -41,6 +41,30 @@ pub fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// The same ids (plain) and ids and offsets (with special tokens) from two
+/// loads of one file, one with a fast route and one without.
+pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokenizer, text: &str) {
+    let a = on.encode_sequential(text, false).unwrap();
+    let b = off.encode_sequential(text, false).unwrap();
+    if a.ids() != b.ids() {
+        let at = a
+            .ids()
+            .iter()
+            .zip(b.ids())
+            .take_while(|(p, q)| p == q)
+            .count();
+        panic!(
+            "{model} {what}: {} vs {} ids, first difference at {at}",
+            a.len(),
+            b.len()
+        );
+    }
+    let a = on.encode_with_offsets_sequential(text, true).unwrap();
+    let b = off.encode_with_offsets_sequential(text, true).unwrap();
+    assert_eq!(a.ids(), b.ids(), "{model} {what}: ids with specials");
+    assert_eq!(a.offsets(), b.offsets(), "{model} {what}: offsets");
+}
+
 /// Options that resolve hub ids in the shared cache, offline, with the L0
 /// prompt cache off: tests that encode one text several ways (parallel
 /// options, offsets) must reach the encoder every time. `tests/prompt_cache.rs`

@@ -25,6 +25,7 @@ use tokenizers::pipeline::{
     Model, Normalizer, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher,
     PipelineToken, PreTokenizer, PreTokenizerScratch, Span, normalize_all,
 };
+use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
 use super::HfBackend;
 use super::align::align;
@@ -524,7 +525,7 @@ impl HfBackend {
         let bytes = text.as_bytes();
         let mut pos = 0;
         loop {
-            let next = added.extract_next(bytes, pos, false, windows.specials_as_text);
+            let next = self.extract_added(added, bytes, pos, false, windows.specials_as_text);
             let text_end = next.map_or(len, |((s, _), _)| s);
             if text_end > pos {
                 let segment = text
@@ -594,6 +595,22 @@ impl HfBackend {
         })
     }
 
+    /// The next added-token match of a pass, on the crate's automaton when
+    /// the load built one (claim 323), else `tokenizers`' matcher.
+    fn extract_added(
+        &self,
+        added: &BucketAddedVocabulary,
+        bytes: &[u8],
+        from: usize,
+        normalized: bool,
+        specials_as_text: bool,
+    ) -> Option<((usize, usize), u32)> {
+        match &self.added {
+            Some(matcher) => matcher.extract_next(bytes, from, normalized, specials_as_text),
+            None => added.extract_next(bytes, from, normalized, specials_as_text),
+        }
+    }
+
     /// One run of text between raw added-token matches, at chunk position `pos`.
     fn segment(
         &self,
@@ -630,7 +647,7 @@ impl HfBackend {
         // mapped the segment's ends.
         let mut norm_added: Vec<(usize, usize, usize)> = Vec::new();
         loop {
-            let nnext = added.extract_next(nbytes, npos, true, windows.specials_as_text);
+            let nnext = self.extract_added(added, nbytes, npos, true, windows.specials_as_text);
             let nend = nnext.map_or(norm.len(), |((s, _), _)| s);
             if nend > npos {
                 let text = norm

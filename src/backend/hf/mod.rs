@@ -7,6 +7,7 @@
 //! - Offsets are a separate, slower path ([`offsets`]); only callers that ask
 //!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
 
+mod added;
 mod align;
 mod assemble;
 mod bert_norm;
@@ -65,6 +66,9 @@ pub(crate) struct HfBackend {
     /// The only normalizer is NFC: encodes take the chunk walk, which
     /// normalizes with [`nfc::normalize`] (claim 321).
     nfc_only: bool,
+    /// Added tokens matched on an Aho-Corasick automaton instead of
+    /// `tokenizers`' bucket matcher (claim 323); `None`: `tokenizers`'.
+    added: Option<added::AddedMatcher>,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -95,6 +99,8 @@ pub(crate) struct Routes {
     /// A lone NFC normalizer skipped where its quick check says the text
     /// is NFC already ([`nfc::is_nfc_quick_yes`], claim 321).
     pub nfc: bool,
+    /// Added tokens on an Aho-Corasick automaton (claim 323).
+    pub added: bool,
 }
 
 impl Default for Routes {
@@ -103,6 +109,7 @@ impl Default for Routes {
             spm: true,
             assemble: true,
             nfc: true,
+            added: true,
         }
     }
 }
@@ -349,6 +356,11 @@ impl HfBackend {
         if nfc_only {
             nfc::prepare();
         }
+        let added = if routes.added {
+            added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
+        } else {
+            None
+        };
         Ok(Self {
             pipe,
             vocab,
@@ -363,6 +375,7 @@ impl HfBackend {
             pieces,
             bert,
             nfc_only,
+            added,
             spm,
         })
     }
@@ -377,6 +390,11 @@ impl HfBackend {
     /// surely NFC already (claim 321).
     pub(crate) fn nfc_shortcut(&self) -> bool {
         self.nfc_only
+    }
+
+    /// Whether added tokens are matched on the crate's automaton (claim 323).
+    pub(crate) fn added_automaton(&self) -> bool {
+        self.added.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
@@ -462,7 +480,10 @@ impl HfBackend {
         capacity: usize,
         options: &EncodeOptions,
     ) -> Result<Vec<u32>> {
-        if self.nfc_only || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES) {
+        if self.nfc_only
+            || self.added.is_some()
+            || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
+        {
             let request = ChunkRequest::new(0, 0, false);
             return self
                 .encode_chunk_impl(text, &request, false, options.encode_special_tokens)
