@@ -37,9 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::cache::{
-    CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCache, key128, prefetch_read,
-};
+use super::cache::{CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCache, key128};
 use super::model::{NO_ID, PieceSink, Vocab};
 use super::normalizer::PrefixMatcher;
 use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
@@ -295,14 +293,6 @@ impl PairTable {
         let h = (pair ^ (pair >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         // A shift of 64 (one line) would overflow: `checked_shr` gives 0.
         h.checked_shr(self.shift).unwrap_or(0) as usize
-    }
-
-    /// Hints the CPU to load the line a lookup of `pair` starts at.
-    #[inline(always)]
-    fn prefetch(&self, pair: u64) {
-        if let Some(line) = self.lines.get(self.line_of(pair)) {
-            prefetch_read(line);
-        }
     }
 
     /// (order key, merged id) of a pair, if it merges. Slots fill in probe
@@ -1079,16 +1069,17 @@ impl Bpe {
         // ` word,` share an entry (claim 330). Exact: every key stands for
         // the pieces of its bytes with `' '` read as U+2581.
         let mut raw = [0u8; MAX_KEY];
-        let mkey: &[u8] = match key.strip_prefix(SPACE_MARK) {
+        let (kbuf, kstart, klen): (&[u8], usize, usize) = match key.strip_prefix(SPACE_MARK) {
             Some(rest) if cacheable => {
                 raw[0] = b' ';
                 raw[1..=rest.len()].copy_from_slice(rest);
-                &raw[..=rest.len()]
+                (&raw, 0, rest.len() + 1)
             }
-            _ => key,
+            _ => (buf, start, key.len()),
         };
+        let mkey = kbuf.get(kstart..kstart + klen).unwrap_or_default();
         if let (true, Some(cache)) = (cacheable, cache.as_deref()) {
-            if let Some(hit) = cache.get_inline(key128(mkey, 0, mkey.len()), mkey.len()) {
+            if let Some(hit) = cache.get_inline(key128(kbuf, kstart, klen), klen) {
                 sink.plain(base + start, hit.ids(), hit.lens());
                 return;
             }
@@ -1177,9 +1168,6 @@ impl Bpe {
         next.clear();
         prev.extend((0..k as u32).map(|i| i.wrapping_sub(1)));
         next.extend(1..=k as u32);
-        for (i, &m) in merged.iter().enumerate() {
-            self.prefetch_after(seg, prev, next, i, m);
-        }
         loop {
             let best = cand.iter().copied().max().unwrap_or(0);
             if best == 0 {
@@ -1200,36 +1188,15 @@ impl Bpe {
                 Some(r) => {
                     prev[nj as usize] = i as u32;
                     (cand[i], merged[i]) = self.cand_of(&seg[i], r, i);
-                    self.prefetch_after(seg, prev, next, i, merged[i]);
                 }
                 None => cand[i] = 0,
             }
             let p = prev[i] as usize;
             if let Some(l) = seg.get(p) {
                 (cand[p], merged[p]) = self.cand_of(l, &seg[i], p);
-                self.prefetch_after(seg, prev, next, p, merged[p]);
             }
         }
         seg.retain(|s| s.len != 0);
-    }
-
-    /// Hints the pair-table lines that merging candidate `i` (into `m`)
-    /// would look up: `m` with the symbol before `i`, and with the symbol
-    /// after `i`'s partner. A fresh word's merges each wait for such a
-    /// lookup, which is seldom in cache; issued for every candidate, the
-    /// loads overlap. No effect on results.
-    #[inline(always)]
-    fn prefetch_after(&self, seg: &[Sym], prev: &[u32], next: &[u32], i: usize, m: u32) {
-        if m == NO_ID {
-            return;
-        }
-        if let Some(l) = prev.get(i).and_then(|&p| seg.get(p as usize)) {
-            self.merges.prefetch((u64::from(l.id) << 32) | u64::from(m));
-        }
-        let after = next.get(i).and_then(|&j| next.get(j as usize));
-        if let Some(r) = after.and_then(|&n| seg.get(n as usize)) {
-            self.merges.prefetch((u64::from(m) << 32) | u64::from(r.id));
-        }
     }
 
     /// [`pair`](Self::pair) packed for [`merge_small`](Self::merge_small):

@@ -144,7 +144,7 @@ pub(crate) fn key128(buf: &[u8], start: usize, len: usize) -> u128 {
 
 /// A software prefetch of the cache line holding `r`.
 #[inline(always)]
-pub(crate) fn prefetch_read<T>(r: &T) {
+fn prefetch_read<T>(r: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
