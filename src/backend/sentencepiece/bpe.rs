@@ -27,9 +27,11 @@
 //!   escaped, prefix not suffix) [`Bpe::encode_raw`] works on the input text
 //!   directly: it cuts it before safe spaces into chunks, looks each chunk up
 //!   by its raw bytes, and only builds normalized text for chunks it has not
-//!   seen. A raw chunk without `' '` has the same bytes as its normalized
-//!   form, and normalized keys never contain `' '`, so raw and normalized
-//!   keys share one memo without ambiguity.
+//!   seen. Every memo key stands for the pieces of its bytes with `' '`
+//!   read as U+2581: raw chunks, normalized text (which holds no `' '`),
+//!   and segments whose leading U+2581 is written `' '` (so ` word` and
+//!   the segment `▁word` of ` word,` share an entry) share one memo
+//!   without ambiguity.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -241,10 +243,10 @@ const EMPTY_PAIR: u64 = u64::MAX;
 
 /// The merge table, (left id, right id) -> (order key, merged id), as
 /// open addressing over cache lines of four slots, at most half full. A
-/// fresh word's merge is bound by these lookups (each an L2 miss: the
-/// Mistral table is 59k pairs); a lookup here reads one line, usually,
+/// fresh word's merge waits on these lookups (Mistral's table is 59k
+/// pairs, 2 MiB: mostly L2 misses); a lookup here reads one line, usually,
 /// where a `HashMap<u64, u32>` read a control group, a bucket and then the
-/// merged piece's score key from a third array.
+/// merged piece's score key from a third array (claim 332).
 #[derive(Debug, Clone, Default)]
 struct PairTable {
     lines: Vec<PairLine>,
@@ -817,7 +819,7 @@ impl Bpe {
             plain: true,
         };
         // Every chunk's segments are memoized as well as the chunk (claim
-        // 330): a chunk seen for the first time (` Elizabeth,`) mostly
+        // 331): a chunk seen for the first time (` Elizabeth,`) mostly
         // consists of segments seen before (`▁Elizabeth`, `,`).
         work.whole_memoized = memo;
         self.scan_segments(
@@ -1066,7 +1068,7 @@ impl Bpe {
             && !(w.whole_memoized && start == 0 && end == buf.len());
         // A segment that starts with U+2581 is keyed with `' '` in its place:
         // the raw key of a chunk that is that one word, so ` word` and
-        // ` word,` share an entry (claim 330). Exact: every key stands for
+        // ` word,` share an entry (claim 331). Exact: every key stands for
         // the pieces of its bytes with `' '` read as U+2581.
         let mut raw = [0u8; MAX_KEY];
         let (kbuf, kstart, klen): (&[u8], usize, usize) = match key.strip_prefix(SPACE_MARK) {

@@ -1658,7 +1658,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
         /// The segments of every chunk are memoized, a segment that starts
-        /// with U+2581 under its raw key (`' '` + the rest, claim 330), so
+        /// with U+2581 under its raw key (`' '` + the rest, claim 331), so
         /// a chunk is answered whole, by its segments or by merging,
         /// depending on what came before: sentencepiece's ids each time,
         /// cold or warm (the memo is shared across cases), again, and
