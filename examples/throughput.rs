@@ -14,7 +14,9 @@
 //! prints one JSON object: load and first-encode times, the wait for what
 //! the backend builds in the background (`warm_up`), each round's time,
 //! and the sha256 of slice 0's ids (little-endian u32), which the script
-//! compares with every peer's.
+//! compares with every peer's. `*_cpu_ms` are the same steps in this
+//! thread's CPU time (Linux; `null` elsewhere): on a shared machine they
+//! leave out the time other work took the core (DESIGN.md claim 335).
 
 mod common;
 
@@ -40,14 +42,17 @@ fn main() {
         &text[at(r * shift)..at(r * shift + keep)]
     };
 
+    let cpu0 = thread_cpu_ms();
     let start = Instant::now();
     let tok = common::load(&args[1]);
     let load_ms = start.elapsed().as_secs_f64() * 1e3;
+    let cpu1 = thread_cpu_ms();
     let start = Instant::now();
     let first = tok
         .encode_sequential(slice(0), false)
         .unwrap_or_else(|e| fail(&e));
     let first_ms = start.elapsed().as_secs_f64() * 1e3;
+    let cpu2 = thread_cpu_ms();
     // What the backend still builds in the background (tiktoken's byte-level
     // engine): waited for here, so the timed rounds see the warm tokenizer.
     let start = Instant::now();
@@ -65,11 +70,14 @@ fn main() {
     }
 
     let mut times = Vec::with_capacity(rounds);
+    let mut cpu_times = Vec::with_capacity(rounds);
     for r in 1..=rounds {
         let s = slice(r);
+        let cpu = thread_cpu_ms();
         let start = Instant::now();
         let enc = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
         times.push(start.elapsed().as_secs_f64() * 1e3);
+        cpu_times.push(cpu_between(cpu, thread_cpu_ms()));
         std::hint::black_box(enc);
     }
     let mut hash = Sha256::new();
@@ -77,16 +85,51 @@ fn main() {
         hash.update(&id.to_le_bytes());
     }
     println!(
-        "{{\"load_ms\":{load_ms:.3},\"first_encode_ms\":{first_ms:.3},\"warm_up_ms\":{warm_up_ms:.3},\"times_ms\":[{}],\"bytes\":{},\"tokens\":{},\"ids_sha256\":\"{}\"}}",
+        "{{\"load_ms\":{load_ms:.3},\"first_encode_ms\":{first_ms:.3},\"warm_up_ms\":{warm_up_ms:.3},\"times_ms\":[{}],\"load_cpu_ms\":{},\"first_encode_cpu_ms\":{},\"times_cpu_ms\":[{}],\"bytes\":{},\"tokens\":{},\"ids_sha256\":\"{}\"}}",
         times
             .iter()
             .map(|t| format!("{t:.3}"))
             .collect::<Vec<_>>()
             .join(","),
+        cpu_between(cpu0, cpu1),
+        cpu_between(cpu1, cpu2),
+        cpu_times.join(","),
         slice(0).len(),
         first.len(),
         hash.hex()
     );
+}
+
+/// This thread's CPU time in ms (`CLOCK_THREAD_CPUTIME_ID`), where known.
+#[cfg(target_os = "linux")]
+fn thread_cpu_ms() -> Option<f64> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec (two 64-bit fields on the
+    // 64-bit Linux targets this crate builds for) and the clock id exists.
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    (rc == 0).then(|| t.sec as f64 * 1e3 + t.nsec as f64 / 1e6)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ms() -> Option<f64> {
+    None
+}
+
+/// The CPU ms between two readings as JSON (`null` when unknown).
+fn cpu_between(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{:.3}", b - a),
+        _ => "null".to_string(),
+    }
 }
 
 fn fail(e: &router_tokenizer::Error) -> ! {

@@ -27,9 +27,11 @@
 //!   escaped, prefix not suffix) [`Bpe::encode_raw`] works on the input text
 //!   directly: it cuts it before safe spaces into chunks, looks each chunk up
 //!   by its raw bytes, and only builds normalized text for chunks it has not
-//!   seen. A raw chunk without `' '` has the same bytes as its normalized
-//!   form, and normalized keys never contain `' '`, so raw and normalized
-//!   keys share one memo without ambiguity.
+//!   seen. Every memo key stands for the pieces of its bytes with `' '`
+//!   read as U+2581: raw chunks, normalized text (which holds no `' '`),
+//!   and segments whose leading U+2581 is written `' '` (so ` word` and
+//!   the segment `▁word` of ` word,` share an entry) share one memo
+//!   without ambiguity.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -143,6 +145,9 @@ struct Work<'a> {
     next: &'a mut Vec<u32>,
     heap: &'a mut Vec<Entry>,
     out: &'a mut Vec<(u32, u32)>,
+    /// The buffer being cut is a chunk the caller memoizes whole: a segment
+    /// that spans all of it is not memoized again.
+    whole_memoized: bool,
 }
 
 /// [`Bpe::merge_small`]'s buffers: packed candidates, the merged id of each
@@ -217,15 +222,110 @@ impl<S: PieceSink> PieceSink for Recorder<'_, S> {
     }
 }
 
+/// One entry of [`PairTable`]: `pair` is `left << 32 | right`, or
+/// [`EMPTY_PAIR`].
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct PairSlot {
+    pair: u64,
+    key: u32,
+    merged: u32,
+}
+
+/// A cache line of [`PairTable`] slots.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct PairLine([PairSlot; PAIR_WAYS]);
+
+const PAIR_WAYS: usize = 4;
+/// (NO_ID, NO_ID): never a pair of two symbols that merge.
+const EMPTY_PAIR: u64 = u64::MAX;
+
+/// The merge table, (left id, right id) -> (order key, merged id), as
+/// open addressing over cache lines of four slots, at most half full. A
+/// fresh word's merge waits on these lookups (Mistral's table is 59k
+/// pairs, 2 MiB: mostly L2 misses); a lookup here reads one line, usually,
+/// where a `HashMap<u64, u32>` read a control group, a bucket and then the
+/// merged piece's score key from a third array (claim 332).
+#[derive(Debug, Clone, Default)]
+struct PairTable {
+    lines: Vec<PairLine>,
+    /// `64 - log2(lines.len())`: the line is the hash's top bits.
+    shift: u32,
+}
+
+impl PairTable {
+    /// The table of `merges` (pair, merged id), each entry with
+    /// `key(merged)`; of two entries for one pair the later wins.
+    fn new(merges: &[(u64, u32)], key: impl Fn(u32) -> u32) -> Self {
+        let want = (merges.len() * 2).div_ceil(PAIR_WAYS).next_power_of_two();
+        let empty = PairSlot {
+            pair: EMPTY_PAIR,
+            key: 0,
+            merged: NO_ID,
+        };
+        let mut t = Self {
+            lines: vec![PairLine([empty; PAIR_WAYS]); want],
+            shift: 64 - want.trailing_zeros(),
+        };
+        let mask = want - 1;
+        for &(pair, merged) in merges {
+            let mut at = t.line_of(pair);
+            'place: for _ in 0..want {
+                if let Some(line) = t.lines.get_mut(at) {
+                    for s in &mut line.0 {
+                        if s.pair == EMPTY_PAIR || s.pair == pair {
+                            *s = PairSlot {
+                                pair,
+                                key: key(merged),
+                                merged,
+                            };
+                            break 'place;
+                        }
+                    }
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        t
+    }
+
+    #[inline(always)]
+    fn line_of(&self, pair: u64) -> usize {
+        let h = (pair ^ (pair >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // A shift of 64 (one line) would overflow: `checked_shr` gives 0.
+        h.checked_shr(self.shift).unwrap_or(0) as usize
+    }
+
+    /// (order key, merged id) of a pair, if it merges. Slots fill in probe
+    /// order and are never removed, so an empty slot ends the search.
+    #[inline(always)]
+    fn get(&self, pair: u64) -> Option<(u32, u32)> {
+        let mask = self.lines.len().wrapping_sub(1);
+        let mut at = self.line_of(pair);
+        for _ in 0..self.lines.len() {
+            let line = self.lines.get(at)?;
+            for s in &line.0 {
+                if s.pair == pair {
+                    return Some((s.key, s.merged));
+                }
+                if s.pair == EMPTY_PAIR {
+                    return None;
+                }
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+}
+
 /// Precomputed BPE tables.
 #[derive(Debug, Clone)]
 pub(crate) struct Bpe {
     ascii: [u32; 128],
     chars: FxHashMap<u32, u32>,
-    /// (left id << 32 | right id) -> merged piece id.
-    merges: FxHashMap<u64, u32>,
-    /// Order key of each piece's score.
-    keys: Vec<u32>,
+    /// (left id, right id) -> (order key of the merged piece, its id).
+    merges: PairTable,
     /// `ascii_adj[a]` bit `b`: ASCII chars a, b are adjacent in some mergeable piece.
     ascii_adj: Box<[u128; 128]>,
     /// Same for pairs involving non-ASCII characters (packed keys).
@@ -342,8 +442,7 @@ impl Bpe {
         let mut bpe = Self {
             ascii,
             chars,
-            merges: FxHashMap::default(),
-            keys: (0..n as u32).map(|id| order_key(vocab.score(id))).collect(),
+            merges: PairTable::default(),
             ascii_adj,
             adj,
             before_space: 0,
@@ -413,7 +512,7 @@ impl Bpe {
         bpe.space_space = bpe.adj.contains(&((sp << 32) | sp));
         // Pair table: every split of every mergeable piece into two halves
         // that can be symbols (a single character, or a mergeable piece).
-        let mut merges: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut merges: Vec<(u64, u32)> = Vec::new();
         for id in 0..n as u32 {
             if !vocab.mergeable(id) {
                 continue;
@@ -424,12 +523,12 @@ impl Bpe {
                 if let (Some(l), Some(r)) =
                     (bpe.half_id(vocab, &p[..k]), bpe.half_id(vocab, &p[k..]))
                 {
-                    merges.insert((u64::from(l) << 32) | u64::from(r), id);
+                    merges.push(((u64::from(l) << 32) | u64::from(r), id));
                 }
                 k += char_len_at(&p[k..]);
             }
         }
-        bpe.merges = merges;
+        bpe.merges = PairTable::new(&merges, |id| order_key(vocab.score(id)));
         bpe
     }
 
@@ -495,10 +594,7 @@ impl Bpe {
         if a.frozen || b.frozen || a.id == NO_ID || b.id == NO_ID {
             return None;
         }
-        let merged = *self
-            .merges
-            .get(&((u64::from(a.id) << 32) | u64::from(b.id)))?;
-        Some((self.keys.get(merged as usize).copied().unwrap_or(0), merged))
+        self.merges.get((u64::from(a.id) << 32) | u64::from(b.id))
     }
 
     /// Whether [`encode_raw`](Self::encode_raw) may be used (the normalizer
@@ -534,6 +630,7 @@ impl Bpe {
             next: &mut scratch.next,
             heap: &mut scratch.heap,
             out: &mut scratch.out,
+            whole_memoized: false,
         };
         self.scan_segments(vocab, matcher, normalized, 0, Some(cache), &mut work, sink);
     }
@@ -578,6 +675,7 @@ impl Bpe {
             next,
             heap,
             out,
+            whole_memoized: false,
         };
         // Pass 1: the chunk ends (cuts before spaces that are safe
         // boundaries). Pass 2: look the chunks up, prefetching the memo sets
@@ -664,9 +762,6 @@ impl Bpe {
         }
         let key: &[u8] = if with_dummy { chunk } else { raw };
         let memo = !key.is_empty() && key.len() <= MAX_CHUNK_KEY;
-        // Chunks longer than a segment key are memoized whole as well as
-        // per segment, so a miss on the chunk still hits on its segments.
-        let short = key.len() <= MAX_KEY;
         if memo {
             let hit = if with_dummy {
                 cache.get_inline(key128(key, 0, key.len()), key.len())
@@ -723,9 +818,20 @@ impl Bpe {
             fallback: self.fallback.as_deref(),
             plain: true,
         };
-        // Short chunks are memoized whole below; long ones per segment too.
-        let seg_cache = if short { None } else { Some(&mut *cache) };
-        self.scan_segments(vocab, matcher, chunk, *norm_pos, seg_cache, work, &mut rec);
+        // Every chunk's segments are memoized as well as the chunk (claim
+        // 331): a chunk seen for the first time (` Elizabeth,`) mostly
+        // consists of segments seen before (`▁Elizabeth`, `,`).
+        work.whole_memoized = memo;
+        self.scan_segments(
+            vocab,
+            matcher,
+            chunk,
+            *norm_pos,
+            Some(&mut *cache),
+            work,
+            &mut rec,
+        );
+        work.whole_memoized = false;
         let plain = rec.plain;
         *norm_pos += chunk.len();
         if memo {
@@ -957,13 +1063,29 @@ impl Bpe {
             self.emit(vocab, buf, base, &sym, sink);
             return;
         }
-        let cacheable = key.len() <= MAX_KEY && cache.is_some();
+        let cacheable = key.len() <= MAX_KEY
+            && cache.is_some()
+            && !(w.whole_memoized && start == 0 && end == buf.len());
+        // A segment that starts with U+2581 is keyed with `' '` in its place:
+        // the raw key of a chunk that is that one word, so ` word` and
+        // ` word,` share an entry (claim 331). Exact: every key stands for
+        // the pieces of its bytes with `' '` read as U+2581.
+        let mut raw = [0u8; MAX_KEY];
+        let (kbuf, kstart, klen): (&[u8], usize, usize) = match key.strip_prefix(SPACE_MARK) {
+            Some(rest) if cacheable => {
+                raw[0] = b' ';
+                raw[1..=rest.len()].copy_from_slice(rest);
+                (&raw, 0, rest.len() + 1)
+            }
+            _ => (buf, start, key.len()),
+        };
+        let mkey = kbuf.get(kstart..kstart + klen).unwrap_or_default();
         if let (true, Some(cache)) = (cacheable, cache.as_deref()) {
-            if let Some(hit) = cache.get_inline(key128(buf, start, key.len()), key.len()) {
+            if let Some(hit) = cache.get_inline(key128(kbuf, kstart, klen), klen) {
                 sink.plain(base + start, hit.ids(), hit.lens());
                 return;
             }
-            if let Some(vals) = cache.get_arena(key) {
+            if let Some(vals) = cache.get_arena(mkey) {
                 let unk = vocab.unk_id_raw();
                 let mut s = start;
                 for &(id, len) in vals {
@@ -1016,7 +1138,7 @@ impl Bpe {
             sink.piece(base + s.start, bytes, id);
         }
         if let (true, Some(cache)) = (cacheable, cache) {
-            cache.insert(key, w.out, plain);
+            cache.insert(mkey, w.out, plain);
         }
     }
 

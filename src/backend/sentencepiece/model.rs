@@ -1637,6 +1637,50 @@ mod tests {
         }
     }
 
+    /// Words that recur as a chunk of their own (` the`), inside longer
+    /// chunks (` the,`, ` the\u{2581}ab`), after a literal space mark, at
+    /// the start (the dummy prefix) and after runs of spaces.
+    fn recurring_words() -> impl Strategy<Value = String> {
+        let word = prop::sample::select(
+            &[
+                "the", "ab", "ing", "er", "in", "中文", "é", "12", "e\u{301}",
+            ][..],
+        );
+        let before = prop::sample::select(&["", " ", " ", "  ", "\u{2581}", "\n", " \u{2581}"][..]);
+        let after = prop::sample::select(&["", "", ",", ".", ")", "'s", "\u{2581}", "\n"][..]);
+        prop::collection::vec((before, word, after), 1..40).prop_map(|v| {
+            v.into_iter()
+                .map(|(b, w, a)| format!("{b}{w}{a}"))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// The segments of every chunk are memoized, a segment that starts
+        /// with U+2581 under its raw key (`' '` + the rest, claim 331), so
+        /// a chunk is answered whole, by its segments or by merging,
+        /// depending on what came before: sentencepiece's ids each time,
+        /// cold or warm (the memo is shared across cases), again, and
+        /// through `encode` with its whole-input memo.
+        #[test]
+        fn segment_memo_matches_whole_text_heap(texts in prop::collection::vec(recurring_words(), 1..5)) {
+            thread_local! {
+                static MODELS: Vec<SentencePieceModel> = bpe_models();
+            }
+            MODELS.with(|models| {
+                for m in models {
+                    for t in texts.iter().chain(texts.iter().rev()) {
+                        let want = reference(m, t);
+                        prop_assert_eq!(&encode_chunks(m, t), &want, "{:?}", t);
+                        prop_assert_eq!(&m.encode(t), &want, "{:?} (encode)", t);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
+
     /// Slices of every corpus category (long chunks, the heap path for
     /// segments over 64 symbols, a memo far past its first growth), twice.
     #[test]
