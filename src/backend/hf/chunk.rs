@@ -29,6 +29,7 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 
 use super::HfBackend;
 use super::align::align;
+use crate::backend::tiktoken::unicode::needs_regex;
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -657,9 +658,20 @@ impl HfBackend {
                     return Err(err("text piece too long to pre-tokenize"));
                 }
                 scratch.spans.clear();
-                pipe.get_pre_tokenizer()
-                    .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
-                    .map_err(err)?;
+                // The reference's Unicode classes where `bitcannon`'s differ
+                // (claim 325).
+                match self
+                    .regex_split
+                    .as_ref()
+                    .filter(|_| needs_regex(text))
+                    .and_then(|r| r.split(text))
+                {
+                    Some(spans) => scratch.spans.extend(spans),
+                    None => pipe
+                        .get_pre_tokenizer()
+                        .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
+                        .map_err(err)?,
+                }
                 let piece = Piece { text, base: npos };
                 let first = out.tokens.len();
                 if windows.all {

@@ -14,6 +14,9 @@ mod bert_norm;
 mod chunk;
 mod nfc;
 mod pipe;
+mod regex_split;
+
+use crate::backend::tiktoken::unicode::needs_regex;
 mod spm_route;
 mod vocab;
 
@@ -69,6 +72,9 @@ pub(crate) struct HfBackend {
     /// Added tokens matched on an Aho-Corasick automaton instead of
     /// `tokenizers`' bucket matcher (claim 323); `None`: `tokenizers`'.
     added: Option<added::AddedMatcher>,
+    /// The pre-tokenizer's regex splits on `fancy-regex`, for segments with
+    /// Unicode 17 code points (claim 325); `None`: a shape it does not cover.
+    regex_split: Option<regex_split::RegexSplit>,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -356,6 +362,9 @@ impl HfBackend {
         if nfc_only {
             nfc::prepare();
         }
+        let regex_split = value
+            .get("pre_tokenizer")
+            .and_then(regex_split::RegexSplit::new);
         let added = if routes.added {
             added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
         } else {
@@ -376,6 +385,7 @@ impl HfBackend {
             bert,
             nfc_only,
             added,
+            regex_split,
             spm,
         })
     }
@@ -473,7 +483,8 @@ impl HfBackend {
     /// of [`BERT_FAST_MIN_BYTES`] or more takes the chunk encoder's walk of
     /// the same stages, normalized by [`bert_norm`] (claim 271); so does a
     /// lone NFC normalizer's text of any length, normalized by [`nfc`]
-    /// (claim 321: faster from 64 bytes up).
+    /// (claim 321: faster from 64 bytes up); and text holding a Unicode 17
+    /// code point where the file's splits run on `fancy-regex` (claim 325).
     fn sequence_ids_with(
         &self,
         text: &str,
@@ -483,6 +494,7 @@ impl HfBackend {
         if self.nfc_only
             || self.added.is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
+            || (self.regex_split.is_some() && needs_regex(text))
         {
             let request = ChunkRequest::new(0, 0, false);
             return self

@@ -15,7 +15,7 @@ pub(crate) mod encodings;
 mod fast;
 mod pieces;
 pub(crate) mod ranks;
-mod unicode;
+pub(crate) mod unicode;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;

@@ -97,6 +97,10 @@ const BLOCKS4: [u64; 5] = {
     bits
 };
 
+/// The UTF-8 lead bytes of the code points of [`DIVERGENT`]
+/// (`leads_cover_the_table` checks them).
+const LEADS: [u8; 4] = [0xE0, 0xE1, 0xEA, 0xF0];
+
 /// Whether `text` holds a code point of [`DIVERGENT`]. Only lead bytes of
 /// three- and four-byte chars are looked at (every listed code point is
 /// one); their first two bytes pick a block, and only a flagged block
@@ -105,10 +109,20 @@ const BLOCKS4: [u64; 5] = {
 /// Performance: the scan steps from char start to char start (a `&str`
 /// is valid UTF-8, and the eight-byte ASCII skip lands on char starts
 /// too), so a CJK text costs one block lookup per char instead of one
-/// pass per byte; it was 12% of an o200k encode of Chinese.
+/// pass per byte; it was 12% of an o200k encode of Chinese. The scan starts
+/// at the first byte that can lead a listed code point (found with
+/// `memchr`): 256 KiB of Chinese took 212 µs before that, of English 27 µs.
 pub(crate) fn needs_regex(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let mut i = 0;
+    // Two SIMD passes for the lead bytes a listed code point can start
+    // with; Latin, CJK and code text hold none and stop here.
+    let hits = [
+        memchr::memchr3(LEADS[0], LEADS[1], LEADS[2], bytes),
+        memchr::memchr(LEADS[3], bytes),
+    ];
+    let Some(mut i) = hits.into_iter().flatten().min() else {
+        return false;
+    };
     while i < bytes.len() {
         // Eight ASCII bytes at a time.
         if crate::backend::ascii_word_at(bytes, i) {
@@ -148,6 +162,22 @@ pub(crate) fn needs_regex(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leads_cover_the_table() {
+        for &(lo, hi) in DIVERGENT {
+            for cp in lo..=hi {
+                let Some(c) = char::from_u32(cp) else {
+                    continue;
+                };
+                let mut buf = [0u8; 4];
+                let lead = c.encode_utf8(&mut buf).as_bytes()[0];
+                assert!(LEADS.contains(&lead), "U+{cp:04X}");
+                assert!(needs_regex(&format!("中文 abc{c}")), "U+{cp:04X}");
+            }
+        }
+        assert!(!needs_regex("中文，日本語 한국어 ASCII Ελληνικά"));
+    }
     use crate::backend::tiktoken::encodings::{
         CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
     };

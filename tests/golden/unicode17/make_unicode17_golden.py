@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Write tests/golden/unicode17/unicode17.json: Python `tokenizers` ids for
+texts holding letters new in Unicode 17 (Sidetic, Tolong Siki, Beria Erfe,
+Tai Yo), which `tokenizers` 1.0's pre-tokenizer classes by Unicode 17 and
+the reference by Unicode 16 (DESIGN.md claim 325), and a CJK Extension H
+ideograph (Unicode 15, the same class for both) as a control.
+
+    pip install tokenizers==0.23.3
+    python3 tests/golden/unicode17/make_unicode17_golden.py [--shared ../shared]
+
+Probes put each new code point after letters, digits, spaces, newlines,
+punctuation and contractions, alone and in runs; `long` is 8 KiB of English
+prose with a new code point every 97 chars, for the chunked paths.
+"""
+
+import argparse
+import json
+import pathlib
+
+import tokenizers
+
+MODELS = [
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "openai/gpt-oss-20b",
+    "Xenova/gpt-3.5-turbo",
+]
+NEW = ["\U00010940", "\U00010941", "\U00011DB0", "\U00011DB1", "\U00016EA0", "\U0001E6C0", "\U00031350"]
+
+
+def probes():
+    out = []
+    for c in NEW:
+        for ctx in ["{c}", "a {c}", "a{c}b", "1{c}2", " {c} ", "\n{c}\n", "'s{c}", "{c}'ll",
+                    ",{c}.", "中{c}文", "{c}{c}{c} {c}", "  {c}  \t{c}"]:
+            out.append(ctx.format(c=c))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = pathlib.Path(__file__).resolve().parent
+    ap.add_argument("--shared", default=str(here.parents[2].parent / "shared"))
+    args = ap.parse_args()
+    shared = pathlib.Path(args.shared)
+    prose = (shared / "corpus/en-prose/pride-and-prejudice.txt").read_text(encoding="utf-8")
+    base = prose[10000:18000]
+    long = "".join(ch + (NEW[i // 97 % len(NEW)] if i % 97 == 96 else "") for i, ch in enumerate(base))
+    texts = probes()
+    doc = {"tokenizers": tokenizers.__version__, "texts": texts, "long": long, "models": {}}
+    for model in MODELS:
+        snap = shared / "hf-cache/hub" / ("models--" + model.replace("/", "--"))
+        commit = (snap / "refs/main").read_text().strip()
+        tok = tokenizers.Tokenizer.from_file(str(snap / "snapshots" / commit / "tokenizer.json"))
+        enc = lambda t: tok.encode(t, add_special_tokens=False).ids
+        doc["models"][model] = {"texts": [enc(t) for t in texts], "long": enc(long)}
+    (here / "unicode17.json").write_text(json.dumps(doc, ensure_ascii=True, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main()
