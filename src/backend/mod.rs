@@ -12,6 +12,7 @@ pub(crate) mod hf;
 pub(crate) mod mock;
 pub(crate) mod sentencepiece;
 pub(crate) mod tiktoken;
+pub(crate) mod unicode17;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;

@@ -29,7 +29,7 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 
 use super::HfBackend;
 use super::align::align;
-use crate::backend::tiktoken::unicode::needs_regex;
+use crate::backend::unicode17::needs_regex;
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};

@@ -16,7 +16,7 @@ mod nfc;
 mod pipe;
 mod regex_split;
 
-use crate::backend::tiktoken::unicode::needs_regex;
+use crate::backend::unicode17::needs_regex;
 mod spm_route;
 mod vocab;
 
@@ -102,8 +102,8 @@ pub(crate) struct Routes {
     pub spm: bool,
     /// BPE pipelines built by [`assemble`] (claims 280–286).
     pub assemble: bool,
-    /// A lone NFC normalizer skipped where its quick check says the text
-    /// is NFC already ([`nfc::is_nfc_quick_yes`], claim 321).
+    /// A lone NFC normalizer run by the crate, its quick check from a
+    /// table ([`nfc::normalize`], claim 321).
     pub nfc: bool,
     /// Added tokens on an Aho-Corasick automaton (claim 323).
     pub added: bool,
@@ -396,8 +396,7 @@ impl HfBackend {
         self.pipe.get().is_ok_and(|b| b.assembled)
     }
 
-    /// Whether encodes skip the lone NFC normalizer on text that is
-    /// surely NFC already (claim 321).
+    /// Whether the lone NFC normalizer is run by the crate (claim 321).
     pub(crate) fn nfc_shortcut(&self) -> bool {
         self.nfc_only
     }

@@ -18,9 +18,8 @@
 //! BMP char is one load from a 64 KiB table; astral chars (emoji) still ask
 //! the crate.
 
-use std::sync::OnceLock;
-
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};

@@ -12,10 +12,9 @@
 //! out special tokens itself with aho-corasick, which also gives their spans.
 
 pub(crate) mod encodings;
-mod fast;
+pub(crate) mod fast;
 mod pieces;
 pub(crate) mod ranks;
-pub(crate) mod unicode;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;

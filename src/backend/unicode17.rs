@@ -1,8 +1,10 @@
 //! Code points whose character class the native pre-tokenizer (`bitcannon`'s
-//! tables) and tiktoken's regex engine (`fancy-regex` / `regex-syntax`, what
-//! Python tiktoken runs) do not agree on (DESIGN.md claim 197). A segment
-//! holding one is encoded on the regex path, so classes always follow the
-//! reference's Unicode version.
+//! tables, Unicode 17) and the references' regex engines (Unicode 16:
+//! `fancy-regex` / `regex-syntax` for tiktoken, Python `tokenizers`' for
+//! `tokenizer.json`) do not agree on. A segment holding one is encoded on
+//! a regex path, so classes always follow the reference's Unicode version:
+//! tiktoken's (DESIGN.md claim 197) and the `tokenizer.json` splits'
+//! (`hf::regex_split`, claim 325).
 //!
 //! The table is checked, not trusted: `table_covers_every_difference`
 //! compares the two splitters on every code point outside it, in several
