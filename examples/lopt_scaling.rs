@@ -6,15 +6,17 @@
 //!
 //! ```sh
 //! cargo run --release --example lopt_scaling -- [--threads 2,4,8,16] \
-//!     [--sizes 524288,2097152] [--variants auto,t1,t2,t4] [--budget-ms 600] SRC...
+//!     [--sizes 524288,2097152] [--variants auto,t1,t2,t4] [--budget-ms 600] \
+//!     [--cold-pool] SRC...
 //! ```
 //!
 //! Variants: `auto` is the handle's default policy (`ParallelMode::Auto`),
-//! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB. Every timed
+//! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB, `oK` is `auto`
+//! as it was before DESIGN.md claim 336 for a threshold of `K` KiB. Every timed
 //! encode takes its own slice (one char further in), sequential and parallel
 //! interleaved in rotating order, the prompt cache off; each variant's ids
 //! are checked against the sequential ids of the same slice. One JSON
-//! object per line (DESIGN.md claim 321 has what it measured).
+//! object per line (DESIGN.md claim 322 has what it measured).
 
 mod common;
 
@@ -31,6 +33,10 @@ enum Variant {
     AutoL0,
     PerThread(usize),
     KiB(usize),
+    /// `Auto` as it was before claim 336, for a tokenizer whose threshold
+    /// is this many KiB: that threshold on every pool, one chunk per thread
+    /// but none shorter than half the threshold.
+    Before336(usize),
 }
 
 impl Variant {
@@ -45,6 +51,7 @@ impl Variant {
         match s.as_bytes().first()? {
             b't' => Some(Self::PerThread(n)),
             b'b' => Some(Self::KiB(n)),
+            b'o' => Some(Self::Before336(n)),
             _ => None,
         }
     }
@@ -55,10 +62,11 @@ impl Variant {
             Self::AutoL0 => "auto-l0".into(),
             Self::PerThread(k) => format!("t{k}"),
             Self::KiB(k) => format!("b{k}"),
+            Self::Before336(k) => format!("o{k}"),
         }
     }
 
-    fn options(self, pool: &Arc<rayon::ThreadPool>) -> ParallelOptions {
+    fn options(self, pool: &Arc<rayon::ThreadPool>, len: usize) -> ParallelOptions {
         let threads = pool.current_num_threads();
         let base = ParallelOptions {
             pool: Some(pool.clone()),
@@ -76,6 +84,11 @@ impl Variant {
                 chunk_bytes: Some(k << 10),
                 ..base
             },
+            Self::Before336(k) => ParallelOptions {
+                min_bytes: Some(k << 10),
+                chunks: Some(threads.min(len / (k << 9).max(1)).max(1)),
+                ..base
+            },
         }
     }
 }
@@ -85,6 +98,7 @@ struct Args {
     sizes: Vec<usize>,
     variants: Vec<Variant>,
     budget_ms: f64,
+    cold_pool: bool,
     sources: Vec<String>,
 }
 
@@ -105,6 +119,7 @@ fn args() -> Args {
         sizes: vec![512 << 10, 2 << 20],
         variants: vec![Variant::Auto, Variant::PerThread(1), Variant::PerThread(2)],
         budget_ms: 600.0,
+        cold_pool: false,
         sources: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -120,6 +135,7 @@ fn args() -> Args {
             "--sizes" => a.sizes = list(&value(), |x| x.parse().ok()),
             "--variants" => a.variants = list(&value(), Variant::parse),
             "--budget-ms" => a.budget_ms = value().parse().unwrap_or(600.0),
+            "--cold-pool" => a.cold_pool = true,
             _ => a.sources.push(arg),
         }
     }
@@ -178,6 +194,7 @@ fn main() {
                     &Arc::new(pool),
                     &args.variants,
                     args.budget_ms,
+                    !args.cold_pool,
                 );
             }
         }
@@ -191,19 +208,28 @@ fn run(
     pool: &Arc<rayon::ThreadPool>,
     variants: &[Variant],
     budget_ms: f64,
+    warm_pool: bool,
 ) {
     let threads = pool.current_num_threads();
     let handles: Vec<Tokenizer> = variants
         .iter()
         .map(|v| {
-            let h = tok.with_parallel(v.options(pool));
+            let h = tok.with_parallel(v.options(pool, text.len()));
             match v {
                 Variant::AutoL0 => h.with_prompt_cache(PromptCacheOptions::default()),
                 _ => h,
             }
         })
         .collect();
-    // Warm every thread's caches on this text, and size the rounds.
+    // Warm every thread's caches on this text, and size the rounds. Each
+    // pool thread encodes the whole text too: the sequential thread and the
+    // ceiling's threads have all seen every word of it, while a chunk may
+    // land on any pool thread; with cold pool threads the split would pay
+    // per-thread cache misses (word cache, chunk memo) that sequential never
+    // pays in this repeated-text loop (`--cold-pool` measures that).
+    if warm_pool {
+        pool.broadcast(|_| std::hint::black_box(tok.encode_sequential(text, false).ok()));
+    }
     let t = Instant::now();
     let seq0 = tok
         .encode_sequential(text, false)
@@ -311,6 +337,7 @@ fn run(
             "tokens": seq0.len(),
             "threads": threads,
             "rounds": rounds,
+            "pool_warm": warm_pool,
             "sequential_ms": seq_ms,
             "ceiling_x": ceiling_x,
             "variants": out,
