@@ -728,6 +728,71 @@ fn bos_eos_added_once_with_global_offsets() {
     }
 }
 
+/// Long outputs (720 KB of prose, Chinese and code, about 190K ids), where
+/// the first chunk's buffer is sized for the whole text and adopted
+/// (claim 301) or, under a BOS, copied: every shared tokenizer on pools of
+/// one, two and five threads, with BOS/EOS and without, in `Auto` and in
+/// `Always` with uneven chunks, and with offsets, must equal the
+/// sequential encoding (DESIGN.md claim 336).
+#[test]
+fn long_outputs_on_pools_of_every_size() {
+    let mut text = String::new();
+    for f in [
+        "corpus/en-prose/pride-and-prejudice.txt",
+        "corpus/zh/hongloumeng.txt",
+        "corpus/code/rust.txt",
+    ] {
+        let full = std::fs::read_to_string(shared_dir().join(f)).unwrap();
+        text.push_str(slice(&full, 10_000, 240_000));
+    }
+    assert!(text.len() > 600 << 10, "{}", text.len());
+    for threads in [1, 2, 5] {
+        let pool = std::sync::Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap(),
+        );
+        for &source in ALL {
+            let base = tok(source);
+            for special in [true, false] {
+                let want = base.encode_sequential(&text, special).unwrap();
+                for (mode, chunk_bytes) in [
+                    (ParallelMode::Auto, None),
+                    (ParallelMode::Always, Some(97_001)),
+                ] {
+                    let t = base.with_parallel(ParallelOptions {
+                        mode,
+                        chunk_bytes,
+                        pool: Some(pool.clone()),
+                        ..ParallelOptions::default()
+                    });
+                    let name = format!("{source}, {threads} threads, {mode:?}, special {special}");
+                    let got = t.encode(&text, special).unwrap();
+                    assert_same(&name, &text, &got, &want, &ParallelReport::default(), &[]);
+                }
+            }
+        }
+        let t = tok(LLAMA3).with_parallel(ParallelOptions {
+            mode: ParallelMode::Always,
+            pool: Some(pool.clone()),
+            ..ParallelOptions::default()
+        });
+        let want = tok(LLAMA3)
+            .encode_with_offsets_sequential(&text, true)
+            .unwrap();
+        let got = t.encode_with_offsets(&text, true).unwrap();
+        assert_same(
+            "offsets",
+            &text,
+            &got,
+            &want,
+            &ParallelReport::default(),
+            &[],
+        );
+    }
+}
+
 // ------------------------------------------------------------- proptest ----
 
 fn hostile_char() -> impl Strategy<Value = char> {

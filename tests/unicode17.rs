@@ -1,4 +1,4 @@
-//! Letters, marks and digits new in Unicode 17 (DESIGN.md claim 325):
+//! Letters, marks and digits new in Unicode 17 (DESIGN.md claims 325, 337):
 //! `tokenizers` 1.0's pre-tokenizer classes them by Unicode 17, Python
 //! `tokenizers` 0.23.3 (the reference) by Unicode 16, where they are
 //! unassigned. The ids must be the reference's: the goldens
@@ -6,8 +6,8 @@
 //! ids for probes that put each new code point after letters, digits,
 //! spaces, newlines, punctuation and contractions, and for 8 KiB of prose
 //! with one every 97 chars, encoded whole, with offsets, and in forced
-//! parallel chunks. Command-R's `Digits` + splitting `ByteLevel` is not
-//! covered yet (claim 325).
+//! parallel chunks; seven models, among them Command-R (`Digits` and a
+//! splitting `ByteLevel`, claim 337) and Mistral-Nemo.
 
 mod common;
 
@@ -40,7 +40,7 @@ fn unicode17_code_points_take_the_reference_classes() {
         .collect();
     let long = golden["long"].as_str().unwrap();
     let models = golden["models"].as_object().unwrap();
-    assert_eq!(models.len(), 5);
+    assert_eq!(models.len(), 7);
     for (model, want) in models {
         let tok = tokenizer(model);
         for (text, want) in texts.iter().zip(want["texts"].as_array().unwrap()) {

@@ -11,20 +11,39 @@
 //! found the same split for tiktoken), and follows `tokenizers`' `Split`:
 //! with `Isolated` each match and each non-empty gap between matches is a
 //! piece, with `Removed` and `invert` only the matches are; each later
-//! split applies to every piece of the one before. Accepted shapes: one
-//! such `Split`, or a `Sequence` of them ending in a `ByteLevel` that
-//! neither splits nor adds a prefix space (Llama-3, Qwen3, DeepSeek-V3,
-//! gpt-oss, Xenova's gpt-3.5). Anything else (Command-R's `Digits` and
-//! splitting `ByteLevel`) keeps `tokenizers`' pre-tokenizer.
+//! split applies to every piece of the one before. `Digits` splits on
+//! `char::is_numeric`, as `tokenizers` does: the reference classes digits
+//! new in Unicode 17 as digits there (its standard library's tables), so
+//! this step keeps the standard library's class, not the regex's. A last
+//! `ByteLevel` that splits is the same split on GPT-2's pattern, which it
+//! applies `Isolated`. Accepted shapes: one such step, or a `Sequence` of
+//! them ending in a `ByteLevel` that adds no prefix space (Llama-3, Qwen3,
+//! DeepSeek-V3, gpt-oss, Xenova's gpt-3.5: `Split`s and a `ByteLevel` that
+//! does not split; Command-R: `Digits` and a splitting `ByteLevel`).
+//! Anything else keeps `tokenizers`' pre-tokenizer.
 
 use fancy_regex::Regex;
 use serde_json::Value;
 use tokenizers::pipeline::Span;
 
-/// The file's splits, in order, each with whether the gaps between its
-/// matches are pieces too (`Isolated`) or dropped (`Removed` + `invert`).
+/// The pattern a splitting `ByteLevel` pre-tokenizer applies (`tokenizers`'
+/// `byte_level.rs`).
+const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// The file's splits, in order.
 pub(super) struct RegexSplit {
-    steps: Vec<(Regex, bool)>,
+    steps: Vec<Step>,
+}
+
+/// One split.
+enum Step {
+    /// Matches of a regex, and the gaps between them too (`Isolated`) or
+    /// not (`Removed` + `invert`).
+    Regex(Regex, bool),
+    /// `Digits`: each numeric char (`individual_digits`) or each run of
+    /// them is a piece, and so is each gap.
+    Numeric { each: bool },
 }
 
 impl RegexSplit {
@@ -36,17 +55,31 @@ impl RegexSplit {
                 .as_array()?
                 .iter()
                 .collect(),
-            "Split" => vec![pre_tokenizer],
+            "Split" | "Digits" | "ByteLevel" => vec![pre_tokenizer],
             _ => return None,
         };
         let mut steps = Vec::new();
         for (i, item) in items.iter().enumerate() {
             match item.get("type")?.as_str()? {
-                "Split" => steps.push(split_step(item)?),
+                "Split" => {
+                    let (regex, keep_gaps) = split_step(item)?;
+                    steps.push(Step::Regex(regex, keep_gaps));
+                }
+                "Digits" => {
+                    // `tokenizers` reads a missing flag as false.
+                    let each = match item.get("individual_digits") {
+                        Some(v) => v.as_bool()?,
+                        None => false,
+                    };
+                    steps.push(Step::Numeric { each });
+                }
                 "ByteLevel" if i + 1 == items.len() => {
-                    let off = |k: &str| item.get(k).and_then(Value::as_bool) == Some(false);
-                    if !(off("use_regex") && off("add_prefix_space")) {
+                    if item.get("add_prefix_space")?.as_bool()? {
                         return None;
+                    }
+                    // `use_regex` defaults to true in `tokenizers`.
+                    if item.get("use_regex").map_or(Some(true), Value::as_bool)? {
+                        steps.push(Step::Regex(Regex::new(GPT2_PATTERN).ok()?, true));
                     }
                 }
                 _ => return None,
@@ -62,31 +95,69 @@ impl RegexSplit {
         let len = u32::try_from(text.len()).ok()?;
         let mut pieces = vec![Span::new(0, len)];
         let mut next = Vec::new();
-        for (regex, keep_gaps) in &self.steps {
+        for step in &self.steps {
             next.clear();
             for piece in &pieces {
                 let (start, end) = (piece.start as usize, piece.end as usize);
                 let hay = text.get(start..end)?;
-                let mut at = 0;
-                for m in regex.find_iter(hay) {
-                    let m = m.ok()?;
-                    if m.start() == m.end() {
-                        continue;
+                match step {
+                    Step::Regex(regex, keep_gaps) => {
+                        let mut at = 0;
+                        for m in regex.find_iter(hay) {
+                            let m = m.ok()?;
+                            if m.start() == m.end() {
+                                continue;
+                            }
+                            if *keep_gaps && m.start() > at {
+                                next.push(span(start + at, start + m.start())?);
+                            }
+                            next.push(span(start + m.start(), start + m.end())?);
+                            at = m.end();
+                        }
+                        if *keep_gaps && at < hay.len() {
+                            next.push(span(start + at, end)?);
+                        }
                     }
-                    if *keep_gaps && m.start() > at {
-                        next.push(span(start + at, start + m.start())?);
-                    }
-                    next.push(span(start + m.start(), start + m.end())?);
-                    at = m.end();
-                }
-                if *keep_gaps && at < hay.len() {
-                    next.push(span(start + at, end)?);
+                    Step::Numeric { each } => split_numeric(hay, start, *each, &mut next)?,
                 }
             }
             std::mem::swap(&mut pieces, &mut next);
         }
         Some(pieces)
     }
+}
+
+/// `Digits` on `hay` (at `start` in the text): `char::is_numeric` (Nd, Nl
+/// and No in the standard library's Unicode, 17 — which the reference's
+/// `Digits` follows too: it isolates Tolong Siki digits), each numeric
+/// char a piece or each run, and every gap a piece.
+fn split_numeric(hay: &str, start: usize, each: bool, out: &mut Vec<Span>) -> Option<()> {
+    let mut at = 0;
+    let mut run: Option<usize> = None;
+    for (i, c) in hay.char_indices() {
+        if !c.is_numeric() {
+            if let Some(r) = run.take() {
+                out.push(span(start + r, start + i)?);
+                at = i;
+            }
+            continue;
+        }
+        if i > at && run.is_none() {
+            out.push(span(start + at, start + i)?);
+        }
+        if each {
+            out.push(span(start + i, start + i + c.len_utf8())?);
+            at = i + c.len_utf8();
+        } else if run.is_none() {
+            run = Some(i);
+        }
+    }
+    if let Some(r) = run {
+        out.push(span(start + r, start + hay.len())?);
+    } else if at < hay.len() {
+        out.push(span(start + at, start + hay.len())?);
+    }
+    Some(())
 }
 
 fn span(start: usize, end: usize) -> Option<Span> {
@@ -98,14 +169,228 @@ fn span(start: usize, end: usize) -> Option<Span> {
 
 /// A `Split` on a regex: `Isolated` and not inverted (matches and gaps
 /// are pieces), or `Removed` and inverted (matches are the pieces, the
-/// gaps between them are dropped).
+/// gaps between them are dropped). A missing `behavior` is `Isolated` and a
+/// missing `invert` false, as `tokenizers` reads them: the canonical form
+/// writes a splitting `ByteLevel` as a `Split` on GPT-2's pattern with
+/// neither.
 fn split_step(item: &Value) -> Option<(Regex, bool)> {
-    let invert = item.get("invert").and_then(Value::as_bool)?;
-    let keep_gaps = match (item.get("behavior")?.as_str()?, invert) {
+    let invert = match item.get("invert") {
+        Some(v) => v.as_bool()?,
+        None => false,
+    };
+    let behavior = match item.get("behavior") {
+        Some(v) => v.as_str()?,
+        None => "Isolated",
+    };
+    let keep_gaps = match (behavior, invert) {
         ("Isolated", false) => true,
         ("Removed", true) => false,
         _ => return None,
     };
     let regex = Regex::new(item.get("pattern")?.get("Regex")?.as_str()?).ok()?;
     Some((regex, keep_gaps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegexSplit;
+    use crate::backend::unicode17::divergent;
+    use crate::test_support::shared_dir;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use tokenizers::pipeline::{PipelineTokenizer, PreTokenizer, PreTokenizerScratch, Span};
+
+    /// Every shared `tokenizer.json` whose pre-tokenizer this module takes,
+    /// with that pre-tokenizer alone in a `tokenizers` pipeline.
+    fn shapes() -> Vec<(String, RegexSplit, PipelineTokenizer)> {
+        let hub = shared_dir().join("hf-cache/hub");
+        let mut files: Vec<_> = std::fs::read_dir(&hub)
+            .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR; README.md)", hub.display()))
+            .flatten()
+            .flat_map(|model| std::fs::read_dir(model.path().join("snapshots")).into_iter())
+            .flatten()
+            .flatten()
+            .map(|snap| snap.path().join("tokenizer.json"))
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false,
+                                "trim_offsets": true, "use_regex": true});
+        let digits = |each: bool| json!({"type": "Digits", "individual_digits": each});
+        let seq = |items: Vec<Value>| json!({"type": "Sequence", "pretokenizers": items});
+        // Shapes no shared file has: `Digits` on runs, alone and before a
+        // splitting `ByteLevel`; a splitting `ByteLevel` alone (GPT-2).
+        let synthetic = [
+            ("Digits(runs)", digits(false)),
+            ("Digits(each)", digits(true)),
+            ("ByteLevel", byte_level.clone()),
+            (
+                "Digits(runs)+ByteLevel",
+                seq(vec![digits(false), byte_level]),
+            ),
+        ];
+        let mut out = Vec::new();
+        let read = |file: &std::path::PathBuf| -> (String, Value) {
+            let value: Value =
+                serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+            let pre = value.get("pre_tokenizer").cloned().unwrap_or(Value::Null);
+            (file.display().to_string(), pre)
+        };
+        let all = files
+            .iter()
+            .map(read)
+            .chain(synthetic.into_iter().map(|(n, v)| (n.to_owned(), v)));
+        for (name, pre) in all {
+            let raw = RegexSplit::new(&pre);
+            let mut alone = json!({
+                "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+                "normalizer": null, "pre_tokenizer": pre, "post_processor": null,
+                "decoder": null,
+                "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                          "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                          "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                          "vocab": byte_alphabet(), "merges": []},
+            });
+            tokenizers::canonicalize_value(&mut alone).unwrap();
+            // The backend reads the canonical form (`HfBackend::prepare`);
+            // the file's own form must give the same splits.
+            let canonical = RegexSplit::new(&alone["pre_tokenizer"]);
+            assert_eq!(canonical.is_some(), raw.is_some(), "{name}");
+            let pipe = tokenizers::from_json(&alone.to_string()).unwrap();
+            for (form, split) in [("canonical", canonical), ("file", raw)] {
+                if let Some(split) = split {
+                    out.push((format!("{name} ({form})"), split, pipe.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// GPT-2's 256 byte chars as a vocabulary: what a byte-level BPE must hold.
+    fn byte_alphabet() -> Value {
+        let mut shifted = 0;
+        let vocab: serde_json::Map<String, Value> = (0u32..256)
+            .map(|b| {
+                let printable = matches!(b, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF);
+                let c = if printable {
+                    b
+                } else {
+                    shifted += 1;
+                    255 + shifted
+                };
+                (char::from_u32(c).unwrap().to_string(), json!(b))
+            })
+            .collect();
+        Value::Object(vocab)
+    }
+
+    fn pairs(spans: &[Span]) -> Vec<(u32, u32)> {
+        spans.iter().map(|s| (s.start, s.end)).collect()
+    }
+
+    /// Off the Unicode 17 table both engines class every char alike, so
+    /// the route's pieces must be `tokenizers`' own.
+    fn assert_same(shapes: &[(String, RegexSplit, PipelineTokenizer)], text: &str) {
+        assert!(!text.chars().any(divergent));
+        let mut scratch = PreTokenizerScratch::default();
+        for (file, split, pipe) in shapes {
+            let mut want = Vec::new();
+            pipe.get_pre_tokenizer()
+                .pre_tokenize(text, &mut scratch, &mut want)
+                .unwrap();
+            let got = split.split(text).expect("no regex gave up");
+            assert_eq!(pairs(&got), pairs(&want), "{file}: {text:?}");
+        }
+    }
+
+    #[test]
+    fn accepts_the_shapes_it_can_run_and_no_others() {
+        let bl = |prefix: Value, regex: Value| json!({"type": "ByteLevel", "add_prefix_space": prefix, "use_regex": regex});
+        let digits = json!({"type": "Digits", "individual_digits": true});
+        let seq = |items: Vec<Value>| json!({"type": "Sequence", "pretokenizers": items});
+        for ok in [
+            seq(vec![digits.clone(), bl(json!(false), json!(true))]),
+            bl(json!(false), json!(true)),
+            digits.clone(),
+        ] {
+            assert!(RegexSplit::new(&ok).is_some(), "{ok}");
+        }
+        for refused in [
+            // A prefix space is more than a split.
+            seq(vec![digits.clone(), bl(json!(true), json!(true))]),
+            seq(vec![
+                digits.clone(),
+                json!({"type": "ByteLevel", "use_regex": true}),
+            ]),
+            // A ByteLevel that neither splits nor follows a split adds nothing.
+            bl(json!(false), json!(false)),
+            // ByteLevel must come last; other pre-tokenizers are not covered.
+            seq(vec![bl(json!(false), json!(true)), digits.clone()]),
+            seq(vec![json!({"type": "Whitespace"}), digits.clone()]),
+            json!({"type": "Digits", "individual_digits": "yes"}),
+            Value::Null,
+        ] {
+            assert!(RegexSplit::new(&refused).is_none(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn splits_as_the_files_pre_tokenizer_on_the_corpus() {
+        let shapes = shapes();
+        let names: Vec<&str> = shapes.iter().map(|s| s.0.as_str()).collect();
+        // Llama-3 (two), Qwen3, DeepSeek-V3, gpt-oss, gpt-3.5, Mistral-Nemo,
+        // Command-R and the four synthetic shapes, each as written and in
+        // canonical form.
+        assert!(shapes.len() >= 24, "{names:?}");
+        assert!(names.iter().any(|n| n.contains("command-r")), "{names:?}");
+        for probe in [
+            "Hello world's 12345 a1b22c333 ½ Ⅻ ²³ ٣٤٥ ١٢ 𝟙𝟚",
+            "  leading\tand  trailing  \n\n\r\n x  ",
+            "I'LL we'Re they've 'd 's'll''m",
+            "中文字符１２３。。。！ emoji 🦀🦀 and ZWJ 👩\u{200d}💻",
+            "combining e\u{301}\u{302} ́ alone, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ᐊᓂᔑᓈ",
+            "",
+        ] {
+            assert_same(&shapes, probe);
+        }
+        let corpus = shared_dir().join("corpus");
+        let mut dirs: Vec<_> = std::fs::read_dir(&corpus).unwrap().flatten().collect();
+        dirs.sort_by_key(|d| d.path());
+        for dir in dirs {
+            let Ok(files) = std::fs::read_dir(dir.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let Ok(text) = std::fs::read_to_string(file.path()) else {
+                    continue;
+                };
+                let mut end = text.len().min(48 << 10);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let text: String = text[..end].chars().filter(|&c| !divergent(c)).collect();
+                assert_same(&shapes, &text);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Texts from an alphabet of the classes the patterns tell apart:
+        /// letters of each case, marks, digits of every numeric category,
+        /// spaces, newlines, apostrophes, punctuation, symbols, CJK, emoji.
+        #[test]
+        fn splits_as_the_files_pre_tokenizer_on_hostile_alphabets(
+            text in proptest::collection::vec(prop::sample::select(vec![
+                "a", "Z", "é", "\u{301}", "ǅ", "ʰ", "1", "٣", "²", "½", "Ⅻ", "𝟙", " ", "  ",
+                "\t", "\n", "\r\n", "\u{a0}", "\u{3000}", "'", "'s", "'LL", "-", ".", "$",
+                "€", "中", "文", "🦀", "\u{200d}", "ﬁ", "\u{10D40}", "\u{1CCF0}",
+            ]), 0..40).prop_map(|v| v.concat())
+        ) {
+            thread_local! {
+                static SHAPES: Vec<(String, RegexSplit, PipelineTokenizer)> = shapes();
+            }
+            SHAPES.with(|shapes| assert_same(shapes, &text));
+        }
+    }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write tests/golden/unicode17/unicode17.json: Python `tokenizers` ids for
-texts holding letters new in Unicode 17 (Sidetic, Tolong Siki, Beria Erfe,
-Tai Yo), which `tokenizers` 1.0's pre-tokenizer classes by Unicode 17 and
+texts holding letters, digits and marks new in Unicode 17 (Sidetic, Tolong
+Siki letters and digits, Beria Erfe, Tai Yo, a combining mark), which `tokenizers` 1.0's pre-tokenizer classes by Unicode 17 and
 the reference by Unicode 16 (DESIGN.md claim 325), and a CJK Extension H
 ideograph (Unicode 15, the same class for both) as a control.
 
@@ -25,8 +25,13 @@ MODELS = [
     "deepseek-ai/DeepSeek-V3",
     "openai/gpt-oss-20b",
     "Xenova/gpt-3.5-turbo",
+    "CohereForAI/c4ai-command-r-plus",
+    "mistralai/Mistral-Nemo-Instruct-2407",
 ]
-NEW = ["\U00010940", "\U00010941", "\U00011DB0", "\U00011DB1", "\U00016EA0", "\U0001E6C0", "\U00031350"]
+NEW = ["\U00010940", "\U00010941", "\U00011DB0", "\U00011DB1", "\U00016EA0", "\U0001E6C0", "\U00031350",
+       "\U00011DE0", "\U00011DE9", "\u1ACF",
+       # Unicode 16 digits (Garay, Kirat Rai, Outlined), as a control: the same class for both.
+       "\U00010D40", "\U00016D70", "\U0001CCF0"]
 
 
 def probes():
