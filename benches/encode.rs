@@ -276,17 +276,23 @@ fn alternating_models(c: &mut Criterion) {
     g.finish();
 }
 
-/// The NFC shortcut (DESIGN.md claim 321): Qwen3 with it on and off, the
-/// same file in one process, at a prompt's length and a document's.
-fn nfc_shortcut(c: &mut Criterion) {
-    use router_tokenizer::__testing::{FastRoute, hf_json_route};
+/// One fast route on and off: the same `tokenizer.json` loaded twice in
+/// one process, encoded at a prompt's length and a document's.
+fn route_on_off(
+    c: &mut Criterion,
+    model: &str,
+    route: router_tokenizer::__testing::FastRoute,
+    group: &str,
+    categories: &[&str],
+) {
+    use router_tokenizer::__testing::hf_json_route;
     use router_tokenizer::SpecialTokenPolicy;
-    let path = snapshot("Qwen/Qwen3-8B").join("tokenizer.json");
-    let (on, _) = hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, true).unwrap();
-    let (off, _) = hf_json_route(&path, SpecialTokenPolicy::Parse, FastRoute::Nfc, false).unwrap();
-    for category in ["en-prose", "zh", "multilingual"] {
+    let path = snapshot(model).join("tokenizer.json");
+    let load = |on| hf_json_route(&path, SpecialTokenPolicy::Parse, route, on).unwrap();
+    let ((on, _), (off, _)) = (load(true), load(false));
+    for category in categories {
         let all = corpus_mib(category);
-        let mut g = c.benchmark_group(format!("nfc/Qwen3/{category}"));
+        let mut g = c.benchmark_group(format!("{group}/{category}"));
         for size in [1 << 10, 256 << 10] {
             let mut end = size.min(all.len());
             while !all.is_char_boundary(end) {
@@ -304,10 +310,32 @@ fn nfc_shortcut(c: &mut Criterion) {
     }
 }
 
+/// The NFC shortcut (DESIGN.md claim 321): Qwen3.
+fn nfc_shortcut(c: &mut Criterion) {
+    use router_tokenizer::__testing::FastRoute;
+    let categories = ["en-prose", "zh", "multilingual"];
+    route_on_off(c, "Qwen/Qwen3-8B", FastRoute::Nfc, "nfc/Qwen3", &categories);
+}
+
+/// Pieces that skip the pre-tokenizer (DESIGN.md claim 338): Gemma-3.
+fn whole_pieces(c: &mut Criterion) {
+    use router_tokenizer::__testing::FastRoute;
+    let categories = ["code", "en-prose", "zh"];
+    let model = "google/gemma-3-4b-it";
+    route_on_off(
+        c,
+        model,
+        FastRoute::WholePieces,
+        "whole_pieces/Gemma3",
+        &categories,
+    );
+}
+
 criterion_group!(
     benches,
     encode_hf,
     nfc_shortcut,
+    whole_pieces,
     encode_tiktoken,
     tiktoken_corpus,
     load_time,

@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use router_tokenizer::__testing::{FastRoute, hf_json_route};
+use router_tokenizer::__testing::FastRoute;
 use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
 use std::sync::OnceLock;
 
@@ -18,21 +18,11 @@ const MODELS: [&str; 1] = ["google/gemma-3-4b-it"];
 const POLICIES: [SpecialTokenPolicy; 2] =
     [SpecialTokenPolicy::Parse, SpecialTokenPolicy::PlainText];
 
-/// (automaton, `tokenizers`' matcher) for `model` under `policy`, after
-/// checking the route applies to the first and not to the second.
-fn pair(model: &str, policy: SpecialTokenPolicy) -> (Tokenizer, Tokenizer) {
-    let path = snapshot_file(model, "tokenizer.json");
-    let (on, applies) = hf_json_route(&path, policy, FastRoute::AddedAutomaton, true).unwrap();
-    assert!(applies, "{model}: the automaton must apply");
-    let (off, applies) = hf_json_route(&path, policy, FastRoute::AddedAutomaton, false).unwrap();
-    assert!(!applies, "{model}: switched off");
-    (on, off)
-}
-
 /// One pair per model and policy for the whole binary.
 fn pairs(model: usize, policy: usize) -> &'static (Tokenizer, Tokenizer) {
     static PAIRS: [[OnceLock<(Tokenizer, Tokenizer)>; 2]; 1] = [[OnceLock::new(), OnceLock::new()]];
-    PAIRS[model][policy].get_or_init(|| pair(MODELS[model], POLICIES[policy]))
+    PAIRS[model][policy]
+        .get_or_init(|| route_pair(MODELS[model], POLICIES[policy], FastRoute::AddedAutomaton))
 }
 
 /// Which shared files take the automaton.
@@ -44,14 +34,7 @@ fn only_whitespace_led_added_tokens_take_it() {
         ("meta-llama/Meta-Llama-3-8B-Instruct", false),
         ("Qwen/Qwen3-8B", false),
     ] {
-        let path = snapshot_file(model, "tokenizer.json");
-        let (_, applies) = hf_json_route(
-            &path,
-            SpecialTokenPolicy::Parse,
-            FastRoute::AddedAutomaton,
-            true,
-        )
-        .unwrap();
+        let applies = route_applies(model, FastRoute::AddedAutomaton);
         assert_eq!(applies, takes, "{model}");
     }
 }
@@ -61,13 +44,7 @@ fn every_file_gives_the_same_ids_and_offsets() {
     for (m, model) in MODELS.iter().enumerate() {
         for (p, policy) in POLICIES.iter().enumerate() {
             let (on, off) = pairs(m, p);
-            for (name, path) in all_inputs() {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for max in [3 << 10, 256 << 10] {
-                    let what = format!("{name} {policy:?}");
-                    assert_same_encodes(model, &what, on, off, prefix(&text, max));
-                }
-            }
+            assert_same_on_all_inputs(model, &format!("{policy:?}"), on, off);
         }
     }
 }

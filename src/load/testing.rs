@@ -46,6 +46,8 @@ pub enum FastRoute {
     Nfc,
     /// Added tokens matched on the crate's automaton (claim 323).
     AddedAutomaton,
+    /// No pre-tokenizer call where nothing is left to split on (claim 338).
+    WholePieces,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -61,11 +63,13 @@ pub fn hf_json_route(
     match route {
         FastRoute::Nfc => routes.nfc = on,
         FastRoute::AddedAutomaton => routes.added = on,
+        FastRoute::WholePieces => routes.whole_pieces = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
         FastRoute::Nfc => backend.nfc_shortcut(),
         FastRoute::AddedAutomaton => backend.added_automaton(),
+        FastRoute::WholePieces => backend.whole_pieces(),
     };
     Ok((tokenizer, applies))
 }

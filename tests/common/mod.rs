@@ -262,3 +262,45 @@ pub fn sha256(bytes: &[u8]) -> String {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A `tokenizer.json` from the shared cache loaded with one fast route on
+/// and with it off, after checking the route applies to the first and not
+/// to the second: `(on, off)`.
+pub fn route_pair(
+    model: &str,
+    policy: router_tokenizer::SpecialTokenPolicy,
+    route: router_tokenizer::__testing::FastRoute,
+) -> (Tokenizer, Tokenizer) {
+    let path = snapshot_file(model, "tokenizer.json");
+    let load = |on| router_tokenizer::__testing::hf_json_route(&path, policy, route, on).unwrap();
+    let ((on, applies_on), (off, applies_off)) = (load(true), load(false));
+    assert!(applies_on, "{model}: {route:?} must apply");
+    assert!(!applies_off, "{model}: {route:?} switched off");
+    (on, off)
+}
+
+/// Whether a fast route applies to a shared `tokenizer.json`.
+pub fn route_applies(model: &str, route: router_tokenizer::__testing::FastRoute) -> bool {
+    let path = snapshot_file(model, "tokenizer.json");
+    let policy = router_tokenizer::SpecialTokenPolicy::Parse;
+    router_tokenizer::__testing::hf_json_route(&path, policy, route, true)
+        .unwrap()
+        .1
+}
+
+/// [`assert_same_encodes`] on every corpus and adversarial file, cut to 3 KiB
+/// and to 256 KiB; `what` names the variant in a failure.
+pub fn assert_same_on_all_inputs(model: &str, what: &str, on: &Tokenizer, off: &Tokenizer) {
+    for (name, path) in all_inputs() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for max in [3 << 10, 256 << 10] {
+            assert_same_encodes(
+                model,
+                &format!("{name} {what}"),
+                on,
+                off,
+                prefix(&text, max),
+            );
+        }
+    }
+}

@@ -654,9 +654,9 @@ impl HfBackend {
                 let text = norm
                     .get(npos..nend)
                     .ok_or_else(|| err("normalized match off a char boundary"))?;
-                if u32::try_from(text.len()).is_err() {
+                let Ok(text_len) = u32::try_from(text.len()) else {
                     return Err(err("text piece too long to pre-tokenize"));
-                }
+                };
                 scratch.spans.clear();
                 // The reference's Unicode classes where `bitcannon`'s differ
                 // (claim 325).
@@ -667,6 +667,10 @@ impl HfBackend {
                     .and_then(|r| r.split(text))
                 {
                     Some(spans) => scratch.spans.extend(spans),
+                    // Nothing the pre-tokenizer splits on is left (claim 338).
+                    None if self.whole_pieces => {
+                        scratch.spans.push(Span::new(0, text_len));
+                    }
                     None => pipe
                         .get_pre_tokenizer()
                         .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)

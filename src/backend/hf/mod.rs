@@ -75,6 +75,9 @@ pub(crate) struct HfBackend {
     /// The pre-tokenizer's regex splits on `fancy-regex`, for segments with
     /// Unicode 17 code points (claim 325); `None`: a shape it does not cover.
     regex_split: Option<regex_split::RegexSplit>,
+    /// The pre-tokenizer can only split on a char the normalizer replaced
+    /// everywhere: each piece is one pre-token (claim 338).
+    whole_pieces: bool,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -107,6 +110,9 @@ pub(crate) struct Routes {
     pub nfc: bool,
     /// Added tokens on an Aho-Corasick automaton (claim 323).
     pub added: bool,
+    /// No pre-tokenizer call where the normalizer leaves nothing it could
+    /// split on (claim 338).
+    pub whole_pieces: bool,
 }
 
 impl Default for Routes {
@@ -116,8 +122,47 @@ impl Default for Routes {
             assemble: true,
             nfc: true,
             added: true,
+            whole_pieces: true,
         }
     }
+}
+
+/// Whether the file's pre-tokenizer splits only on a literal char that its
+/// normalizer replaced everywhere (Gemma: `Replace(" " → "▁")` then
+/// `Split(" ")`), so that on normalized text it never finds a match and
+/// each piece is one pre-token: a `Split` on a `String` of one char, not
+/// inverted, after a normalizer whose last step is a `Replace` of that
+/// `String` by a content without that char. A later step of the chain
+/// could bring the char back, so only the last one counts.
+fn split_finds_nothing(value: &serde_json::Value) -> bool {
+    let string = |v: &serde_json::Value| -> Option<String> {
+        v.get("pattern")?.get("String")?.as_str().map(str::to_owned)
+    };
+    let Some(pre) = value.get("pre_tokenizer") else {
+        return false;
+    };
+    let is_split = pre.get("type").and_then(|t| t.as_str()) == Some("Split")
+        && pre.get("invert").and_then(|i| i.as_bool()) != Some(true);
+    let Some(split_on) = string(pre).filter(|p| is_split && p.chars().count() == 1) else {
+        return false;
+    };
+    let Some(normalizer) = value.get("normalizer") else {
+        return false;
+    };
+    let last = match normalizer.get("type").and_then(|t| t.as_str()) {
+        Some("Sequence") => normalizer
+            .get("normalizers")
+            .and_then(|n| n.as_array())
+            .and_then(|n| n.last()),
+        _ => Some(normalizer),
+    };
+    last.is_some_and(|n| {
+        n.get("type").and_then(|t| t.as_str()) == Some("Replace")
+            && string(n).as_deref() == Some(split_on.as_str())
+            && n.get("content")
+                .and_then(|c| c.as_str())
+                .is_some_and(|c| !c.contains(split_on.as_str()))
+    })
 }
 
 /// Runs a `tokenizers` call that may panic on a file validation missed.
@@ -365,6 +410,7 @@ impl HfBackend {
         let regex_split = value
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
+        let whole_pieces = routes.whole_pieces && split_finds_nothing(&value);
         let added = if routes.added {
             added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
         } else {
@@ -386,6 +432,7 @@ impl HfBackend {
             nfc_only,
             added,
             regex_split,
+            whole_pieces,
             spm,
         })
     }
@@ -404,6 +451,11 @@ impl HfBackend {
     /// Whether added tokens are matched on the crate's automaton (claim 323).
     pub(crate) fn added_automaton(&self) -> bool {
         self.added.is_some()
+    }
+
+    /// Whether pieces skip the pre-tokenizer (claim 338).
+    pub(crate) fn whole_pieces(&self) -> bool {
+        self.whole_pieces
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
