@@ -317,25 +317,25 @@ fn nfc_shortcut(c: &mut Criterion) {
     route_on_off(c, "Qwen/Qwen3-8B", FastRoute::Nfc, "nfc/Qwen3", &categories);
 }
 
-/// Pieces that skip the pre-tokenizer (DESIGN.md claim 338): Gemma-3.
-fn whole_pieces(c: &mut Criterion) {
+/// Gemma-3's space routes (DESIGN.md claims 338, 339): pieces that skip
+/// the pre-tokenizer, and the lone `Replace` run by the crate.
+fn space_routes(c: &mut Criterion) {
     use router_tokenizer::__testing::FastRoute;
     let categories = ["code", "en-prose", "zh"];
     let model = "google/gemma-3-4b-it";
-    route_on_off(
-        c,
-        model,
-        FastRoute::WholePieces,
-        "whole_pieces/Gemma3",
-        &categories,
-    );
+    for (route, group) in [
+        (FastRoute::WholePieces, "whole_pieces/Gemma3"),
+        (FastRoute::LoneReplace, "lone_replace/Gemma3"),
+    ] {
+        route_on_off(c, model, route, group, &categories);
+    }
 }
 
 criterion_group!(
     benches,
     encode_hf,
     nfc_shortcut,
-    whole_pieces,
+    space_routes,
     encode_tiktoken,
     tiktoken_corpus,
     load_time,

@@ -48,6 +48,8 @@ pub enum FastRoute {
     AddedAutomaton,
     /// No pre-tokenizer call where nothing is left to split on (claim 338).
     WholePieces,
+    /// A lone one-char `Replace` normalizer run by the crate (claim 339).
+    LoneReplace,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -64,12 +66,14 @@ pub fn hf_json_route(
         FastRoute::Nfc => routes.nfc = on,
         FastRoute::AddedAutomaton => routes.added = on,
         FastRoute::WholePieces => routes.whole_pieces = on,
+        FastRoute::LoneReplace => routes.lone_replace = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
         FastRoute::Nfc => backend.nfc_shortcut(),
         FastRoute::AddedAutomaton => backend.added_automaton(),
         FastRoute::WholePieces => backend.whole_pieces(),
+        FastRoute::LoneReplace => backend.lone_replace(),
     };
     Ok((tokenizer, applies))
 }

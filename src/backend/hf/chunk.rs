@@ -625,6 +625,7 @@ impl HfBackend {
         let normalized = match &self.bert {
             Some(bert) => bert.normalize(segment),
             None if self.nfc_only => Ok(super::nfc::normalize(segment)),
+            None if let Some(replace) = &self.lone_replace => Ok(replace.normalize(segment)),
             None => normalize_all(pipe.get_normalizers(), segment, pos),
         }
         .map_err(err)?;

@@ -15,6 +15,7 @@ mod chunk;
 mod nfc;
 mod pipe;
 mod regex_split;
+mod replace;
 
 use crate::backend::unicode17::needs_regex;
 mod spm_route;
@@ -78,6 +79,9 @@ pub(crate) struct HfBackend {
     /// The pre-tokenizer can only split on a char the normalizer replaced
     /// everywhere: each piece is one pre-token (claim 338).
     whole_pieces: bool,
+    /// The lone one-char `Replace` normalizer, run by the crate on the
+    /// chunk walk (claim 339).
+    lone_replace: Option<replace::LoneReplace>,
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
@@ -113,6 +117,8 @@ pub(crate) struct Routes {
     /// No pre-tokenizer call where the normalizer leaves nothing it could
     /// split on (claim 338).
     pub whole_pieces: bool,
+    /// A lone one-char `Replace` normalizer run by the crate (claim 339).
+    pub lone_replace: bool,
 }
 
 impl Default for Routes {
@@ -123,6 +129,7 @@ impl Default for Routes {
             nfc: true,
             added: true,
             whole_pieces: true,
+            lone_replace: true,
         }
     }
 }
@@ -411,6 +418,10 @@ impl HfBackend {
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
         let whole_pieces = routes.whole_pieces && split_finds_nothing(&value);
+        let lone_replace = value
+            .get("normalizer")
+            .filter(|_| routes.lone_replace)
+            .and_then(replace::LoneReplace::new);
         let added = if routes.added {
             added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
         } else {
@@ -433,6 +444,7 @@ impl HfBackend {
             added,
             regex_split,
             whole_pieces,
+            lone_replace,
             spm,
         })
     }
@@ -456,6 +468,11 @@ impl HfBackend {
     /// Whether pieces skip the pre-tokenizer (claim 338).
     pub(crate) fn whole_pieces(&self) -> bool {
         self.whole_pieces
+    }
+
+    /// Whether the crate runs the lone `Replace` normalizer (claim 339).
+    pub(crate) fn lone_replace(&self) -> bool {
+        self.lone_replace.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the

@@ -1,10 +1,11 @@
-//! Pieces that skip the pre-tokenizer (DESIGN.md claim 338): Gemma-3
+//! Gemma-3's space handling on the crate's routes: pieces that skip a
+//! pre-tokenizer that cannot split (DESIGN.md claim 338) and the lone
+//! `Replace(" " → "▁")` normalizer run by the crate (claim 339). Gemma-3
 //! replaces every `" "` by `"▁"` and then splits on `" "`, which it can no
-//! longer find, so each piece is one pre-token. The file loaded with the
-//! shortcut must encode as the same file calling `tokenizers`'
-//! pre-tokenizer: ids and offsets, special tokens parsed and as plain
-//! text, on every corpus and adversarial file, on space-heavy texts, and
-//! on random mixtures. Files whose pre-tokenizer can still split keep it.
+//! longer find. The file loaded with each route must encode as the same
+//! file with that route off: ids and offsets, special tokens parsed and as
+//! plain text, on every corpus and adversarial file, on space-heavy texts,
+//! and on random mixtures. Files of other shapes keep `tokenizers`' steps.
 
 mod common;
 
@@ -15,19 +16,35 @@ use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
 use std::sync::OnceLock;
 
 const GEMMA: &str = "google/gemma-3-4b-it";
+const ROUTES: [FastRoute; 2] = [FastRoute::WholePieces, FastRoute::LoneReplace];
 const POLICIES: [SpecialTokenPolicy; 2] =
     [SpecialTokenPolicy::Parse, SpecialTokenPolicy::PlainText];
 
-/// (shortcut, `tokenizers`' pre-tokenizer) for Gemma-3 under `policy`.
-fn pair(policy: usize) -> &'static (Tokenizer, Tokenizer) {
-    static PAIRS: [OnceLock<(Tokenizer, Tokenizer)>; 2] = [OnceLock::new(), OnceLock::new()];
-    PAIRS[policy].get_or_init(|| route_pair(GEMMA, POLICIES[policy], FastRoute::WholePieces))
+/// (route on, route off) for Gemma-3 under `policy`.
+fn pair(route: usize, policy: usize) -> &'static (Tokenizer, Tokenizer) {
+    static PAIRS: [[OnceLock<(Tokenizer, Tokenizer)>; 2]; 2] = [
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+    ];
+    PAIRS[route][policy].get_or_init(|| route_pair(GEMMA, POLICIES[policy], ROUTES[route]))
 }
 
-/// Which shared files take it: only a split on a char the normalizer
-/// removed everywhere.
+/// Every route and policy: `(what, on, off)`.
+fn pairs() -> Vec<(String, &'static Tokenizer, &'static Tokenizer)> {
+    let mut out = Vec::new();
+    for (r, route) in ROUTES.iter().enumerate() {
+        for (p, policy) in POLICIES.iter().enumerate() {
+            let (on, off) = pair(r, p);
+            out.push((format!("{route:?} {policy:?}"), on, off));
+        }
+    }
+    out
+}
+
+/// Which shared files take them: Gemma-3 only (Mistral-7B also replaces
+/// spaces, after a `Prepend`, and has no `Split`).
 #[test]
-fn only_a_split_on_a_replaced_char_takes_it() {
+fn only_gemma_takes_them() {
     for (model, takes) in [
         (GEMMA, true),
         ("mistralai/Mistral-7B-v0.1", false),
@@ -37,19 +54,16 @@ fn only_a_split_on_a_replaced_char_takes_it() {
         ("CohereForAI/c4ai-command-r-plus", false),
         ("sentence-transformers/all-MiniLM-L6-v2", false),
     ] {
-        assert_eq!(
-            route_applies(model, FastRoute::WholePieces),
-            takes,
-            "{model}"
-        );
+        for route in ROUTES {
+            assert_eq!(route_applies(model, route), takes, "{model} {route:?}");
+        }
     }
 }
 
 #[test]
 fn every_file_gives_the_same_ids_and_offsets() {
-    for (p, policy) in POLICIES.iter().enumerate() {
-        let (on, off) = pair(p);
-        assert_same_on_all_inputs(GEMMA, &format!("{policy:?}"), on, off);
+    for (what, on, off) in pairs() {
+        assert_same_on_all_inputs(GEMMA, &what, on, off);
     }
 }
 
@@ -69,10 +83,9 @@ fn space_heavy_texts() {
     }
     texts.push("nospacesatall中文".to_owned());
     texts.push(" \t \n \r\n \u{a0} \u{3000} ".to_owned());
-    for (p, policy) in POLICIES.iter().enumerate() {
-        let (on, off) = pair(p);
+    for (what, on, off) in pairs() {
         for t in &texts {
-            assert_same_encodes(GEMMA, &format!("{t:?} {policy:?}"), on, off, t);
+            assert_same_encodes(GEMMA, &format!("{t:?} {what}"), on, off, t);
         }
     }
 }
@@ -98,15 +111,14 @@ proptest! {
     #[test]
     fn random_mixtures_match(picks in prop::collection::vec(0..ALPHABET.len(), 0..200)) {
         let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
-        for p in 0..POLICIES.len() {
-            let (on, off) = pair(p);
+        for (what, on, off) in pairs() {
             let a = on.encode_with_offsets_sequential(&text, true).unwrap();
             let b = off.encode_with_offsets_sequential(&text, true).unwrap();
-            prop_assert_eq!(a.ids(), b.ids(), "{:?}", text);
-            prop_assert_eq!(a.offsets(), b.offsets(), "{:?}", text);
+            prop_assert_eq!(a.ids(), b.ids(), "{} {:?}", what, text);
+            prop_assert_eq!(a.offsets(), b.offsets(), "{} {:?}", what, text);
             let a = on.encode_sequential(&text, false).unwrap();
             let b = off.encode_sequential(&text, false).unwrap();
-            prop_assert_eq!(a.ids(), b.ids(), "{:?}", text);
+            prop_assert_eq!(a.ids(), b.ids(), "{} {:?}", what, text);
         }
     }
 }
