@@ -116,15 +116,9 @@ proptest! {
     fn random_mixtures_match(picks in prop::collection::vec(0..ALPHABET.len(), 0..200)) {
         let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
         for (m, model) in MODELS.iter().enumerate() {
-            for p in 0..POLICIES.len() {
+            for (p, policy) in POLICIES.iter().enumerate() {
                 let (on, off) = pairs(m, p);
-                let a = on.encode_with_offsets_sequential(&text, true).unwrap();
-                let b = off.encode_with_offsets_sequential(&text, true).unwrap();
-                prop_assert_eq!(a.ids(), b.ids(), "{} {:?}", model, text);
-                prop_assert_eq!(a.offsets(), b.offsets(), "{} {:?}", model, text);
-                let a = on.encode_sequential(&text, false).unwrap();
-                let b = off.encode_sequential(&text, false).unwrap();
-                prop_assert_eq!(a.ids(), b.ids(), "{} {:?}", model, text);
+                assert_same_encodes(model, &format!("{text:?} {policy:?}"), on, off, &text);
             }
         }
     }

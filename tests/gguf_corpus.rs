@@ -354,12 +354,7 @@ fn check_t5_against_sentencepiece(gguf: &str, model: PathBuf) {
             let special = ["<unk>", "<s>", "</s>", "<extra_id_"]
                 .iter()
                 .any(|s| text.contains(s));
-            let i = a
-                .ids()
-                .iter()
-                .zip(b.ids())
-                .take_while(|(x, y)| x == y)
-                .count();
+            let i = common::first_difference(a.ids(), b.ids());
             let tie = a.len() == b.len() && (total(a.ids()) - total(b.ids())).abs() < 1e-3;
             assert!(
                 special || tie || text.trim().is_empty(),

@@ -29,12 +29,7 @@ fn assert_same(model: &str, what: &str, a: &Tokenizer, b: &Tokenizer, text: &str
         let x = a.encode_sequential(text, add).unwrap();
         let y = b.encode_sequential(text, add).unwrap();
         if x.ids() != y.ids() {
-            let at = x
-                .ids()
-                .iter()
-                .zip(y.ids())
-                .take_while(|(p, q)| p == q)
-                .count();
+            let at = first_difference(x.ids(), y.ids());
             panic!(
                 "{model} {what} add_special_tokens={add}: {} vs {} ids, first difference at {at}",
                 x.len(),

@@ -42,12 +42,7 @@ fn differs(p: &Pair, text: &str) -> Option<String> {
         let a = p.routed.encode_sequential(text, add).unwrap();
         let b = p.general.encode_sequential(text, add).unwrap();
         if a.ids() != b.ids() {
-            let at = a
-                .ids()
-                .iter()
-                .zip(b.ids())
-                .take_while(|(x, y)| x == y)
-                .count();
+            let at = first_difference(a.ids(), b.ids());
             return Some(format!(
                 "add_special_tokens={add}: {} vs {} ids, first difference at id {at}",
                 a.len(),

@@ -41,18 +41,18 @@ pub fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// How many leading ids two encodings share: where they first differ.
+pub fn first_difference(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// The same ids (plain) and ids and offsets (with special tokens) from two
 /// loads of one file, one with a fast route and one without.
 pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokenizer, text: &str) {
     let a = on.encode_sequential(text, false).unwrap();
     let b = off.encode_sequential(text, false).unwrap();
     if a.ids() != b.ids() {
-        let at = a
-            .ids()
-            .iter()
-            .zip(b.ids())
-            .take_while(|(p, q)| p == q)
-            .count();
+        let at = first_difference(a.ids(), b.ids());
         panic!(
             "{model} {what}: {} vs {} ids, first difference at {at}",
             a.len(),
