@@ -1033,10 +1033,10 @@ fn beside<'s, R>(
     r
 }
 
-/// The shortest chunk `Auto` plans (bytes). On 16 threads, 32 KiB chunks
-/// gained 1.6–2.4x at 128 KiB and 2.3–3.8x at 256 KiB where two 128 KiB
-/// chunks (the old floor, half the two-thread threshold) gained nothing;
-/// 16 KiB chunks were no faster (claim 336).
+/// The shortest chunk `Auto` plans (bytes). On 4–16 threads, 32 KiB chunks
+/// gained 1.6–2.4x at 128 KiB and 1.4–3.8x at 256 KiB where the old floor
+/// (half the two-thread threshold, 128 KiB) gained 0.8–1.2x; 16 KiB chunks
+/// were slower in 27 of 32 cells (claim 336).
 const MIN_CHUNK_BYTES: usize = 32 << 10;
 
 /// How many chunks `Auto` cuts `n` bytes into on `threads` threads, given
