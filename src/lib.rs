@@ -148,7 +148,7 @@ pub mod __fuzz {
 #[doc(hidden)]
 pub mod __testing {
     pub use crate::load::testing::{
-        FastRoute, hf_json, hf_json_assembled, hf_json_route, spm_route,
+        FastRoute, hf_json, hf_json_assembled, hf_json_route, interim_active, spm_route,
     };
 }
 

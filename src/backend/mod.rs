@@ -103,6 +103,13 @@ pub trait Encoder: Send + Sync {
     /// without a wait for offsets and decode, after it. The default does
     /// nothing.
     fn warm_up(&self) {}
+
+    /// Whether encodes run on a stand-in engine while the backend's own is
+    /// built (claim 340); [`warm_up`](Self::warm_up) ends it. The default
+    /// is `false`.
+    fn building(&self) -> bool {
+        false
+    }
 }
 
 /// Whether the eight bytes at `i` are all ASCII (`false` past the end):

@@ -50,6 +50,10 @@ pub enum FastRoute {
     WholePieces,
     /// A lone one-char `Replace` normalizer run by the crate (claim 339).
     LoneReplace,
+    /// A byte-level BPE encoded by the interim engine (claim 340). Switched
+    /// on, the model is never built unless something waits for it, so the
+    /// encodes stay on that engine.
+    InterimBpe,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -67,6 +71,10 @@ pub fn hf_json_route(
         FastRoute::AddedAutomaton => routes.added = on,
         FastRoute::WholePieces => routes.whole_pieces = on,
         FastRoute::LoneReplace => routes.lone_replace = on,
+        FastRoute::InterimBpe => {
+            routes.interim = on;
+            routes.hold_model = on;
+        }
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
@@ -74,6 +82,7 @@ pub fn hf_json_route(
         FastRoute::AddedAutomaton => backend.added_automaton(),
         FastRoute::WholePieces => backend.whole_pieces(),
         FastRoute::LoneReplace => backend.lone_replace(),
+        FastRoute::InterimBpe => backend.interim_active(),
     };
     Ok((tokenizer, applies))
 }
@@ -115,4 +124,10 @@ pub fn spm_route(json: &str) -> Result<std::result::Result<(), String>> {
         false,
     )?;
     Ok(backend.spm_route().map_err(str::to_owned))
+}
+
+/// Whether `tokenizer` encodes on a stand-in engine while its own is built
+/// (the interim BPE of claim 340).
+pub fn interim_active(tokenizer: &Tokenizer) -> bool {
+    tokenizer.backend_dyn().building()
 }

@@ -17,20 +17,25 @@
 //! document, and the caller runs this build beside [`super::vocab::Vocab::read`]
 //! (`rayon::join`), so load time is about the model build alone.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use tokenizers::decoders::DecoderRuntime;
 use tokenizers::models::bpe::{BpeConfig, Merges, PipelineBPE, Vocab as BpeVocab};
 use tokenizers::normalizers::prepend::Prepend;
 use tokenizers::normalizers::replace::{Replace, ReplacePattern};
 use tokenizers::normalizers::strip::Strip;
 use tokenizers::normalizers::unicode::{NFC, NFD, NFKC, NFKD};
 use tokenizers::normalizers::utils::Lowercase;
-use tokenizers::pipeline::{NormalizerChain, PipelineModel, PipelineNormalizer, PipelineTokenizer};
+use tokenizers::pipeline::{
+    NormalizerChain, PipelineModel, PipelineNormalizer, PipelinePostProcessor,
+    PipelinePreTokenizer, PipelineTokenizer,
+};
 use tokenizers::vocab::bucket_added_vocabulary::{
     AddedToken, AddedVocabulary as BucketAddedVocabulary,
 };
 
+use super::interim::InterimBpe;
 use super::no_panic;
 use super::vocab::check_bpe_tables;
 use crate::backend::byte_level;
@@ -92,6 +97,44 @@ pub(super) fn bpe_pipeline(
     canonical: &Value,
     legacy: bool,
 ) -> Result<Option<PipelineTokenizer>> {
+    bpe_parts(path, full, canonical, legacy)?
+        .map(Parts::build)
+        .transpose()
+}
+
+/// Everything [`bpe_pipeline`] reads and checks before the model build,
+/// which [`Parts::build`] runs: that build is the one slow step, and a load
+/// may leave it to a thread of its own (claim 340).
+pub(super) struct Parts {
+    path: PathBuf,
+    table: BpeVocab,
+    merges: Merges,
+    options: BpeConfig,
+    added_vocabulary: BucketAddedVocabulary,
+    normalizers: Vec<PipelineNormalizer>,
+    pre_tokenizer: PipelinePreTokenizer,
+    decoder: Option<DecoderRuntime>,
+    /// The post-processor's JSON, read where a pipeline is put together.
+    post_processor: String,
+    frame: PipelineTokenizer,
+}
+
+/// The pipeline a load encodes with while the model builds: every
+/// component of the file's, the model's work done by [`InterimBpe`].
+pub(super) struct Interim {
+    /// The file's normalizers, pre-tokenizer and added vocabulary (its
+    /// model a stand-in holding the atoms, never called).
+    pub(super) pipe: PipelineTokenizer,
+    pub(super) bpe: InterimBpe,
+}
+
+/// What [`bpe_pipeline`] builds its model from; `None` as there.
+pub(super) fn bpe_parts(
+    path: &Path,
+    full: &Value,
+    canonical: &Value,
+    legacy: bool,
+) -> Result<Option<Parts>> {
     let Some(model) = canonical.get("model").and_then(Value::as_object) else {
         return Ok(None);
     };
@@ -160,34 +203,110 @@ pub(super) fn bpe_pipeline(
         )
     })?
     .map_err(|e| Error::parse(path, format!("added tokens: {e}")))?;
-    let bpe = no_panic(path, "building the BPE model", || {
-        PipelineBPE::from_config(BpeConfig {
-            vocab: table,
-            merges,
-            cache_capacity: crate::backend::BPE_WORD_CACHE_SLOTS,
-            ..options
-        })
-    })?
-    .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
     let post_processor = canonical
         .get("post_processor")
         .map_or_else(|| Ok("null".to_owned()), serde_json::to_string)
         .map_err(|e| Error::parse(path, e.to_string()))?;
-    let post_processor = no_panic(path, "post_processor", || {
-        tokenizers::post_processor_from_json(&post_processor)
-    })?
-    .map_err(|e| Error::parse(path, format!("post_processor: {e}")))?;
-    Ok(Some(PipelineTokenizer::from_parts(
+    Ok(Some(Parts {
+        path: path.to_path_buf(),
+        table,
+        merges,
+        options,
         added_vocabulary,
         normalizers,
         pre_tokenizer,
-        PipelineModel::BPE(bpe),
-        post_processor,
         decoder,
-        frame.get_role_to_token().clone(),
-        frame.get_padding().cloned(),
-        frame.get_truncation().cloned(),
-    )))
+        post_processor,
+        frame,
+    }))
+}
+
+impl Parts {
+    /// The model build, and the pipeline put together around it.
+    pub(super) fn build(self) -> Result<PipelineTokenizer> {
+        let path = self.path.as_path();
+        let (table, merges, options) = (self.table, self.merges, self.options);
+        let bpe = no_panic(path, "building the BPE model", || {
+            PipelineBPE::from_config(BpeConfig {
+                vocab: table,
+                merges,
+                cache_capacity: crate::backend::BPE_WORD_CACHE_SLOTS,
+                ..options
+            })
+        })?
+        .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        let post_processor = read_post_processor(path, &self.post_processor)?;
+        Ok(PipelineTokenizer::from_parts(
+            self.added_vocabulary,
+            self.normalizers,
+            self.pre_tokenizer,
+            PipelineModel::BPE(bpe),
+            post_processor,
+            self.decoder,
+            self.frame.get_role_to_token().clone(),
+            self.frame.get_padding().cloned(),
+            self.frame.get_truncation().cloned(),
+        ))
+    }
+
+    /// Whether the model is a plain BPE (no dropout, no affixes) on
+    /// byte-level characters or with byte fallback, the kinds
+    /// [`InterimBpe`] encodes.
+    pub(super) fn interim_fits(&self) -> bool {
+        let o = &self.options;
+        let plain = |a: &Option<String>| a.as_deref().is_none_or(str::is_empty);
+        (o.byte_level || o.byte_fallback)
+            && o.dropout.is_none()
+            && plain(&o.continuing_subword_prefix)
+            && plain(&o.end_of_word_suffix)
+    }
+
+    /// The pipeline to encode with until [`build`](Self::build) is done,
+    /// around `bpe` (built from the same file's tables by `Vocab::read`);
+    /// `None` unless [`interim_fits`](Self::interim_fits). `canonical` is
+    /// the skeleton these parts were read from.
+    pub(super) fn interim(&self, canonical: &Value, bpe: InterimBpe) -> Result<Option<Interim>> {
+        if !self.interim_fits() || bpe.byte_level() != self.options.byte_level {
+            return Ok(None);
+        }
+        let path = self.path.as_path();
+        let model = canonical.get("model").and_then(Value::as_object);
+        let (Some(options), Some(normalizers)) = (
+            model.and_then(bpe_options),
+            normalizers(canonical.get("normalizer").filter(|n| !n.is_null())),
+        ) else {
+            return Ok(None);
+        };
+        let vocab: BpeVocab = atoms(&options).into_iter().zip(0u32..).collect();
+        let stand_in = no_panic(path, "building the atoms' BPE model", || {
+            PipelineBPE::from_config(BpeConfig {
+                vocab,
+                merges: Merges::new(),
+                ..options
+            })
+        })?
+        .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        let pre_tokenizer = no_panic(path, "pre_tokenizer", || self.pre_tokenizer.clone())?;
+        let pipe = PipelineTokenizer::from_parts(
+            self.added_vocabulary.clone(),
+            normalizers,
+            pre_tokenizer,
+            PipelineModel::BPE(stand_in),
+            read_post_processor(path, &self.post_processor)?,
+            self.decoder.clone(),
+            self.frame.get_role_to_token().clone(),
+            self.frame.get_padding().cloned(),
+            self.frame.get_truncation().cloned(),
+        );
+        Ok(Some(Interim { pipe, bpe }))
+    }
+}
+
+fn read_post_processor(path: &Path, json: &str) -> Result<PipelinePostProcessor> {
+    no_panic(path, "post_processor", || {
+        tokenizers::post_processor_from_json(json)
+    })?
+    .map_err(|e| Error::parse(path, format!("post_processor: {e}")))
 }
 
 /// A JSON field as `tokenizers`' reader sees it: `null` is absent.
@@ -251,7 +370,10 @@ fn same_options(frame: &PipelineTokenizer, options: &BpeConfig) -> bool {
 /// `tokenizers`' reader on the skeleton, with a vocabulary of the atoms its
 /// build requires (bytes, byte-fallback pieces, the unknown token) and no
 /// merges; `None` if it fails (the caller's full read then reports why).
-fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<PipelineTokenizer> {
+/// The entries a BPE model of `options` cannot be built without: the
+/// byte-level characters, the byte-fallback pieces, the unknown token, and
+/// one inert entry (`tokenizers` panics building an empty store).
+fn atoms(options: &BpeConfig) -> Vec<String> {
     let mut atoms: Vec<String> = Vec::new();
     if options.byte_level {
         let table = byte_level::byte_to_char_table();
@@ -261,8 +383,12 @@ fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<Pipeline
         atoms.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
     }
     atoms.extend(options.unk_token.clone());
-    // `tokenizers` panics building an empty store; one inert entry avoids it.
     atoms.push("\u{10FFFF}".to_owned());
+    atoms
+}
+
+fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<PipelineTokenizer> {
+    let atoms = atoms(options);
     let mut vocab = Map::with_capacity(atoms.len());
     for (id, atom) in atoms.into_iter().enumerate() {
         vocab.insert(atom, Value::from(id));

@@ -40,7 +40,9 @@ const NAME: &str = "hf";
 
 /// One chunk encoder's working memory (the BPE word cache lives in it).
 pub(super) struct Scratch {
-    model: PipelineModelScratch,
+    /// Made from the built model on its first use: the interim engine
+    /// (claim 340) keeps its own.
+    model: Option<PipelineModelScratch>,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
     one: Vec<PipelineToken>,
@@ -476,6 +478,34 @@ impl HfBackend {
         }
     }
 
+    /// The pipeline the chunk encoder reads its components from: the
+    /// interim one while the model builds (claim 340). Both hold the same
+    /// components, so an encode that sees the switch mid-way is unchanged.
+    fn chunk_pipe(&self) -> Result<&tokenizers::pipeline::PipelineTokenizer> {
+        match self.pipe.interim() {
+            Some(interim) => Ok(&interim.pipe),
+            None => self.pipe(),
+        }
+    }
+
+    /// The model's ids for `spans` of `text`, appended to `out`: the
+    /// interim engine's while the model builds, the model's after.
+    fn tokenize_spans(
+        &self,
+        text: &str,
+        spans: &[Span],
+        model_scratch: &mut Option<PipelineModelScratch>,
+        out: &mut Vec<PipelineToken>,
+    ) -> Result<()> {
+        if let Some(interim) = self.pipe.interim() {
+            interim.bpe.tokenize_spans(text, spans, out);
+            return Ok(());
+        }
+        let model = self.pipe()?.get_model();
+        let scratch = model_scratch.get_or_insert_with(|| model.init_scratch());
+        model.tokenize_spans(text, spans, scratch, out).map_err(err)
+    }
+
     pub(super) fn encode_chunk_impl(
         &self,
         text: &str,
@@ -483,11 +513,10 @@ impl HfBackend {
         bounds: bool,
         specials_as_text: bool,
     ) -> Result<ChunkEncoding> {
-        let pipe = self.pipe()?;
         let slot = self.scratch.get_or_default();
         // Taken out, not borrowed: a nested encode on this thread makes its own.
         let mut scratch = slot.take().unwrap_or_else(|| Scratch {
-            model: pipe.get_model().init_scratch(),
+            model: None,
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             one: Vec::new(),
@@ -522,7 +551,7 @@ impl HfBackend {
         };
         out.head.bounds.push(0);
         out.tail.bounds.push(len);
-        let added = self.pipe()?.get_added_vocabulary();
+        let added = self.chunk_pipe()?.get_added_vocabulary();
         let bytes = text.as_bytes();
         let mut pos = 0;
         loop {
@@ -621,7 +650,7 @@ impl HfBackend {
         scratch: &mut Scratch,
         out: &mut Out,
     ) -> Result<()> {
-        let pipe = self.pipe()?;
+        let pipe = self.chunk_pipe()?;
         let normalized = match &self.bert {
             Some(bert) => bert.normalize(segment),
             None if self.nfc_only => Ok(super::nfc::normalize(segment)),
@@ -682,9 +711,7 @@ impl HfBackend {
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
-                    pipe.get_model()
-                        .tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)
-                        .map_err(err)?;
+                    self.tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)?;
                     self.fix_folds_from(&mut out.tokens, first);
                 }
                 if let Some(map) = map.as_mut() {
@@ -736,15 +763,12 @@ impl HfBackend {
         let spans = std::mem::take(&mut scratch.spans);
         for span in &spans {
             scratch.one.clear();
-            self.pipe()?
-                .get_model()
-                .tokenize_spans(
-                    piece.text,
-                    std::slice::from_ref(span),
-                    &mut scratch.model,
-                    &mut scratch.one,
-                )
-                .map_err(err)?;
+            self.tokenize_spans(
+                piece.text,
+                std::slice::from_ref(span),
+                &mut scratch.model,
+                &mut scratch.one,
+            )?;
             self.fix_folds_from(&mut scratch.one, 0);
             let (s, e) = (
                 piece.base + span.start as usize,
@@ -890,15 +914,12 @@ impl HfBackend {
         tokens: &[PipelineToken],
     ) -> Result<usize> {
         scratch.one.clear();
-        self.pipe()?
-            .get_model()
-            .tokenize_spans(
-                piece.text,
-                std::slice::from_ref(&span),
-                &mut scratch.model,
-                &mut scratch.one,
-            )
-            .map_err(err)?;
+        self.tokenize_spans(
+            piece.text,
+            std::slice::from_ref(&span),
+            &mut scratch.model,
+            &mut scratch.one,
+        )?;
         self.fix_folds_from(&mut scratch.one, 0);
         let count = scratch.one.len();
         let from = at(count).ok_or_else(|| err("pre-token tokens out of range"))?;

@@ -12,6 +12,7 @@ mod align;
 mod assemble;
 mod bert_norm;
 mod chunk;
+mod interim;
 mod nfc;
 mod pipe;
 mod regex_split;
@@ -97,6 +98,12 @@ enum Early {
     Built(PipelineTokenizer),
     /// The reader's skeleton pipeline; the whole one is deferred (claim 306).
     Frame(PipelineTokenizer),
+    /// All but the model build, for an interim engine to encode while it
+    /// runs (claim 340), if `Vocab::read` built one.
+    Parts(Box<assemble::Parts>),
+    /// All but the model build, and the pipeline that encodes until it is
+    /// done (claim 340).
+    Staged(Box<assemble::Parts>, Box<assemble::Interim>),
     /// Nothing: the file is read whole once `Vocab::read` validated it.
     None,
 }
@@ -119,6 +126,12 @@ pub(crate) struct Routes {
     pub whole_pieces: bool,
     /// A lone one-char `Replace` normalizer run by the crate (claim 339).
     pub lone_replace: bool,
+    /// A byte-level BPE's model built on a thread of its own while
+    /// [`interim::InterimBpe`] encodes (claim 340).
+    pub interim: bool,
+    /// With `interim`: no thread; the model is built when something waits
+    /// for it (the equivalence tests, which must see the interim engine).
+    pub hold_model: bool,
 }
 
 impl Default for Routes {
@@ -130,6 +143,8 @@ impl Default for Routes {
             added: true,
             whole_pieces: true,
             lone_replace: true,
+            interim: true,
+            hold_model: false,
         }
     }
 }
@@ -287,17 +302,36 @@ impl HfBackend {
                 {
                     return Ok((spm, Early::Frame(frame)));
                 }
-                let built = if routes.assemble {
-                    assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
+                let parts = if routes.assemble {
+                    assemble::bpe_parts(path, &value, &skeleton, legacy)?
                 } else {
                     None
                 };
-                Ok((spm, built.map_or(Early::None, Early::Built)))
+                let Some(parts) = parts else {
+                    return Ok((spm, Early::None));
+                };
+                // A byte-level BPE may encode on the interim engine while its
+                // model builds on a thread of its own (claim 340): the
+                // engine comes from `Vocab::read`, so that is decided after
+                // the join.
+                if routes.interim && spm.is_err() && parts.interim_fits() {
+                    return Ok((spm, Early::Parts(Box::new(parts))));
+                }
+                Ok((spm, Early::Built(parts.build()?)))
             },
             || Vocab::read(path, &value),
         );
-        let vocab = vocab?;
+        let mut vocab = vocab?;
         let (spm, early) = early?;
+        let interim_bpe = vocab.interim.take();
+        let early = match (early, interim_bpe) {
+            (Early::Parts(parts), Some(bpe)) => match parts.interim(&skeleton, bpe)? {
+                Some(interim) => Early::Staged(parts, Box::new(interim)),
+                None => Early::Built(parts.build()?),
+            },
+            (Early::Parts(parts), None) => Early::Built(parts.build()?),
+            (early, _) => early,
+        };
         // Anything `assemble` does not recognise is read whole, after
         // `Vocab::read` has validated it (as before claim 282); the rest
         // reads the canonical document (the skeleton with the tables put
@@ -306,15 +340,21 @@ impl HfBackend {
         let (pipe, frame) = match early {
             Early::Built(pipe) => (pipe::Pipe::ready(pipe, true), None),
             Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes), Some(frame)),
+            Early::Staged(parts, interim) => (
+                pipe::Pipe::staged(*parts, *interim, !routes.hold_model),
+                None,
+            ),
+            Early::Parts(parts) => (pipe::Pipe::ready(parts.build()?, true), None),
             Early::None => (
                 pipe::Pipe::ready(Self::read_whole(path, json, &mut value, legacy)?, false),
                 None,
             ),
         };
         // What the load reads from the pipeline is the same in the skeleton's.
-        let pipe_view = match &frame {
-            Some(frame) => frame,
-            None => &pipe.get()?.pipe,
+        let pipe_view = match (&frame, pipe.interim()) {
+            (Some(frame), _) => frame,
+            (None, Some(interim)) => &interim.pipe,
+            (None, None) => &pipe.get()?.pipe,
         };
         probe(path, pipe_view, &value)?;
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
@@ -470,6 +510,12 @@ impl HfBackend {
         self.whole_pieces
     }
 
+    /// Whether encodes run on the interim engine (claim 340): the model is
+    /// still being built.
+    pub(crate) fn interim_active(&self) -> bool {
+        self.pipe.interim().is_some()
+    }
+
     /// Whether the crate runs the lone `Replace` normalizer (claim 339).
     pub(crate) fn lone_replace(&self) -> bool {
         self.lone_replace.is_some()
@@ -561,6 +607,7 @@ impl HfBackend {
     ) -> Result<Vec<u32>> {
         if self.nfc_only
             || self.added.is_some()
+            || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
             || (self.regex_split.is_some() && needs_regex(text))
         {
@@ -759,9 +806,13 @@ impl Encoder for HfBackend {
         Some(&self.split)
     }
 
-    /// Waits for a pipeline the load left building (claim 306).
+    /// Waits for a pipeline the load left building (claims 306, 340).
     fn warm_up(&self) {
         let _ = self.pipe.get();
+    }
+
+    fn building(&self) -> bool {
+        self.interim_active()
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {

@@ -1,17 +1,20 @@
 //! The `tokenizers` pipeline of a `tokenizer.json`: built during the load,
 //! or, where the SentencePiece route encodes (claims 230–238) and the
 //! pipeline serves only offsets and non-byte-level decode, on a thread of
-//! its own started by the load (DESIGN.md claim 306).
+//! its own started by the load (DESIGN.md claim 306), or, for a byte-level
+//! BPE, its model built on a thread of its own while an interim pipeline
+//! encodes (claim 340).
 //!
 //! Performance note: building the pipeline's BPE model (`tokenizers`'
 //! `from_config`) was about a third of a Mistral-7B `tokenizer.json` load,
 //! for a model the routed encodes never touch.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokenizers::pipeline::PipelineTokenizer;
 
+use super::assemble::{Interim, Parts};
 use super::{HfBackend, Routes, assemble};
 use crate::error::{Error, Result};
 
@@ -30,12 +33,20 @@ struct Source {
     routes: Routes,
 }
 
+/// The parts of a staged build, taken by whichever of the build thread and
+/// a waiting caller runs it first.
+type Staged = Arc<Mutex<Option<Parts>>>;
+
 /// The pipeline, ready or being built.
 pub(super) struct Pipe {
     cell: Arc<OnceLock<std::result::Result<Built, Error>>>,
     /// Set when the build was deferred: what the first caller builds from
     /// if the background thread has not started it.
     source: Option<Arc<Source>>,
+    /// Set when the model build was left to a thread (claim 340).
+    staged: Option<Staged>,
+    /// What encodes until then.
+    interim: Option<Interim>,
 }
 
 impl Pipe {
@@ -44,6 +55,39 @@ impl Pipe {
         Self {
             cell: Arc::new(OnceLock::from(Ok(Built { pipe, assembled }))),
             source: None,
+            staged: None,
+            interim: None,
+        }
+    }
+
+    /// A pipeline whose model [`Parts::build`] builds on a thread started
+    /// here (unless `start` is false: then the first caller of
+    /// [`get`](Self::get) builds it); `interim` encodes until it is done.
+    pub(super) fn staged(parts: Parts, interim: Interim, start: bool) -> Self {
+        let staged: Staged = Arc::new(Mutex::new(Some(parts)));
+        let cell = Arc::new(OnceLock::new());
+        if start {
+            let (thread_cell, thread_staged) = (Arc::clone(&cell), Arc::clone(&staged));
+            let _ = std::thread::Builder::new()
+                .name("rtok-hf-model".into())
+                .spawn(move || {
+                    thread_cell.get_or_init(|| build_staged(&thread_staged));
+                });
+        }
+        Self {
+            cell,
+            source: None,
+            staged: Some(staged),
+            interim: Some(interim),
+        }
+    }
+
+    /// The interim pipeline while the model is being built; `None` once it
+    /// is built (or where there is none), so callers move to [`get`](Self::get).
+    pub(super) fn interim(&self) -> Option<&Interim> {
+        match self.cell.get() {
+            Some(_) => None,
+            None => self.interim.as_ref(),
         }
     }
 
@@ -65,20 +109,38 @@ impl Pipe {
         Self {
             cell,
             source: Some(source),
+            staged: None,
+            interim: None,
         }
     }
 
     /// The pipeline, waiting for (or running) a deferred build.
     pub(super) fn get(&self) -> Result<&Built> {
-        let built = match &self.source {
-            Some(source) => self.cell.get_or_init(|| build(source)),
-            None => self
+        let built = match (&self.source, &self.staged) {
+            (Some(source), _) => self.cell.get_or_init(|| build(source)),
+            (None, Some(staged)) => self.cell.get_or_init(|| build_staged(staged)),
+            (None, None) => self
                 .cell
                 .get()
                 .ok_or_else(|| Error::backend(super::NAME, "the pipeline was never built"))?,
         };
         built.as_ref().map_err(|e| Error::new(e.kind().clone()))
     }
+}
+
+/// The model build of a staged pipeline. `OnceLock` runs one initialiser,
+/// so the parts are always there to take.
+fn build_staged(staged: &Staged) -> std::result::Result<Built, Error> {
+    let parts = staged
+        .lock()
+        .map_err(|_| Error::backend(super::NAME, "the model build was poisoned"))?
+        .take()
+        .ok_or_else(|| Error::backend(super::NAME, "the model build ran twice"))?;
+    let pipe = parts.build()?;
+    Ok(Built {
+        pipe,
+        assembled: true,
+    })
 }
 
 /// The whole read of a deferred pipeline, as the load would have done it.

@@ -8,15 +8,20 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::path::Path;
 
+use super::interim::InterimBpe;
 use crate::backend::{StartRule, byte_level};
 use crate::error::{Error, Result};
 use crate::limits;
 
+/// What the load reads of the document, its strings borrowed from the
+/// parsed value: `model.vocab` is read apart (no map is built to be
+/// flattened again), and merges are only checked and looked up.
 #[derive(Deserialize)]
-struct FileView {
+struct FileView<'a> {
     #[serde(default)]
     added_tokens: Vec<AddedTokenView>,
-    model: ModelView,
+    #[serde(borrow)]
+    model: ModelView<'a>,
     #[serde(default)]
     decoder: Option<serde_json::Value>,
 }
@@ -30,11 +35,9 @@ struct AddedTokenView {
 }
 
 #[derive(Deserialize)]
-struct ModelView {
+struct ModelView<'a> {
     #[serde(rename = "type", default)]
     kind: Option<String>,
-    #[serde(default)]
-    vocab: Option<VocabView>,
     #[serde(default)]
     continuing_subword_prefix: Option<String>,
     #[serde(default)]
@@ -43,32 +46,59 @@ struct ModelView {
     byte_fallback: bool,
     #[serde(default)]
     ignore_merges: bool,
-    #[serde(default)]
-    merges: Vec<MergeView>,
+    #[serde(default, borrow)]
+    merges: Vec<MergeView<'a>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum MergeView {
-    Joined(String),
-    Pair((String, String)),
+/// A merge as the file spells it: `"a b"` (legacy) or `["a", "b"]`.
+enum MergeView<'a> {
+    Joined(&'a str),
+    Pair((&'a str, &'a str)),
 }
 
-impl MergeView {
-    fn pair(&self) -> Option<(&str, &str)> {
-        match self {
-            Self::Joined(s) => s.split_once(' '),
-            Self::Pair((a, b)) => Some((a, b)),
+/// By hand rather than `#[serde(untagged)]`, which buffers every entry
+/// before trying each form (a tenth of a 280,000-merge load).
+impl<'de: 'a, 'a> Deserialize<'de> for MergeView<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = MergeView<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a merge: \"a b\" or [\"a\", \"b\"]")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                s: &'de str,
+            ) -> std::result::Result<Self::Value, E> {
+                Ok(MergeView::Joined(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let a: &'a str = seq
+                    .next_element()?
+                    .ok_or_else(|| serde::de::Error::invalid_length(0, &self))?;
+                let b: &'a str = seq
+                    .next_element()?
+                    .ok_or_else(|| serde::de::Error::invalid_length(1, &self))?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::invalid_length(3, &self));
+                }
+                Ok(MergeView::Pair((a, b)))
+            }
         }
+        d.deserialize_any(Visit(std::marker::PhantomData))
     }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum VocabView {
-    Map(FxHashMap<String, u32>),
-    /// Unigram: `[[piece, score], …]`, ids by position.
-    List(Vec<(String, f64)>),
+impl MergeView<'_> {
+    fn pair(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::Joined(s) => s.split_once(' '),
+            Self::Pair((a, b)) => Some((*a, *b)),
+        }
+    }
 }
 
 /// Which model a `tokenizer.json` declares.
@@ -103,6 +133,9 @@ pub(crate) struct Vocab {
     /// Per-id output bytes for streaming, when the decoder is concatenation
     /// plus a rule at the start of the text ([`StreamTable`]).
     pub stream: Option<StreamTable>,
+    /// A byte-level BPE's interim engine (claim 340), built here from the
+    /// ids the merge check looks up anyway; taken by the load.
+    pub interim: Option<InterimBpe>,
 }
 
 /// What [`DecodeStyle::ByteConcatWithStart`] needs: per-id bytes, the start
@@ -126,20 +159,7 @@ impl Vocab {
                 return Err(Error::parse(path, format!("unknown model type {other:?}")));
             }
         };
-        let mut entries: Vec<(String, u32)> = match view.model.vocab {
-            Some(VocabView::Map(map)) => map.into_iter().collect(),
-            Some(VocabView::List(list)) => list
-                .into_iter()
-                .enumerate()
-                .map(|(i, (piece, _))| {
-                    Ok((
-                        piece,
-                        u32::try_from(i).map_err(|_| Error::parse(path, "vocab too large"))?,
-                    ))
-                })
-                .collect::<Result<_>>()?,
-            None => Vec::new(),
-        };
+        let mut entries: Vec<(&str, u32)> = model_vocab(path, json)?;
         let decoder_type = view
             .decoder
             .as_ref()
@@ -159,17 +179,34 @@ impl Vocab {
             ));
         }
         for t in &view.added_tokens {
-            entries.push((t.content.clone(), t.id));
+            entries.push((t.content.as_str(), t.id));
         }
         check_entries(path, &entries)?;
-        if kind == ModelKind::Bpe {
+        let merge_ids = if kind == ModelKind::Bpe {
             check_merges(
                 path,
                 &entries[..n_model],
                 &view.model.merges,
                 view.model.continuing_subword_prefix.as_deref(),
-            )?;
-        }
+            )?
+        } else {
+            Vec::new()
+        };
+        let no_affix = |a: &Option<String>| a.as_deref().is_none_or(str::is_empty);
+        let interim = (kind == ModelKind::Bpe
+            && (byte_level || view.model.byte_fallback)
+            && no_affix(&view.model.continuing_subword_prefix)
+            && no_affix(&view.model.end_of_word_suffix))
+        .then(|| {
+            InterimBpe::build(
+                &entries[..n_model],
+                &merge_ids,
+                byte_level,
+                view.model.ignore_merges,
+            )
+        })
+        .flatten();
+        drop(merge_ids);
         let size = entries
             .iter()
             .map(|(_, id)| *id as usize + 1)
@@ -192,29 +229,7 @@ impl Vocab {
         }
         let prefix = view.model.continuing_subword_prefix.unwrap_or_default();
         let suffix = view.model.end_of_word_suffix.unwrap_or_default();
-        let normalized_len: Vec<Option<u32>> = tokens
-            .iter()
-            .enumerate()
-            .map(|(id, token)| {
-                let token = token.as_deref()?;
-                if added[id] {
-                    return u32::try_from(token.len()).ok();
-                }
-                let len = match kind {
-                    ModelKind::WordLevel => return None,
-                    ModelKind::Bpe if byte_level => {
-                        byte_level::unspell(token).map_or(token.len(), |b| b.len())
-                    }
-                    _ if view.model.byte_fallback && is_byte_piece(token) => 1,
-                    _ => {
-                        let t = token.strip_prefix(prefix.as_str()).unwrap_or(token);
-                        t.strip_suffix(suffix.as_str()).unwrap_or(t).len()
-                    }
-                };
-                u32::try_from(len).ok()
-            })
-            .collect();
-        let decode_bytes = byte_level.then(|| {
+        let decode_bytes: Option<Vec<Box<[u8]>>> = byte_level.then(|| {
             tokens
                 .iter()
                 .enumerate()
@@ -228,6 +243,29 @@ impl Vocab {
                 })
                 .collect()
         });
+        let normalized_len: Vec<Option<u32>> = tokens
+            .iter()
+            .enumerate()
+            .map(|(id, token)| {
+                let token = token.as_deref()?;
+                if added[id] {
+                    return u32::try_from(token.len()).ok();
+                }
+                let len = match kind {
+                    ModelKind::WordLevel => return None,
+                    // The bytes the entry decodes to (unspelled once, there).
+                    ModelKind::Bpe if let Some(bytes) = &decode_bytes => {
+                        bytes.get(id).map_or(token.len(), |b| b.len())
+                    }
+                    _ if view.model.byte_fallback && is_byte_piece(token) => 1,
+                    _ => {
+                        let t = token.strip_prefix(prefix.as_str()).unwrap_or(token);
+                        t.strip_suffix(suffix.as_str()).unwrap_or(t).len()
+                    }
+                };
+                u32::try_from(len).ok()
+            })
+            .collect();
         let fold_fixups = if byte_level && !view.model.ignore_merges {
             fold_fixups(&tokens, &by_token, &view.model.merges)
         } else {
@@ -253,6 +291,7 @@ impl Vocab {
             .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
             .collect();
         Ok(Self {
+            interim,
             stream,
             byte_pieces,
             fold_fixups,
@@ -425,8 +464,40 @@ fn cleanup_chain(s: &str) -> String {
 
 /// Token lengths and ids within what `tokenizers` stores and what the tables
 /// built from them may cost (DESIGN.md, "Limits"); checked before either is built.
-fn check_entries(path: &Path, entries: &[(String, u32)]) -> Result<()> {
-    check_entry_iter(path, entries.iter().map(|(t, id)| (t.as_str(), *id)))
+fn check_entries(path: &Path, entries: &[(&str, u32)]) -> Result<()> {
+    check_entry_iter(path, entries.iter().copied())
+}
+
+/// `model.vocab`: a map of token → id (BPE, WordPiece, WordLevel) or a
+/// Unigram list of `[piece, score]`, ids by position.
+fn model_vocab<'a>(path: &Path, json: &'a serde_json::Value) -> Result<Vec<(&'a str, u32)>> {
+    use serde_json::Value;
+    let bad = |what: String| Error::parse(path, what);
+    match json.get("model").and_then(|m| m.get("vocab")) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(token, id)| {
+                let id = id
+                    .as_u64()
+                    .and_then(|id| u32::try_from(id).ok())
+                    .ok_or_else(|| bad(format!("vocab entry {token:?} has a bad id")))?;
+                Ok((token.as_str(), id))
+            })
+            .collect(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| match entry.as_array().map(Vec::as_slice) {
+                Some([Value::String(piece), score]) if score.is_number() => Ok((
+                    piece.as_str(),
+                    u32::try_from(i).map_err(|_| bad("vocab too large".to_owned()))?,
+                )),
+                _ => Err(bad(format!("vocab entry {i} is not a [piece, score] pair"))),
+            })
+            .collect(),
+        Some(_) => Err(bad("model.vocab is neither a map nor a list".to_owned())),
+    }
 }
 
 /// What `tokenizers`' BPE build needs to neither panic nor size a table by a
@@ -495,17 +566,17 @@ fn check_entry_iter<'a>(
 /// the result up, so a bad merge panics there instead of failing.
 fn check_merges(
     path: &Path,
-    model_entries: &[(String, u32)],
+    model_entries: &[(&str, u32)],
     merges: &[MergeView],
     prefix: Option<&str>,
-) -> Result<()> {
+) -> Result<Vec<[u32; 3]>> {
     if merges.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let vocab: rustc_hash::FxHashSet<&str> =
-        model_entries.iter().map(|(t, _)| t.as_str()).collect();
+    let vocab: FxHashMap<&str, u32> = model_entries.iter().copied().collect();
     let prefix_len = prefix.map_or(0, str::len);
     let mut merged = String::new();
+    let mut ids = Vec::with_capacity(merges.len());
     for (rank, merge) in merges.iter().enumerate() {
         let Some((a, b)) = merge.pair() else {
             return Err(Error::parse(
@@ -514,20 +585,21 @@ fn check_merges(
             ));
         };
         let bad = |why: &str| Error::parse(path, format!("merge {rank} ({a:?} {b:?}): {why}"));
-        if !vocab.contains(a) || !vocab.contains(b) {
+        let (Some(&left), Some(&right)) = (vocab.get(a), vocab.get(b)) else {
             return Err(bad("a side is not in the vocabulary"));
-        }
+        };
         let rest = b
             .get(prefix_len..)
             .ok_or_else(|| bad("the right side is shorter than continuing_subword_prefix"))?;
         merged.clear();
         merged.push_str(a);
         merged.push_str(rest);
-        if !vocab.contains(merged.as_str()) {
+        let Some(&joined) = vocab.get(merged.as_str()) else {
             return Err(bad("the merged token is not in the vocabulary"));
-        }
+        };
+        ids.push([left, right, joined]);
     }
-    Ok(())
+    Ok(ids)
 }
 
 /// Whether a decoder (or a `Sequence` of them) has a `ByteFallback` step.
@@ -564,6 +636,18 @@ fn fold_fixups(
     by_token: &FxHashMap<Box<str>, u32>,
     merges: &[MergeView],
 ) -> FxHashMap<u32, Vec<u32>> {
+    let candidates: Vec<(usize, &str)> = tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(id, token)| Some((id, token.as_deref()?)))
+        .filter(|&(_, token)| {
+            token.len() >= 2 && token.chars().count() == 1 && byte_level::unspell(token).is_none()
+        })
+        .collect();
+    // Most vocabularies have none: the rank map is built only for them.
+    if candidates.is_empty() {
+        return FxHashMap::default();
+    }
     let ranks: FxHashMap<(&str, &str), usize> = merges
         .iter()
         .enumerate()
@@ -571,13 +655,7 @@ fn fold_fixups(
         .collect();
     let alphabet = byte_level::byte_to_char_table();
     let mut out = FxHashMap::default();
-    for (id, token) in tokens.iter().enumerate() {
-        let Some(token) = token.as_deref() else {
-            continue;
-        };
-        if token.len() < 2 || token.chars().count() != 1 || byte_level::unspell(token).is_some() {
-            continue;
-        }
+    for (id, token) in candidates {
         // Plain BPE over the byte-level spelling of the character (2–4 symbols).
         let spelled = byte_level::spell(token.as_bytes(), &alphabet);
         let mut symbols: Vec<String> = spelled.chars().map(String::from).collect();

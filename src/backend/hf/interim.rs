@@ -1,0 +1,352 @@
+//! The byte-level BPE that encodes while `tokenizers`' model is still being
+//! built (DESIGN.md claims 340–343).
+//!
+//! `PipelineBPE::from_config` is most of a byte-level `tokenizer.json` load
+//! (its vocabulary store, pair tables and fold proof: about 0.29 s of CPU for
+//! Llama-3), and its tables are only needed for speed. The load builds this
+//! engine instead, from the same vocabulary and merges, in tens of
+//! milliseconds, and starts the model build on a thread of its own; encodes
+//! run here until that model is ready, then on it.
+//!
+//! The merge loop is the reference's (`tokenizers` 0.x `Word::merge_all`):
+//! a queue of adjacent pairs ordered by merge rank, then by position, an
+//! entry dropped when its pair no longer stands there with the same result.
+//! Ids are therefore the reference's by construction, and a differential
+//! test holds them to the built model's on every corpus and adversarial file.
+//!
+//! Performance notes: nothing here competes with the built model's word
+//! cache (claim 309 measured an engine like this at 1.3–2.2× slower warm);
+//! it serves the first encodes of a fresh load. A per-thread map of the
+//! words seen so far keeps repeated words off the merge loop.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+use tokenizers::pipeline::{PipelineToken, Span};
+
+use crate::backend::byte_level;
+
+/// Words remembered per thread before the map starts again.
+const WORD_MAP_LIMIT: usize = 1 << 16;
+
+/// A BPE over a word's raw bytes: each byte starts as the id of its
+/// byte-level character (a byte-level BPE), or each char as its own entry's
+/// id, else its bytes' `<0xNN>` pieces (byte fallback); merges join
+/// adjacent ids.
+pub(crate) struct InterimBpe {
+    start: Start,
+    /// `(left, right)` → `(rank, merged id)`; a pair listed twice keeps its
+    /// last rank, as the reference's map does.
+    pairs: FxHashMap<u64, (u32, u32)>,
+    /// For `ignore_merges`: vocabulary entries by the bytes they spell.
+    words: Option<WordIndex>,
+    scratch: thread_local::ThreadLocal<RefCell<Scratch>>,
+}
+
+/// How a word's first symbols are found.
+enum Start {
+    /// The id of each byte's byte-level character.
+    ByteLevel([u32; 256]),
+    /// Chars with an entry of their own, and every byte's `<0xNN>` piece
+    /// for the rest (so the unknown token is never needed).
+    Chars {
+        chars: FxHashMap<char, u32>,
+        bytes: [u32; 256],
+    },
+}
+
+#[derive(Default)]
+struct Scratch {
+    /// Words already merged on this thread.
+    seen: FxHashMap<Box<[u8]>, Box<[u32]>>,
+    /// A word's first ids.
+    ids: Vec<u32>,
+    symbols: Vec<Symbol>,
+    queue: BinaryHeap<Reverse<(u32, u32, u32)>>,
+}
+
+#[derive(Clone, Copy)]
+struct Symbol {
+    id: u32,
+    prev: u32,
+    next: u32,
+    alive: bool,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Vocabulary entries by the raw bytes they spell, in one arena: a map of
+/// boxed keys cost a third of the engine's build (128,000 allocations for
+/// Llama-3).
+struct WordIndex {
+    arena: Vec<u8>,
+    /// Hash of the bytes → `(offset, length, id)` in `arena`.
+    by_hash: FxHashMap<u64, (u32, u32, u32)>,
+}
+
+impl WordIndex {
+    /// `None` if two entries' bytes share a hash (never seen; the built
+    /// model is then waited for) or the arena outgrows `u32` offsets.
+    ///
+    /// `byte_level`: entries are byte-level spellings of their bytes;
+    /// otherwise their UTF-8 is.
+    fn build(vocab: &[(&str, u32)], byte_level: bool) -> Option<Self> {
+        let mut arena = Vec::with_capacity(vocab.len() * 8);
+        let mut by_hash = FxHashMap::with_capacity_and_hasher(vocab.len(), Default::default());
+        for &(token, id) in vocab {
+            let start = arena.len();
+            if !byte_level {
+                arena.extend_from_slice(token.as_bytes());
+            } else if token.chars().any(|c| match byte_level::char_to_byte(c) {
+                Some(b) => {
+                    arena.push(b);
+                    false
+                }
+                None => true,
+            }) {
+                // Not a byte-level spelling: no pre-token spells it.
+                arena.truncate(start);
+                continue;
+            }
+            let hash = hash_bytes(&arena[start..]);
+            let entry = (
+                u32::try_from(start).ok()?,
+                u32::try_from(arena.len() - start).ok()?,
+                id,
+            );
+            if by_hash.insert(hash, entry).is_some() {
+                return None;
+            }
+        }
+        Some(Self { arena, by_hash })
+    }
+
+    fn get(&self, word: &[u8]) -> Option<u32> {
+        let &(start, len, id) = self.by_hash.get(&hash_bytes(word))?;
+        let start = start as usize;
+        (self.arena.get(start..start + len as usize)? == word).then_some(id)
+    }
+}
+
+/// The byte of a `<0xNN>` piece as the reference spells it (`<{b:#04X}>`).
+fn byte_piece(token: &str) -> Option<u8> {
+    let hex = token.strip_prefix("<0x")?.strip_suffix('>')?;
+    let b = u8::from_str_radix(hex, 16).ok()?;
+    (hex.len() == 2 && format!("{b:02X}") == hex).then_some(b)
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
+fn pair_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+impl InterimBpe {
+    /// The engine of a BPE model from its vocabulary (`model.vocab` only:
+    /// added tokens never reach the model) and its merges as `[left, right,
+    /// merged]` ids in rank order. `byte_level` says the model works on
+    /// byte-level characters; otherwise it must fall back to bytes. `None`
+    /// when a byte has no entry of its own (the built model is then waited
+    /// for).
+    pub(crate) fn build(
+        vocab: &[(&str, u32)],
+        merges: &[[u32; 3]],
+        byte_level: bool,
+        ignore_merges: bool,
+    ) -> Option<Self> {
+        let start = if byte_level {
+            let mut ids = [NONE; 256];
+            for &(token, id) in vocab {
+                let mut chars = token.chars();
+                if let (Some(c), None) = (chars.next(), chars.next())
+                    && let Some(b) = byte_level::char_to_byte(c)
+                {
+                    ids[usize::from(b)] = id;
+                }
+            }
+            if ids.contains(&NONE) {
+                return None;
+            }
+            Start::ByteLevel(ids)
+        } else {
+            let mut bytes = [NONE; 256];
+            let mut chars = FxHashMap::default();
+            for &(token, id) in vocab {
+                let mut it = token.chars();
+                if let (Some(c), None) = (it.next(), it.next()) {
+                    chars.insert(c, id);
+                } else if let Some(b) = byte_piece(token) {
+                    bytes[usize::from(b)] = id;
+                }
+            }
+            if bytes.contains(&NONE) {
+                return None;
+            }
+            Start::Chars { chars, bytes }
+        };
+        let mut pairs = FxHashMap::with_capacity_and_hasher(merges.len(), Default::default());
+        for (rank, &[left, right, merged]) in merges.iter().enumerate() {
+            pairs.insert(pair_key(left, right), (u32::try_from(rank).ok()?, merged));
+        }
+        let words = if ignore_merges {
+            Some(WordIndex::build(vocab, byte_level)?)
+        } else {
+            None
+        };
+        Some(Self {
+            start,
+            pairs,
+            words,
+            scratch: thread_local::ThreadLocal::new(),
+        })
+    }
+
+    /// Whether the model works on byte-level characters.
+    pub(crate) fn byte_level(&self) -> bool {
+        matches!(self.start, Start::ByteLevel(_))
+    }
+
+    /// Appends the ids of every span of `text` to `out`, as the built
+    /// model's `tokenize_spans` does.
+    pub(crate) fn tokenize_spans(&self, text: &str, spans: &[Span], out: &mut Vec<PipelineToken>) {
+        let cell = self.scratch.get_or_default();
+        let mut scratch = cell.borrow_mut();
+        let bytes = text.as_bytes();
+        for span in spans {
+            let Some(word) = bytes.get(span.range()) else {
+                continue;
+            };
+            self.word(word, &mut scratch, out);
+        }
+    }
+
+    fn word(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<PipelineToken>) {
+        match (word, &self.start) {
+            ([], _) => return,
+            ([b], Start::ByteLevel(ids)) => {
+                out.push(PipelineToken::from(ids[usize::from(*b)]));
+                return;
+            }
+            _ => {}
+        }
+        if let Some(id) = self.words.as_ref().and_then(|w| w.get(word)) {
+            out.push(PipelineToken::from(id));
+            return;
+        }
+        if let Some(ids) = scratch.seen.get(word) {
+            out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
+            return;
+        }
+        let first = out.len();
+        self.merge(word, scratch, out);
+        if scratch.seen.len() >= WORD_MAP_LIMIT {
+            scratch.seen.clear();
+        }
+        let ids: Box<[u32]> = out[first..].iter().map(|t| t.id()).collect();
+        scratch.seen.insert(word.into(), ids);
+    }
+
+    /// A word's first ids, as the reference's `merge_word` finds them.
+    fn start(&self, word: &[u8], ids: &mut Vec<u32>) {
+        ids.clear();
+        match &self.start {
+            Start::ByteLevel(table) => ids.extend(word.iter().map(|&b| table[usize::from(b)])),
+            Start::Chars { chars, bytes } => {
+                // A span is a slice of a `str` cut on char boundaries.
+                let text = String::from_utf8_lossy(word);
+                for c in text.chars() {
+                    match chars.get(&c) {
+                        Some(&id) => ids.push(id),
+                        None => {
+                            let mut buf = [0u8; 4];
+                            ids.extend(
+                                c.encode_utf8(&mut buf)
+                                    .bytes()
+                                    .map(|b| bytes[usize::from(b)]),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The reference's merge loop over one word.
+    fn merge(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<PipelineToken>) {
+        let Scratch {
+            ids,
+            symbols,
+            queue,
+            ..
+        } = scratch;
+        self.start(word, ids);
+        symbols.clear();
+        queue.clear();
+        let Some(last) = ids.len().checked_sub(1) else {
+            return;
+        };
+        for (i, &id) in ids.iter().enumerate() {
+            // Positions fit: a span is at most `u32::MAX` bytes.
+            let i = i as u32;
+            symbols.push(Symbol {
+                id,
+                prev: if i == 0 { NONE } else { i - 1 },
+                next: if i as usize == last { NONE } else { i + 1 },
+                alive: true,
+            });
+        }
+        for (i, w) in symbols.windows(2).enumerate() {
+            if let Some(&(rank, merged)) = self.pairs.get(&pair_key(w[0].id, w[1].id)) {
+                queue.push(Reverse((rank, i as u32, merged)));
+            }
+        }
+        while let Some(Reverse((_, pos, merged))) = queue.pop() {
+            let at = pos as usize;
+            let left = symbols[at];
+            if !left.alive || left.next == NONE {
+                continue;
+            }
+            let right = symbols[left.next as usize];
+            if self
+                .pairs
+                .get(&pair_key(left.id, right.id))
+                .is_none_or(|&(_, id)| id != merged)
+            {
+                continue;
+            }
+            symbols[at].id = merged;
+            symbols[at].next = right.next;
+            symbols[left.next as usize].alive = false;
+            if right.next != NONE {
+                symbols[right.next as usize].prev = pos;
+            }
+            if left.prev != NONE
+                && let Some(&(rank, id)) = self
+                    .pairs
+                    .get(&pair_key(symbols[left.prev as usize].id, merged))
+            {
+                queue.push(Reverse((rank, left.prev, id)));
+            }
+            if right.next != NONE
+                && let Some(&(rank, id)) = self
+                    .pairs
+                    .get(&pair_key(merged, symbols[right.next as usize].id))
+            {
+                queue.push(Reverse((rank, pos, id)));
+            }
+        }
+        let mut at = 0;
+        while at != NONE {
+            let symbol = symbols[at as usize];
+            out.push(PipelineToken::from(symbol.id));
+            at = symbol.next;
+        }
+    }
+}
