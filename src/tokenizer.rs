@@ -268,7 +268,8 @@ impl Tokenizer {
     }
 
     /// Builds what the backend builds in the background after a load (the
-    /// tiktoken backend's byte-level engine, under a second for o200k),
+    /// tiktoken backend's byte-level engine, under a second for o200k; a
+    /// `tokenizer.json`'s model, about a third of a second for Llama-3),
     /// blocking until it is ready. Never needed for correctness: encodes
     /// before it give the same ids, on a slower path. A router can call it
     /// once at startup so the first requests run at full speed.

@@ -98,7 +98,8 @@ pub trait Encoder: Send + Sync {
 
     /// Builds whatever this backend builds in the background (the tiktoken
     /// backend's byte-level engine, the `tokenizers` pipeline of a file on
-    /// the SentencePiece route), blocking until it is ready. Encodes never
+    /// the SentencePiece route, a `tokenizer.json` model an interim engine
+    /// stands in for), blocking until it is ready. Encodes never
     /// need it (they give the same ids before), but run at full speed, or
     /// without a wait for offsets and decode, after it. The default does
     /// nothing.

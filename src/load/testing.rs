@@ -50,10 +50,10 @@ pub enum FastRoute {
     WholePieces,
     /// A lone one-char `Replace` normalizer run by the crate (claim 339).
     LoneReplace,
-    /// A byte-level BPE encoded by the interim engine (claim 340). Switched
-    /// on, the model is never built unless something waits for it, so the
-    /// encodes stay on that engine.
-    InterimBpe,
+    /// An interim engine (a BPE's, claim 340, or a WordPiece's, claim 344)
+    /// encodes while the model builds. Switched on, the model is never built
+    /// unless something waits for it, so the encodes stay on that engine.
+    Interim,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -71,7 +71,7 @@ pub fn hf_json_route(
         FastRoute::AddedAutomaton => routes.added = on,
         FastRoute::WholePieces => routes.whole_pieces = on,
         FastRoute::LoneReplace => routes.lone_replace = on,
-        FastRoute::InterimBpe => {
+        FastRoute::Interim => {
             routes.interim = on;
             routes.hold_model = on;
         }
@@ -82,7 +82,7 @@ pub fn hf_json_route(
         FastRoute::AddedAutomaton => backend.added_automaton(),
         FastRoute::WholePieces => backend.whole_pieces(),
         FastRoute::LoneReplace => backend.lone_replace(),
-        FastRoute::InterimBpe => backend.interim_active(),
+        FastRoute::Interim => backend.interim_active(),
     };
     Ok((tokenizer, applies))
 }

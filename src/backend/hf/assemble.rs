@@ -35,7 +35,7 @@ use tokenizers::vocab::bucket_added_vocabulary::{
     AddedToken, AddedVocabulary as BucketAddedVocabulary,
 };
 
-use super::interim::InterimBpe;
+use super::interim::{InterimBpe, InterimModel};
 use super::no_panic;
 use super::vocab::check_bpe_tables;
 use crate::backend::byte_level;
@@ -125,7 +125,7 @@ pub(super) struct Interim {
     /// The file's normalizers, pre-tokenizer and added vocabulary (its
     /// model a stand-in holding the atoms, never called).
     pub(super) pipe: PipelineTokenizer,
-    pub(super) bpe: InterimBpe,
+    pub(super) model: InterimModel,
 }
 
 /// What [`bpe_pipeline`] builds its model from; `None` as there.
@@ -265,7 +265,11 @@ impl Parts {
     /// around `bpe` (built from the same file's tables by `Vocab::read`);
     /// `None` unless [`interim_fits`](Self::interim_fits). `canonical` is
     /// the skeleton these parts were read from.
-    pub(super) fn interim(&self, canonical: &Value, bpe: InterimBpe) -> Result<Option<Interim>> {
+    pub(super) fn interim(
+        &self,
+        canonical: &Value,
+        bpe: Box<InterimBpe>,
+    ) -> Result<Option<Interim>> {
         if !self.interim_fits() || bpe.byte_level() != self.options.byte_level {
             return Ok(None);
         }
@@ -298,7 +302,10 @@ impl Parts {
             self.frame.get_padding().cloned(),
             self.frame.get_truncation().cloned(),
         );
-        Ok(Some(Interim { pipe, bpe }))
+        Ok(Some(Interim {
+            pipe,
+            model: InterimModel::Bpe(bpe),
+        }))
     }
 }
 
@@ -401,6 +408,42 @@ fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<Pipeline
     no_panic(path, "tokenizer.json", || tokenizers::from_json(&text))
         .ok()?
         .ok()
+}
+
+/// The reader's pipeline on a WordPiece file's skeleton, for its interim
+/// engine (claim 344): every component the chunk encoder reads. Its
+/// vocabulary holds only `entries` (the unknown token and the added tokens
+/// with the ids the file gives them), so the added vocabulary the reader
+/// replays gets those ids; `None` unless it does (`added`: content → id as
+/// the file declares them), or the reader refuses the document.
+pub(super) fn wordpiece_frame(
+    path: &Path,
+    canonical: &Value,
+    entries: &[(&str, u32)],
+    added: &[(&str, u32)],
+) -> Option<PipelineTokenizer> {
+    let model = canonical.get("model").and_then(Value::as_object)?;
+    if model.get("type").and_then(Value::as_str) != Some("WordPiece") {
+        return None;
+    }
+    let mut vocab = Map::with_capacity(entries.len());
+    for &(token, id) in entries {
+        vocab.insert(token.to_owned(), Value::from(id));
+    }
+    let mut doc = canonical.clone();
+    doc.get_mut("model")?
+        .as_object_mut()?
+        .insert("vocab".into(), Value::Object(vocab));
+    let text = serde_json::to_string(&doc).ok()?;
+    let frame = no_panic(path, "tokenizer.json", || tokenizers::from_json(&text))
+        .ok()?
+        .ok()?;
+    let replayed = frame.get_added_vocabulary().get_vocab();
+    let same = replayed.len() == added.len()
+        && added
+            .iter()
+            .all(|&(content, id)| replayed.get(content) == Some(&id));
+    same.then_some(frame)
 }
 
 fn merges_error(path: &Path, rank: usize, what: &str) -> Error {

@@ -498,7 +498,9 @@ impl HfBackend {
         out: &mut Vec<PipelineToken>,
     ) -> Result<()> {
         if let Some(interim) = self.pipe.interim() {
-            interim.bpe.tokenize_spans(text, spans, out);
+            interim
+                .model
+                .tokenize_spans(text, spans, &self.vocab.by_token, out);
             return Ok(());
         }
         let model = self.pipe()?.get_model();

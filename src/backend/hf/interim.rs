@@ -1,5 +1,6 @@
-//! The byte-level BPE that encodes while `tokenizers`' model is still being
-//! built (DESIGN.md claims 340–343).
+//! The engines that encode while `tokenizers`' model is still being built
+//! (DESIGN.md claims 340–344): a BPE (byte-level or with byte fallback) and
+//! a WordPiece.
 //!
 //! `PipelineBPE::from_config` is most of a byte-level `tokenizer.json` load
 //! (its vocabulary store, pair tables and fold proof: about 0.29 s of CPU for
@@ -347,6 +348,156 @@ impl InterimBpe {
             let symbol = symbols[at as usize];
             out.push(PipelineToken::from(symbol.id));
             at = symbol.next;
+        }
+    }
+}
+
+/// A model that encodes while `tokenizers`' is built.
+pub(crate) enum InterimModel {
+    Bpe(Box<InterimBpe>),
+    WordPiece(InterimWordPiece),
+}
+
+impl InterimModel {
+    /// Appends the ids of every span of `text` to `out`, as the built
+    /// model's `tokenize_spans` does. `by_token` is the file's token → id
+    /// table (`Vocab::by_token`), which the WordPiece engine looks up.
+    pub(crate) fn tokenize_spans(
+        &self,
+        text: &str,
+        spans: &[Span],
+        by_token: &FxHashMap<Box<str>, u32>,
+        out: &mut Vec<PipelineToken>,
+    ) {
+        match self {
+            Self::Bpe(bpe) => bpe.tokenize_spans(text, spans, out),
+            Self::WordPiece(wp) => wp.tokenize_spans(text, spans, by_token, out),
+        }
+    }
+}
+
+/// `tokenizers` 0.x's `WordPiece::tokenize` (claim 344): per word, the
+/// longest entry it starts with, then the longest entry the prefix and the
+/// rest start with, and so on; a word with a piece no entry starts, or of
+/// more than `max_chars` chars, is one unknown token. Entries are looked up
+/// in the file's token table and kept when the id is a `model.vocab` one
+/// (no second table: a tenth of MiniLM's load).
+pub(crate) struct InterimWordPiece {
+    /// Whether each id is a `model.vocab` entry.
+    model: Vec<bool>,
+    prefix: Box<str>,
+    max_chars: usize,
+    unk: u32,
+    /// The longest entry, in bytes: no candidate longer is looked up.
+    longest: usize,
+}
+
+impl InterimWordPiece {
+    /// From `model.vocab`'s entries and the added tokens' `(content, id)`.
+    /// `None` when the unknown token is not an entry (the reference then
+    /// errors on an unknown word), or an added token's content is an entry
+    /// under another id (the token table holds one of the two): the built
+    /// model is waited for instead.
+    pub(crate) fn build(
+        vocab: &[(&str, u32)],
+        added: &[(&str, u32)],
+        prefix: &str,
+        unk_token: &str,
+        max_chars: usize,
+    ) -> Option<Self> {
+        let size = vocab
+            .iter()
+            .map(|&(_, id)| id as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut model = vec![false; size];
+        let added: FxHashMap<&str, u32> = added.iter().copied().collect();
+        let (mut unk, mut longest) = (None, 0);
+        for &(token, id) in vocab {
+            model[id as usize] = true;
+            longest = longest.max(token.len());
+            if token == unk_token {
+                unk = Some(id);
+            }
+            if added.get(token).is_some_and(|&a| a != id) {
+                return None;
+            }
+        }
+        Some(Self {
+            model,
+            prefix: prefix.into(),
+            max_chars,
+            unk: unk?,
+            longest,
+        })
+    }
+
+    fn tokenize_spans(
+        &self,
+        text: &str,
+        spans: &[Span],
+        by_token: &FxHashMap<Box<str>, u32>,
+        out: &mut Vec<PipelineToken>,
+    ) {
+        let mut candidate = String::new();
+        for span in spans {
+            if let Some(word) = text.get(span.range()) {
+                self.word(word, by_token, &mut candidate, out);
+            }
+        }
+    }
+
+    fn word(
+        &self,
+        word: &str,
+        by_token: &FxHashMap<Box<str>, u32>,
+        candidate: &mut String,
+        out: &mut Vec<PipelineToken>,
+    ) {
+        if word.is_empty() {
+            return;
+        }
+        let first = out.len();
+        if word.chars().count() > self.max_chars {
+            out.push(PipelineToken::from(self.unk));
+            return;
+        }
+        let entry = |s: &str| {
+            by_token
+                .get(s)
+                .copied()
+                .filter(|&id| self.model.get(id as usize) == Some(&true))
+        };
+        let mut start = 0;
+        while start < word.len() {
+            candidate.clear();
+            if start > 0 {
+                candidate.push_str(&self.prefix);
+            }
+            let lead = candidate.len();
+            let rest = &word[start..];
+            // The longest `rest[..end]` (on a char boundary, not empty) whose
+            // candidate is an entry.
+            let mut found = None;
+            let mut end = rest.len().min(self.longest.saturating_sub(lead));
+            while end > 0 {
+                if let Some(piece) = rest.get(..end) {
+                    candidate.truncate(lead);
+                    candidate.push_str(piece);
+                    if let Some(id) = entry(candidate) {
+                        found = Some((id, end));
+                        break;
+                    }
+                }
+                end -= 1;
+            }
+            let Some((id, end)) = found else {
+                out.truncate(first);
+                out.push(PipelineToken::from(self.unk));
+                return;
+            };
+            out.push(PipelineToken::from(id));
+            start += end;
         }
     }
 }

@@ -13,6 +13,7 @@ mod assemble;
 mod bert_norm;
 mod chunk;
 mod interim;
+use interim::InterimModel;
 mod nfc;
 mod pipe;
 mod regex_split;
@@ -101,6 +102,9 @@ enum Early {
     /// All but the model build, for an interim engine to encode while it
     /// runs (claim 340), if `Vocab::read` built one.
     Parts(Box<assemble::Parts>),
+    /// A pipeline to encode with until the whole one, read on a thread of
+    /// its own, is done (claim 344).
+    Deferred(Box<assemble::Interim>),
     /// All but the model build, and the pipeline that encodes until it is
     /// done (claim 340).
     Staged(Box<assemble::Parts>, Box<assemble::Interim>),
@@ -323,13 +327,25 @@ impl HfBackend {
         );
         let mut vocab = vocab?;
         let (spm, early) = early?;
-        let interim_bpe = vocab.interim.take();
-        let early = match (early, interim_bpe) {
-            (Early::Parts(parts), Some(bpe)) => match parts.interim(&skeleton, bpe)? {
-                Some(interim) => Early::Staged(parts, Box::new(interim)),
-                None => Early::Built(parts.build()?),
-            },
-            (Early::Parts(parts), None) => Early::Built(parts.build()?),
+        let early = match (early, vocab.interim.take()) {
+            (Early::Parts(parts), Some(InterimModel::Bpe(bpe))) => {
+                match parts.interim(&skeleton, bpe)? {
+                    Some(interim) => Early::Staged(parts, Box::new(interim)),
+                    None => Early::Built(parts.build()?),
+                }
+            }
+            (Early::Parts(parts), _) => Early::Built(parts.build()?),
+            // A WordPiece file is read whole on a thread of its own while
+            // its interim engine encodes (claim 344).
+            (Early::None, Some(InterimModel::WordPiece(model))) if routes.interim => {
+                match Self::wordpiece_frame(path, &skeleton, &vocab) {
+                    Some(pipe) => Early::Deferred(Box::new(assemble::Interim {
+                        pipe,
+                        model: InterimModel::WordPiece(model),
+                    })),
+                    None => Early::None,
+                }
+            }
             (early, _) => early,
         };
         // Anything `assemble` does not recognise is read whole, after
@@ -339,7 +355,11 @@ impl HfBackend {
         let mut value = assemble::reattach(skeleton, value);
         let (pipe, frame) = match early {
             Early::Built(pipe) => (pipe::Pipe::ready(pipe, true), None),
-            Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes), Some(frame)),
+            Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes, None), Some(frame)),
+            Early::Deferred(interim) => (
+                pipe::Pipe::deferred(path, json, routes, Some(*interim)),
+                None,
+            ),
             Early::Staged(parts, interim) => (
                 pipe::Pipe::staged(*parts, *interim, !routes.hold_model),
                 None,
@@ -508,6 +528,28 @@ impl HfBackend {
     /// Whether pieces skip the pre-tokenizer (claim 338).
     pub(crate) fn whole_pieces(&self) -> bool {
         self.whole_pieces
+    }
+
+    /// The skeleton pipeline a WordPiece file's interim engine reads its
+    /// components from (claim 344): its vocabulary the unknown token and the
+    /// added tokens that are entries, at the ids `vocab` has for them.
+    fn wordpiece_frame(
+        path: &Path,
+        skeleton: &serde_json::Value,
+        vocab: &Vocab,
+    ) -> Option<PipelineTokenizer> {
+        let added: Vec<(&str, u32)> = vocab
+            .added
+            .iter()
+            .filter_map(|&id| Some((vocab.tokens.get(id as usize)?.as_deref()?, id)))
+            .collect();
+        let unk = skeleton
+            .get("model")
+            .and_then(|m| m.get("unk_token"))
+            .and_then(serde_json::Value::as_str)?;
+        let mut entries = added.clone();
+        entries.push((unk, *vocab.by_token.get(unk)?));
+        assemble::wordpiece_frame(path, skeleton, &entries, &added)
     }
 
     /// Whether encodes run on the interim engine (claim 340): the model is
@@ -806,8 +848,10 @@ impl Encoder for HfBackend {
         Some(&self.split)
     }
 
-    /// Waits for a pipeline the load left building (claims 306, 340).
+    /// Waits for a pipeline the load left building (claims 306, 340, 344),
+    /// and makes the streaming table.
     fn warm_up(&self) {
+        let _ = self.vocab.stream();
         let _ = self.pipe.get();
     }
 
@@ -868,7 +912,7 @@ impl Decoder for HfBackend {
     fn decode_style(&self) -> DecodeStyle {
         if self.vocab.decode_bytes.is_some() {
             DecodeStyle::ByteConcat
-        } else if let Some(table) = &self.vocab.stream {
+        } else if let Some(table) = self.vocab.stream() {
             DecodeStyle::ByteConcatWithStart(table.rule)
         } else {
             DecodeStyle::Windowed
@@ -880,7 +924,7 @@ impl Decoder for HfBackend {
     }
 
     fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        let table = match (&self.vocab.decode_bytes, &self.vocab.stream) {
+        let table = match (&self.vocab.decode_bytes, self.vocab.stream()) {
             (Some(table), _) => table,
             (None, Some(stream)) => &stream.bytes,
             (None, None) => return None,
@@ -892,7 +936,7 @@ impl Decoder for HfBackend {
     }
 
     fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
-        match &self.vocab.stream {
+        match self.vocab.stream() {
             Some(stream) if !stream.first.is_empty() => self
                 .vocab
                 .contains(id)

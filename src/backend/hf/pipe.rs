@@ -82,35 +82,46 @@ impl Pipe {
         }
     }
 
-    /// The interim pipeline while the model is being built; `None` once it
-    /// is built (or where there is none), so callers move to [`get`](Self::get).
+    /// The interim pipeline while the model is being built, or if its build
+    /// failed (encodes then stay on it, as exact; only what needs the whole
+    /// pipeline returns the error); `None` once it is built, or where there
+    /// is none, so callers move to [`get`](Self::get).
     pub(super) fn interim(&self) -> Option<&Interim> {
         match self.cell.get() {
-            Some(_) => None,
-            None => self.interim.as_ref(),
+            Some(Ok(_)) => None,
+            Some(Err(_)) | None => self.interim.as_ref(),
         }
     }
 
-    /// A pipeline built from `json` on a thread started here; if no thread
-    /// can be had, the first caller of [`get`](Self::get) builds it.
-    pub(super) fn deferred(path: &Path, json: &str, routes: Routes) -> Self {
+    /// A pipeline built from `json` on a thread started here (unless
+    /// `routes.hold_model` with an interim pipeline: the equivalence tests);
+    /// if no thread can be had, the first caller of [`get`](Self::get)
+    /// builds it. `interim`, if any, encodes until then (claim 344).
+    pub(super) fn deferred(
+        path: &Path,
+        json: &str,
+        routes: Routes,
+        interim: Option<Interim>,
+    ) -> Self {
         let source = Arc::new(Source {
             path: path.to_path_buf(),
             json: json.to_owned(),
             routes,
         });
         let cell = Arc::new(OnceLock::new());
-        let (thread_cell, thread_source) = (Arc::clone(&cell), Arc::clone(&source));
-        let _ = std::thread::Builder::new()
-            .name("rtok-hf-pipeline".into())
-            .spawn(move || {
-                thread_cell.get_or_init(|| build(&thread_source));
-            });
+        if interim.is_none() || !routes.hold_model {
+            let (thread_cell, thread_source) = (Arc::clone(&cell), Arc::clone(&source));
+            let _ = std::thread::Builder::new()
+                .name("rtok-hf-pipeline".into())
+                .spawn(move || {
+                    thread_cell.get_or_init(|| build(&thread_source));
+                });
+        }
         Self {
             cell,
             source: Some(source),
             staged: None,
-            interim: None,
+            interim,
         }
     }
 

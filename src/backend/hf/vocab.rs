@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::path::Path;
 
-use super::interim::InterimBpe;
+use super::interim::{InterimBpe, InterimModel, InterimWordPiece};
 use crate::backend::{StartRule, byte_level};
 use crate::error::{Error, Result};
 use crate::limits;
@@ -46,6 +46,10 @@ struct ModelView<'a> {
     byte_fallback: bool,
     #[serde(default)]
     ignore_merges: bool,
+    #[serde(default)]
+    unk_token: Option<String>,
+    #[serde(default)]
+    max_input_chars_per_word: Option<usize>,
     #[serde(default, borrow)]
     merges: Vec<MergeView<'a>>,
 }
@@ -117,6 +121,8 @@ pub(crate) struct Vocab {
     pub tokens: Vec<Option<Box<str>>>,
     pub by_token: FxHashMap<Box<str>, u32>,
     pub special: Vec<bool>,
+    /// The ids of the file's `added_tokens`, in file order.
+    pub added: Vec<u32>,
     /// Bytes each id stands for in normalized text (`None`: unknown length, e.g. `[UNK]`).
     pub normalized_len: Vec<Option<u32>>,
     /// The same lengths in two bytes (0: unknown, empty or longer than
@@ -131,11 +137,16 @@ pub(crate) struct Vocab {
     /// a `ByteFallback` step (which reassembles their runs); else empty.
     pub byte_pieces: Vec<(u32, u8)>,
     /// Per-id output bytes for streaming, when the decoder is concatenation
-    /// plus a rule at the start of the text ([`StreamTable`]).
-    pub stream: Option<StreamTable>,
-    /// A byte-level BPE's interim engine (claim 340), built here from the
-    /// ids the merge check looks up anyway; taken by the load.
-    pub interim: Option<InterimBpe>,
+    /// plus a rule at the start of the text ([`StreamTable`]): made on first
+    /// use ([`stream`](Self::stream)), two allocations a token that a load
+    /// need not wait for (a tenth of MiniLM's).
+    stream: std::sync::OnceLock<Option<StreamTable>>,
+    /// The file's decoder, which [`stream`](Self::stream) reads.
+    decoder: Option<serde_json::Value>,
+    /// The engine that encodes while the model builds (claims 340, 344),
+    /// built here from the tables this read holds (a BPE's from the ids the
+    /// merge check looks up anyway); taken by the load.
+    pub interim: Option<InterimModel>,
 }
 
 /// What [`DecodeStyle::ByteConcatWithStart`] needs: per-id bytes, the start
@@ -193,19 +204,38 @@ impl Vocab {
             Vec::new()
         };
         let no_affix = |a: &Option<String>| a.as_deref().is_none_or(str::is_empty);
-        let interim = (kind == ModelKind::Bpe
-            && (byte_level || view.model.byte_fallback)
-            && no_affix(&view.model.continuing_subword_prefix)
-            && no_affix(&view.model.end_of_word_suffix))
-        .then(|| {
-            InterimBpe::build(
-                &entries[..n_model],
-                &merge_ids,
-                byte_level,
-                view.model.ignore_merges,
-            )
-        })
-        .flatten();
+        let model = &view.model;
+        let interim = match kind {
+            ModelKind::Bpe
+                if (byte_level || model.byte_fallback)
+                    && no_affix(&model.continuing_subword_prefix)
+                    && no_affix(&model.end_of_word_suffix) =>
+            {
+                InterimBpe::build(
+                    &entries[..n_model],
+                    &merge_ids,
+                    byte_level,
+                    model.ignore_merges,
+                )
+                .map(|bpe| InterimModel::Bpe(Box::new(bpe)))
+            }
+            ModelKind::WordPiece => match (
+                &model.continuing_subword_prefix,
+                &model.unk_token,
+                model.max_input_chars_per_word,
+            ) {
+                (Some(prefix), Some(unk), Some(max_chars)) => InterimWordPiece::build(
+                    &entries[..n_model],
+                    &entries[n_model..],
+                    prefix,
+                    unk,
+                    max_chars,
+                )
+                .map(InterimModel::WordPiece),
+                _ => None,
+            },
+            _ => None,
+        };
         drop(merge_ids);
         let size = entries
             .iter()
@@ -282,17 +312,15 @@ impl Vocab {
         } else {
             Vec::new()
         };
-        let stream = view
-            .decoder
-            .as_ref()
-            .and_then(|d| stream_table(d, kind, &tokens, &byte_pieces));
         let known_len = normalized_len
             .iter()
             .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
             .collect();
         Ok(Self {
+            added: view.added_tokens.iter().map(|t| t.id).collect(),
             interim,
-            stream,
+            stream: std::sync::OnceLock::new(),
+            decoder: view.decoder,
             byte_pieces,
             fold_fixups,
             kind,
@@ -307,6 +335,16 @@ impl Vocab {
 
     pub(crate) fn len(&self) -> usize {
         self.tokens.len()
+    }
+
+    /// The streaming table ([`StreamTable`]), made on the first call.
+    pub(crate) fn stream(&self) -> Option<&StreamTable> {
+        self.stream
+            .get_or_init(|| {
+                let decoder = self.decoder.as_ref()?;
+                stream_table(decoder, self.kind, &self.tokens, &self.byte_pieces)
+            })
+            .as_ref()
     }
 
     pub(crate) fn contains(&self, id: u32) -> bool {

@@ -1,8 +1,9 @@
-//! The interim byte-level BPE (DESIGN.md claims 340–343), which encodes
-//! while a load's model is still being built, against the built model: ids
+//! The interim engines (DESIGN.md claims 340–344), which encode while a
+//! load's model is still being built, against the built model: ids
 //! and offsets, special tokens parsed and as plain text, on every corpus and
 //! adversarial file, on Unicode 17 probes, hostile mixtures, and LoPT
-//! encodes, for every shared byte-level or byte-fallback BPE `tokenizer.json`. The route holds
+//! encodes, for every shared `tokenizer.json` but the SentencePiece
+//! conversion (byte-level and byte-fallback BPEs, WordPiece). The route holds
 //! the model build back, so every encode here runs on the interim engine
 //! (each comparison checks it still does).
 
@@ -14,7 +15,7 @@ use router_tokenizer::__testing::FastRoute;
 use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
 use std::sync::OnceLock;
 
-const MODELS: [&str; 9] = [
+const MODELS: [&str; 10] = [
     "meta-llama/Meta-Llama-3-8B-Instruct",
     "meta-llama/Llama-3.2-1B-Instruct",
     "Qwen/Qwen3-8B",
@@ -24,6 +25,7 @@ const MODELS: [&str; 9] = [
     "Xenova/gpt-3.5-turbo",
     "mistralai/Mistral-Nemo-Instruct-2407",
     "google/gemma-3-4b-it",
+    "sentence-transformers/all-MiniLM-L6-v2",
 ];
 const POLICIES: [SpecialTokenPolicy; 2] =
     [SpecialTokenPolicy::Parse, SpecialTokenPolicy::PlainText];
@@ -33,7 +35,7 @@ fn pair(model: usize, policy: usize) -> &'static (Tokenizer, Tokenizer) {
     static PAIRS: [[OnceLock<(Tokenizer, Tokenizer)>; 2]; MODELS.len()] =
         [const { [const { OnceLock::new() }; 2] }; MODELS.len()];
     PAIRS[model][policy]
-        .get_or_init(|| route_pair(MODELS[model], POLICIES[policy], FastRoute::InterimBpe))
+        .get_or_init(|| route_pair(MODELS[model], POLICIES[policy], FastRoute::Interim))
 }
 
 /// Every model and policy: `(model, what, interim, built)`.
@@ -48,20 +50,17 @@ fn pairs() -> Vec<(&'static str, String, &'static Tokenizer, &'static Tokenizer)
     out
 }
 
-/// Which shared files take it: the byte-level BPEs and Gemma-3's
-/// byte-fallback BPE; not a SentencePiece conversion (its own route) or
-/// WordPiece.
+/// Which shared files take it: every one but the SentencePiece conversion
+/// (its own route, claim 306).
 #[test]
-fn only_byte_level_bpes_take_it() {
+fn all_but_the_sentencepiece_route_take_it() {
     for model in MODELS {
-        assert!(route_applies(model, FastRoute::InterimBpe), "{model}");
+        assert!(route_applies(model, FastRoute::Interim), "{model}");
     }
-    for model in [
-        "mistralai/Mistral-7B-v0.1",
-        "sentence-transformers/all-MiniLM-L6-v2",
-    ] {
-        assert!(!route_applies(model, FastRoute::InterimBpe), "{model}");
-    }
+    assert!(
+        !route_applies("mistralai/Mistral-7B-v0.1", FastRoute::Interim),
+        "Mistral-7B"
+    );
 }
 
 #[test]
@@ -91,6 +90,27 @@ fn unicode17_probes() {
     for (model, what, on, off) in pairs() {
         for t in &texts {
             assert_same_encodes(model, &format!("{t:?} {what}"), on, off, t);
+        }
+    }
+}
+
+/// Words at WordPiece's 100-char limit and past it, words with a piece no
+/// entry starts, long runs of one byte (a BPE's merge queue at depth), and
+/// every byte-fallback shape.
+#[test]
+fn word_edges() {
+    let mut texts: Vec<String> = Vec::new();
+    for n in [1, 2, 99, 100, 101, 257, 5000] {
+        texts.push("a".repeat(n));
+        texts.push("ab".repeat(n.div_ceil(2)));
+        texts.push(format!("x{}y", "é".repeat(n)));
+        texts.push(" ".repeat(n));
+        texts.push("中".repeat(n));
+    }
+    texts.push("x\u{1F980}y \u{E000}\u{10FFFF} \u{0}\u{7F} ##a ## a##b".to_owned());
+    for (model, what, on, off) in pairs() {
+        for t in &texts {
+            assert_same_encodes(model, &format!("{:?} {what}", prefix(t, 40)), on, off, t);
         }
     }
 }
