@@ -98,7 +98,7 @@ pub(super) fn bpe_pipeline(
     legacy: bool,
 ) -> Result<Option<PipelineTokenizer>> {
     bpe_parts(path, full, canonical, legacy)?
-        .map(Parts::build)
+        .map(|parts| parts.build(full.get("model")))
         .transpose()
 }
 
@@ -107,8 +107,8 @@ pub(super) fn bpe_pipeline(
 /// may leave it to a thread of its own (claim 340).
 pub(super) struct Parts {
     path: PathBuf,
-    table: BpeVocab,
-    merges: Merges,
+    /// The file is not version 2.0: its merges may be `"a b"` strings.
+    legacy: bool,
     options: BpeConfig,
     added_vocabulary: BucketAddedVocabulary,
     normalizers: Vec<PipelineNormalizer>,
@@ -172,22 +172,16 @@ pub(super) fn bpe_parts(
     let Some(vocab) = full_model.get("vocab").and_then(Value::as_object) else {
         return Ok(None);
     };
-    let mut table = BpeVocab::default();
-    table.reserve(vocab.len());
-    for (token, id) in vocab {
-        let id = id
-            .as_u64()
+    // The tables themselves are built with the model (`Parts::build`), off
+    // the load's path where the load leaves it to a thread; `Vocab::read`
+    // has checked them (claim 283), and the merges' shape is checked here.
+    check_merge_list(path, full_model.get("merges"), legacy)?;
+    let id_of = |t: &str| {
+        vocab
+            .get(t)
+            .and_then(Value::as_u64)
             .and_then(|id| u32::try_from(id).ok())
-            .ok_or_else(|| Error::parse(path, format!("vocab entry {token:?} has a bad id")))?;
-        table.insert(token.clone(), id);
-    }
-    let merges = merge_list(path, full_model.get("merges"), legacy)?;
-    check_bpe_tables(
-        path,
-        &table,
-        &merges,
-        options.continuing_subword_prefix.as_deref(),
-    )?;
+    };
 
     let declared = match normalizers.last() {
         Some(PipelineNormalizer::Metaspace(_)) => &normalizers[..normalizers.len() - 1],
@@ -195,12 +189,7 @@ pub(super) fn bpe_parts(
     };
     let mut added_vocabulary = BucketAddedVocabulary::new();
     no_panic(path, "added tokens", || {
-        added_vocabulary.add_tokens(
-            added,
-            table.len(),
-            |t| table.get(t).copied(),
-            Some(&NormalizerChain(declared)),
-        )
+        added_vocabulary.add_tokens(added, vocab.len(), id_of, Some(&NormalizerChain(declared)))
     })?
     .map_err(|e| Error::parse(path, format!("added tokens: {e}")))?;
     let post_processor = canonical
@@ -209,8 +198,7 @@ pub(super) fn bpe_parts(
         .map_err(|e| Error::parse(path, e.to_string()))?;
     Ok(Some(Parts {
         path: path.to_path_buf(),
-        table,
-        merges,
+        legacy,
         options,
         added_vocabulary,
         normalizers,
@@ -222,10 +210,31 @@ pub(super) fn bpe_parts(
 }
 
 impl Parts {
-    /// The model build, and the pipeline put together around it.
-    pub(super) fn build(self) -> Result<PipelineTokenizer> {
+    /// The model build from `model` (the file's model object, with its
+    /// vocabulary and merges), and the pipeline put together around it.
+    pub(super) fn build(self, model: Option<&Value>) -> Result<PipelineTokenizer> {
         let path = self.path.as_path();
-        let (table, merges, options) = (self.table, self.merges, self.options);
+        let vocab = model
+            .and_then(|m| m.get("vocab"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| Error::parse(path, "the BPE model has no vocabulary object"))?;
+        let mut table = BpeVocab::default();
+        table.reserve(vocab.len());
+        for (token, id) in vocab {
+            let id = id
+                .as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(|| Error::parse(path, format!("vocab entry {token:?} has a bad id")))?;
+            table.insert(token.clone(), id);
+        }
+        let merges = merge_list(path, model.and_then(|m| m.get("merges")), self.legacy)?;
+        let options = self.options;
+        check_bpe_tables(
+            path,
+            &table,
+            &merges,
+            options.continuing_subword_prefix.as_deref(),
+        )?;
         let bpe = no_panic(path, "building the BPE model", || {
             PipelineBPE::from_config(BpeConfig {
                 vocab: table,
@@ -448,6 +457,28 @@ pub(super) fn wordpiece_frame(
 
 fn merges_error(path: &Path, rank: usize, what: &str) -> Error {
     Error::parse(path, format!("merge {rank}: {what}"))
+}
+
+/// What [`merge_list`] refuses, without copying the merges.
+fn check_merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<()> {
+    let Some(list) = merges.and_then(Value::as_array) else {
+        return Err(Error::parse(path, "the BPE model has no `merges` array"));
+    };
+    for (rank, entry) in list.iter().enumerate() {
+        match entry {
+            Value::Array(pair) => match pair.as_slice() {
+                [Value::String(_), Value::String(_)] => {}
+                _ => return Err(merges_error(path, rank, "not a pair of strings")),
+            },
+            Value::String(s) if legacy => {
+                if s.split(' ').count() != 2 {
+                    return Err(merges_error(path, rank, "not two tokens split by a space"));
+                }
+            }
+            _ => return Err(merges_error(path, rank, "not a [left, right] pair")),
+        }
+    }
+    Ok(())
 }
 
 /// The merge list as pairs. A legacy file's `"a b"` strings are split as

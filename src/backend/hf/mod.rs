@@ -321,7 +321,7 @@ impl HfBackend {
                 if routes.interim && spm.is_err() && parts.interim_fits() {
                     return Ok((spm, Early::Parts(Box::new(parts))));
                 }
-                Ok((spm, Early::Built(parts.build()?)))
+                Ok((spm, Early::Built(parts.build(value.get("model"))?)))
             },
             || Vocab::read(path, &value),
         );
@@ -331,10 +331,10 @@ impl HfBackend {
             (Early::Parts(parts), Some(InterimModel::Bpe(bpe))) => {
                 match parts.interim(&skeleton, bpe)? {
                     Some(interim) => Early::Staged(parts, Box::new(interim)),
-                    None => Early::Built(parts.build()?),
+                    None => Early::Built(parts.build(value.get("model"))?),
                 }
             }
-            (Early::Parts(parts), _) => Early::Built(parts.build()?),
+            (Early::Parts(parts), _) => Early::Built(parts.build(value.get("model"))?),
             // A WordPiece file is read whole on a thread of its own while
             // its interim engine encodes (claim 344).
             (Early::None, Some(InterimModel::WordPiece(model))) if routes.interim => {
@@ -353,6 +353,13 @@ impl HfBackend {
         // reads the canonical document (the skeleton with the tables put
         // back: merges keep their spelling, `spm_route` reads both).
         let mut value = assemble::reattach(skeleton, value);
+        let whole = match early {
+            Early::None => Some(Self::read_whole(path, json, &mut value, legacy)?),
+            _ => None,
+        };
+        // Shared with a model build left to a thread (claim 340), which
+        // reads its tables while the load reads the rest, and frees them.
+        let value = std::sync::Arc::new(value);
         let (pipe, frame) = match early {
             Early::Built(pipe) => (pipe::Pipe::ready(pipe, true), None),
             Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes, None), Some(frame)),
@@ -361,14 +368,22 @@ impl HfBackend {
                 None,
             ),
             Early::Staged(parts, interim) => (
-                pipe::Pipe::staged(*parts, *interim, !routes.hold_model),
+                pipe::Pipe::staged(
+                    *parts,
+                    *interim,
+                    std::sync::Arc::clone(&value),
+                    !routes.hold_model,
+                ),
                 None,
             ),
-            Early::Parts(parts) => (pipe::Pipe::ready(parts.build()?, true), None),
-            Early::None => (
-                pipe::Pipe::ready(Self::read_whole(path, json, &mut value, legacy)?, false),
+            Early::Parts(parts) => (
+                pipe::Pipe::ready(parts.build(value.get("model"))?, true),
                 None,
             ),
+            Early::None => match whole {
+                Some(pipe) => (pipe::Pipe::ready(pipe, false), None),
+                None => return Err(Error::backend(NAME, "the pipeline was never read")),
+            },
         };
         // What the load reads from the pipeline is the same in the skeleton's.
         let pipe_view = match (&frame, pipe.interim()) {

@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use serde_json::Value;
+
 use tokenizers::pipeline::PipelineTokenizer;
 
 use super::assemble::{Interim, Parts};
@@ -33,9 +35,10 @@ struct Source {
     routes: Routes,
 }
 
-/// The parts of a staged build, taken by whichever of the build thread and
-/// a waiting caller runs it first.
-type Staged = Arc<Mutex<Option<Parts>>>;
+/// The parts of a staged build and the document whose model tables it
+/// reads, taken by whichever of the build thread and a waiting caller runs
+/// it first.
+type Staged = Arc<Mutex<Option<(Parts, Arc<Value>)>>>;
 
 /// The pipeline, ready or being built.
 pub(super) struct Pipe {
@@ -63,8 +66,13 @@ impl Pipe {
     /// A pipeline whose model [`Parts::build`] builds on a thread started
     /// here (unless `start` is false: then the first caller of
     /// [`get`](Self::get) builds it); `interim` encodes until it is done.
-    pub(super) fn staged(parts: Parts, interim: Interim, start: bool) -> Self {
-        let staged: Staged = Arc::new(Mutex::new(Some(parts)));
+    pub(super) fn staged(
+        parts: Parts,
+        interim: Interim,
+        document: Arc<Value>,
+        start: bool,
+    ) -> Self {
+        let staged: Staged = Arc::new(Mutex::new(Some((parts, document))));
         let cell = Arc::new(OnceLock::new());
         if start {
             let (thread_cell, thread_staged) = (Arc::clone(&cell), Arc::clone(&staged));
@@ -142,12 +150,12 @@ impl Pipe {
 /// The model build of a staged pipeline. `OnceLock` runs one initialiser,
 /// so the parts are always there to take.
 fn build_staged(staged: &Staged) -> std::result::Result<Built, Error> {
-    let parts = staged
+    let (parts, document) = staged
         .lock()
         .map_err(|_| Error::backend(super::NAME, "the model build was poisoned"))?
         .take()
         .ok_or_else(|| Error::backend(super::NAME, "the model build ran twice"))?;
-    let pipe = parts.build()?;
+    let pipe = parts.build(document.get("model"))?;
     Ok(Built {
         pipe,
         assembled: true,
