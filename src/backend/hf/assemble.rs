@@ -37,7 +37,7 @@ use tokenizers::vocab::bucket_added_vocabulary::{
 
 use super::interim::{InterimBpe, InterimModel};
 use super::no_panic;
-use super::vocab::check_bpe_tables;
+use super::vocab::{check_bpe_tables, entry_id};
 use crate::backend::byte_level;
 use crate::error::{Error, Result};
 
@@ -176,12 +176,7 @@ pub(super) fn bpe_parts(
     // the load's path where the load leaves it to a thread; `Vocab::read`
     // has checked them (claim 283), and the merges' shape is checked here.
     check_merge_list(path, full_model.get("merges"), legacy)?;
-    let id_of = |t: &str| {
-        vocab
-            .get(t)
-            .and_then(Value::as_u64)
-            .and_then(|id| u32::try_from(id).ok())
-    };
+    let id_of = |t: &str| vocab.get(t).and_then(entry_id);
 
     let declared = match normalizers.last() {
         Some(PipelineNormalizer::Metaspace(_)) => &normalizers[..normalizers.len() - 1],
@@ -210,6 +205,11 @@ pub(super) fn bpe_parts(
 }
 
 impl Parts {
+    /// The file these parts were read from.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The model build from `model` (the file's model object, with its
     /// vocabulary and merges), and the pipeline put together around it.
     pub(super) fn build(self, model: Option<&Value>) -> Result<PipelineTokenizer> {
@@ -221,9 +221,7 @@ impl Parts {
         let mut table = BpeVocab::default();
         table.reserve(vocab.len());
         for (token, id) in vocab {
-            let id = id
-                .as_u64()
-                .and_then(|id| u32::try_from(id).ok())
+            let id = entry_id(id)
                 .ok_or_else(|| Error::parse(path, format!("vocab entry {token:?} has a bad id")))?;
             table.insert(token.clone(), id);
         }
@@ -459,52 +457,50 @@ fn merges_error(path: &Path, rank: usize, what: &str) -> Error {
     Error::parse(path, format!("merge {rank}: {what}"))
 }
 
-/// What [`merge_list`] refuses, without copying the merges.
-fn check_merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<()> {
+/// Each merge of the list as a pair, in rank order, to `f`. A legacy
+/// file's `"a b"` strings are split as `tokenizers`' upgrade does: exactly
+/// two parts. (A `#version` line, which the upgrade drops, never gets here:
+/// `Vocab::read` refuses it first.)
+fn for_each_merge<'a>(
+    path: &Path,
+    merges: Option<&'a Value>,
+    legacy: bool,
+    mut f: impl FnMut(&'a str, &'a str),
+) -> Result<usize> {
     let Some(list) = merges.and_then(Value::as_array) else {
         return Err(Error::parse(path, "the BPE model has no `merges` array"));
     };
     for (rank, entry) in list.iter().enumerate() {
         match entry {
             Value::Array(pair) => match pair.as_slice() {
-                [Value::String(_), Value::String(_)] => {}
-                _ => return Err(merges_error(path, rank, "not a pair of strings")),
-            },
-            Value::String(s) if legacy => {
-                if s.split(' ').count() != 2 {
-                    return Err(merges_error(path, rank, "not two tokens split by a space"));
-                }
-            }
-            _ => return Err(merges_error(path, rank, "not a [left, right] pair")),
-        }
-    }
-    Ok(())
-}
-
-/// The merge list as pairs. A legacy file's `"a b"` strings are split as
-/// `tokenizers`' upgrade does: exactly two parts. (A `#version` line, which
-/// the upgrade drops, never gets here: `Vocab::read` refuses it first.)
-fn merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<Merges> {
-    let Some(list) = merges.and_then(Value::as_array) else {
-        return Err(Error::parse(path, "the BPE model has no `merges` array"));
-    };
-    let mut out = Merges::with_capacity(list.len());
-    for (rank, entry) in list.iter().enumerate() {
-        match entry {
-            Value::Array(pair) => match pair.as_slice() {
-                [Value::String(a), Value::String(b)] => out.push((a.clone(), b.clone())),
+                [Value::String(a), Value::String(b)] => f(a, b),
                 _ => return Err(merges_error(path, rank, "not a pair of strings")),
             },
             Value::String(s) if legacy => {
                 let mut parts = s.split(' ');
                 match (parts.next(), parts.next(), parts.next()) {
-                    (Some(a), Some(b), None) => out.push((a.to_owned(), b.to_owned())),
+                    (Some(a), Some(b), None) => f(a, b),
                     _ => return Err(merges_error(path, rank, "not two tokens split by a space")),
                 }
             }
             _ => return Err(merges_error(path, rank, "not a [left, right] pair")),
         }
     }
+    Ok(list.len())
+}
+
+/// What [`merge_list`] refuses, without copying the merges.
+fn check_merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<()> {
+    for_each_merge(path, merges, legacy, |_, _| {}).map(drop)
+}
+
+/// The merge list as pairs ([`for_each_merge`]).
+fn merge_list(path: &Path, merges: Option<&Value>, legacy: bool) -> Result<Merges> {
+    let len = merges.and_then(Value::as_array).map_or(0, Vec::len);
+    let mut out = Merges::with_capacity(len);
+    for_each_merge(path, merges, legacy, |a, b| {
+        out.push((a.to_owned(), b.to_owned()));
+    })?;
     Ok(out)
 }
 

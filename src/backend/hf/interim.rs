@@ -501,3 +501,194 @@ impl InterimWordPiece {
         }
     }
 }
+
+/// `tokenizers`' own unit cases for its BPE (`models/bpe/model.rs`) and its
+/// pipeline WordPiece (`models/wordpiece/mod.rs`), on the interim engines.
+/// The shared files are compared with the built models in `tests/interim.rs`.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte-fallback pieces at ids 1000 + byte, which the char engine
+    /// needs all of.
+    fn with_byte_pieces(vocab: &[(&str, u32)]) -> Vec<(String, u32)> {
+        let mut all: Vec<(String, u32)> = vocab.iter().map(|&(t, id)| (t.to_owned(), id)).collect();
+        all.extend((0..=255u32).map(|b| (format!("<0x{b:02X}>"), 1000 + b)));
+        all
+    }
+
+    fn char_bpe(
+        vocab: &[(&str, u32)],
+        merges: &[(&str, &str)],
+        ignore_merges: bool,
+    ) -> Option<InterimBpe> {
+        let owned = with_byte_pieces(vocab);
+        let entries: Vec<(&str, u32)> = owned.iter().map(|(t, id)| (t.as_str(), *id)).collect();
+        let id = |t: &str| entries.iter().find(|e| e.0 == t).map(|e| e.1);
+        let triples: Vec<[u32; 3]> = merges
+            .iter()
+            .map(|&(a, b)| {
+                [
+                    id(a).unwrap(),
+                    id(b).unwrap(),
+                    id(&format!("{a}{b}")).unwrap(),
+                ]
+            })
+            .collect();
+        InterimBpe::build(&entries, &triples, false, ignore_merges)
+    }
+
+    fn bpe_ids(bpe: &InterimBpe, word: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        let span = Span::new(0, u32::try_from(word.len()).unwrap());
+        bpe.tokenize_spans(word, &[span], &mut out);
+        out.into_iter().map(|t| t.id()).collect()
+    }
+
+    /// `test_tokenize_with_and_without_dropout`, without dropout.
+    #[test]
+    fn unrelated_merges_whole() {
+        let vocab = [
+            ("u", 0),
+            ("n", 1),
+            ("r", 2),
+            ("e", 3),
+            ("l", 4),
+            ("a", 5),
+            ("t", 6),
+            ("d", 7),
+            ("re", 8),
+            ("at", 9),
+            ("ed", 10),
+            ("un", 11),
+            ("ated", 12),
+            ("rel", 13),
+            ("related", 14),
+            ("unrelated", 15),
+        ];
+        let merges = [
+            ("r", "e"),
+            ("a", "t"),
+            ("e", "d"),
+            ("u", "n"),
+            ("at", "ed"),
+            ("re", "l"),
+            ("rel", "ated"),
+            ("un", "related"),
+        ];
+        let bpe = char_bpe(&vocab, &merges, false).unwrap();
+        assert_eq!(bpe_ids(&bpe, "unrelated"), [15]);
+    }
+
+    /// `test_ignore_merges`, both ways.
+    #[test]
+    fn ignore_merges_takes_whole_entries() {
+        let vocab = [
+            (".:.:", 0),
+            ("Ġbelirtilen", 1),
+            (".", 2),
+            (":", 3),
+            ("bel", 4),
+            ("irtilen", 5),
+            ("Ġ", 6),
+            (".:", 7),
+            ("belirtilen", 8),
+            (".:.", 9),
+            ("be", 10),
+            ("l", 11),
+            ("ir", 12),
+            ("ti", 13),
+            ("en", 14),
+            ("irtil", 15),
+            ("irti", 16),
+            ("i", 17),
+            ("r", 18),
+            ("t", 19),
+            ("b", 20),
+            ("e", 21),
+            ("n", 22),
+        ];
+        let merges = [
+            (".", ":"),
+            ("b", "e"),
+            ("be", "l"),
+            ("i", "r"),
+            ("t", "i"),
+            ("ir", "ti"),
+            ("e", "n"),
+            ("irti", "l"),
+        ];
+        let on = char_bpe(&vocab, &merges, true).unwrap();
+        assert_eq!(bpe_ids(&on, ".:.:"), [0]);
+        assert_eq!(bpe_ids(&on, "Ġbelirtilen"), [1]);
+        let off = char_bpe(&vocab, &merges, false).unwrap();
+        assert_eq!(bpe_ids(&off, ".:.:"), [7, 7]);
+        assert_eq!(bpe_ids(&off, "Ġbelirtilen"), [6, 4, 15, 14]);
+    }
+
+    /// `test_bpe_byte_fallback` and `…_newline`: a char without an entry is
+    /// its bytes' pieces. Where a piece is missing the reference falls to
+    /// the unknown token, which this engine leaves to the built model.
+    #[test]
+    fn byte_fallback_pieces() {
+        let bpe = char_bpe(&[("<unk>", 0)], &[], false).unwrap();
+        assert_eq!(bpe_ids(&bpe, "a"), [1000 + 0x61]);
+        assert_eq!(bpe_ids(&bpe, "\n"), [1000 + 0x0A]);
+        assert_eq!(bpe_ids(&bpe, "é"), [1000 + 0xC3, 1000 + 0xA9]);
+        let partial: Vec<(&str, u32)> = vec![("<unk>", 0), ("<0x61>", 1)];
+        assert!(InterimBpe::build(&partial, &[], false, false).is_none());
+    }
+
+    /// The reference collects its merges into a map, so a pair listed twice
+    /// keeps its last rank: here `b c` (rank 1) before `a b` (rank 2).
+    #[test]
+    fn a_repeated_merge_keeps_its_last_rank() {
+        let vocab = [("a", 0), ("b", 1), ("c", 2), ("ab", 3), ("bc", 4)];
+        let bpe = char_bpe(&vocab, &[("a", "b"), ("b", "c"), ("a", "b")], false).unwrap();
+        assert_eq!(bpe_ids(&bpe, "abc"), [0, 4]);
+    }
+
+    fn wordpiece(
+        vocab: &[(&str, u32)],
+        max_chars: usize,
+    ) -> (InterimWordPiece, FxHashMap<Box<str>, u32>) {
+        let wp = InterimWordPiece::build(vocab, &[], "##", "[UNK]", max_chars).unwrap();
+        let by_token = vocab.iter().map(|&(t, id)| (t.into(), id)).collect();
+        (wp, by_token)
+    }
+
+    fn wp_ids(wp: &(InterimWordPiece, FxHashMap<Box<str>, u32>), word: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        let span = Span::new(0, u32::try_from(word.len()).unwrap());
+        wp.0.tokenize_spans(word, &[span], &wp.1, &mut out);
+        out.into_iter().map(|t| t.id()).collect()
+    }
+
+    /// `cache_hits_agree_with_a_cold_run`'s words.
+    #[test]
+    fn wordpiece_longest_match_and_unknown_words() {
+        let vocab = [
+            ("[UNK]", 0),
+            ("hell", 1),
+            ("##o", 2),
+            ("hello", 3),
+            ("world", 4),
+        ];
+        let wp = wordpiece(&vocab, 8);
+        assert_eq!(wp_ids(&wp, "hello"), [3]);
+        // No entry for `##w`: the whole word is one unknown token.
+        assert_eq!(wp_ids(&wp, "hellow"), [0]);
+        // Past `max_input_chars_per_word`.
+        assert_eq!(wp_ids(&wp, "hellohello"), [0]);
+        assert_eq!(wp_ids(&wp, "東京"), [0]);
+        assert_eq!(wp_ids(&wp, &"hello".repeat(300)), [0]);
+    }
+
+    /// `accepts_an_empty_token_in_the_vocab` (bert-base-arabert ships `""`).
+    #[test]
+    fn wordpiece_with_an_empty_entry() {
+        let wp = wordpiece(&[("", 0), ("[UNK]", 1), ("hello", 2)], 100);
+        assert_eq!(wp_ids(&wp, "hello"), [2]);
+        assert_eq!(wp_ids(&wp, "world"), [1]);
+    }
+}

@@ -130,8 +130,9 @@ pub(crate) struct Routes {
     pub whole_pieces: bool,
     /// A lone one-char `Replace` normalizer run by the crate (claim 339).
     pub lone_replace: bool,
-    /// A byte-level BPE's model built on a thread of its own while
-    /// [`interim::InterimBpe`] encodes (claim 340).
+    /// A BPE's model build (claim 340), or a WordPiece file's whole read
+    /// (claim 344), left to a thread of its own while an interim engine
+    /// ([`interim::InterimModel`]) encodes.
     pub interim: bool,
     /// With `interim`: no thread; the model is built when something waits
     /// for it (the equivalence tests, which must see the interim engine).

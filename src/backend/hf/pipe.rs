@@ -1,9 +1,9 @@
 //! The `tokenizers` pipeline of a `tokenizer.json`: built during the load,
 //! or, where the SentencePiece route encodes (claims 230–238) and the
 //! pipeline serves only offsets and non-byte-level decode, on a thread of
-//! its own started by the load (DESIGN.md claim 306), or, for a byte-level
-//! BPE, its model built on a thread of its own while an interim pipeline
-//! encodes (claim 340).
+//! its own started by the load (DESIGN.md claim 306); or left to a thread
+//! while an interim pipeline encodes: a BPE's model build (claim 340), a
+//! WordPiece file's whole read (claim 344).
 //!
 //! Performance note: building the pipeline's BPE model (`tokenizers`'
 //! `from_config`) was about a third of a Mistral-7B `tokenizer.json` load,
@@ -27,28 +27,32 @@ pub(super) struct Built {
     pub(super) assembled: bool,
 }
 
-/// What a deferred build reads: the file again (it was validated by the
-/// load that deferred it).
-struct Source {
-    path: PathBuf,
-    json: String,
-    routes: Routes,
+/// What a pipeline left to a thread is built from.
+enum Pending {
+    /// The file, read again as the load would have read it (claims 306,
+    /// 344); the load that deferred it validated it.
+    Read {
+        path: PathBuf,
+        json: String,
+        routes: Routes,
+    },
+    /// The model build of the parts the load made, from the document it
+    /// parsed (claim 340).
+    Model(Box<Parts>, Arc<Value>),
 }
 
-/// The parts of a staged build and the document whose model tables it
-/// reads, taken by whichever of the build thread and a waiting caller runs
-/// it first.
-type Staged = Arc<Mutex<Option<(Parts, Arc<Value>)>>>;
+/// A [`Pending`] build, taken by whichever of the build thread and a
+/// waiting caller runs it first (`OnceLock` runs one initialiser, so it is
+/// always there to take).
+type Slot = Arc<Mutex<Option<Pending>>>;
 
 /// The pipeline, ready or being built.
 pub(super) struct Pipe {
     cell: Arc<OnceLock<std::result::Result<Built, Error>>>,
-    /// Set when the build was deferred: what the first caller builds from
-    /// if the background thread has not started it.
-    source: Option<Arc<Source>>,
-    /// Set when the model build was left to a thread (claim 340).
-    staged: Option<Staged>,
-    /// What encodes until then.
+    /// Set while a build is left to a thread, or to the first caller of
+    /// [`get`](Self::get) if no thread could be had (or none was started).
+    pending: Option<Slot>,
+    /// What encodes until the build is done.
     interim: Option<Interim>,
 }
 
@@ -57,36 +61,62 @@ impl Pipe {
     pub(super) fn ready(pipe: PipelineTokenizer, assembled: bool) -> Self {
         Self {
             cell: Arc::new(OnceLock::from(Ok(Built { pipe, assembled }))),
-            source: None,
-            staged: None,
+            pending: None,
             interim: None,
         }
     }
 
-    /// A pipeline whose model [`Parts::build`] builds on a thread started
-    /// here (unless `start` is false: then the first caller of
-    /// [`get`](Self::get) builds it); `interim` encodes until it is done.
+    /// A pipeline whose model [`Parts::build`] builds from `document` on a
+    /// thread started here (unless `start` is false: then the first caller
+    /// of [`get`](Self::get) builds it); `interim` encodes until it is done.
     pub(super) fn staged(
         parts: Parts,
         interim: Interim,
         document: Arc<Value>,
         start: bool,
     ) -> Self {
-        let staged: Staged = Arc::new(Mutex::new(Some((parts, document))));
+        let pending = Pending::Model(Box::new(parts), document);
+        Self::later(pending, Some(interim), start)
+    }
+
+    /// A pipeline built from `json` on a thread started here (unless
+    /// `routes.hold_model` with an interim pipeline: the equivalence tests);
+    /// if no thread can be had, the first caller of [`get`](Self::get)
+    /// builds it. `interim`, if any, encodes until then (claim 344).
+    pub(super) fn deferred(
+        path: &Path,
+        json: &str,
+        routes: Routes,
+        interim: Option<Interim>,
+    ) -> Self {
+        let start = interim.is_none() || !routes.hold_model;
+        let pending = Pending::Read {
+            path: path.to_path_buf(),
+            json: json.to_owned(),
+            routes,
+        };
+        Self::later(pending, interim, start)
+    }
+
+    fn later(pending: Pending, interim: Option<Interim>, start: bool) -> Self {
+        let name = match pending {
+            Pending::Read { .. } => "rtok-hf-pipeline",
+            Pending::Model(..) => "rtok-hf-model",
+        };
+        let slot: Slot = Arc::new(Mutex::new(Some(pending)));
         let cell = Arc::new(OnceLock::new());
         if start {
-            let (thread_cell, thread_staged) = (Arc::clone(&cell), Arc::clone(&staged));
+            let (thread_cell, thread_slot) = (Arc::clone(&cell), Arc::clone(&slot));
             let _ = std::thread::Builder::new()
-                .name("rtok-hf-model".into())
+                .name(name.into())
                 .spawn(move || {
-                    thread_cell.get_or_init(|| build_staged(&thread_staged));
+                    thread_cell.get_or_init(|| run(&thread_slot));
                 });
         }
         Self {
             cell,
-            source: None,
-            staged: Some(staged),
-            interim: Some(interim),
+            pending: Some(slot),
+            interim,
         }
     }
 
@@ -101,44 +131,11 @@ impl Pipe {
         }
     }
 
-    /// A pipeline built from `json` on a thread started here (unless
-    /// `routes.hold_model` with an interim pipeline: the equivalence tests);
-    /// if no thread can be had, the first caller of [`get`](Self::get)
-    /// builds it. `interim`, if any, encodes until then (claim 344).
-    pub(super) fn deferred(
-        path: &Path,
-        json: &str,
-        routes: Routes,
-        interim: Option<Interim>,
-    ) -> Self {
-        let source = Arc::new(Source {
-            path: path.to_path_buf(),
-            json: json.to_owned(),
-            routes,
-        });
-        let cell = Arc::new(OnceLock::new());
-        if interim.is_none() || !routes.hold_model {
-            let (thread_cell, thread_source) = (Arc::clone(&cell), Arc::clone(&source));
-            let _ = std::thread::Builder::new()
-                .name("rtok-hf-pipeline".into())
-                .spawn(move || {
-                    thread_cell.get_or_init(|| build(&thread_source));
-                });
-        }
-        Self {
-            cell,
-            source: Some(source),
-            staged: None,
-            interim,
-        }
-    }
-
-    /// The pipeline, waiting for (or running) a deferred build.
+    /// The pipeline, waiting for (or running) a build left for later.
     pub(super) fn get(&self) -> Result<&Built> {
-        let built = match (&self.source, &self.staged) {
-            (Some(source), _) => self.cell.get_or_init(|| build(source)),
-            (None, Some(staged)) => self.cell.get_or_init(|| build_staged(staged)),
-            (None, None) => self
+        let built = match &self.pending {
+            Some(slot) => self.cell.get_or_init(|| run(slot)),
+            None => self
                 .cell
                 .get()
                 .ok_or_else(|| Error::backend(super::NAME, "the pipeline was never built"))?,
@@ -147,45 +144,48 @@ impl Pipe {
     }
 }
 
-/// The model build of a staged pipeline. `OnceLock` runs one initialiser,
-/// so the parts are always there to take.
-fn build_staged(staged: &Staged) -> std::result::Result<Built, Error> {
-    let (parts, document) = staged
+/// Takes the pending build and runs it, a panic made an error.
+fn run(slot: &Slot) -> std::result::Result<Built, Error> {
+    let pending = slot
         .lock()
-        .map_err(|_| Error::backend(super::NAME, "the model build was poisoned"))?
+        .map_err(|_| Error::backend(super::NAME, "the pipeline build was poisoned"))?
         .take()
-        .ok_or_else(|| Error::backend(super::NAME, "the model build ran twice"))?;
-    let pipe = parts.build(document.get("model"))?;
-    Ok(Built {
-        pipe,
-        assembled: true,
-    })
-}
-
-/// The whole read of a deferred pipeline, as the load would have done it.
-fn build(source: &Source) -> std::result::Result<Built, Error> {
-    let path = source.path.as_path();
-    let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let (value, skeleton, legacy) = HfBackend::prepare(path, &source.json)?;
-        if source.routes.assemble
-            && let Some(pipe) = assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
-        {
-            return Ok(Built {
-                pipe,
-                assembled: true,
-            });
-        }
-        let mut value = assemble::reattach(skeleton, value);
-        let pipe = HfBackend::read_whole(path, &source.json, &mut value, legacy)?;
-        Ok(Built {
-            pipe,
-            assembled: false,
-        })
-    }));
-    guarded.unwrap_or_else(|_| {
+        .ok_or_else(|| Error::backend(super::NAME, "the pipeline build ran twice"))?;
+    let path = match &pending {
+        Pending::Read { path, .. } => path.clone(),
+        Pending::Model(parts, _) => parts.path().to_path_buf(),
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(pending))).unwrap_or_else(|_| {
         Err(Error::parse(
-            path,
+            &path,
             "building the tokenizers pipeline: internal panic",
         ))
     })
+}
+
+fn build(pending: Pending) -> std::result::Result<Built, Error> {
+    match pending {
+        Pending::Model(parts, document) => Ok(Built {
+            pipe: parts.build(document.get("model"))?,
+            assembled: true,
+        }),
+        Pending::Read { path, json, routes } => {
+            let path = path.as_path();
+            let (value, skeleton, legacy) = HfBackend::prepare(path, &json)?;
+            if routes.assemble
+                && let Some(pipe) = assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
+            {
+                return Ok(Built {
+                    pipe,
+                    assembled: true,
+                });
+            }
+            let mut value = assemble::reattach(skeleton, value);
+            let pipe = HfBackend::read_whole(path, &json, &mut value, legacy)?;
+            Ok(Built {
+                pipe,
+                assembled: false,
+            })
+        }
+    }
 }

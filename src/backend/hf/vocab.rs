@@ -506,6 +506,11 @@ fn check_entries(path: &Path, entries: &[(&str, u32)]) -> Result<()> {
     check_entry_iter(path, entries.iter().copied())
 }
 
+/// The id of a `model.vocab` map entry; `None` if it is not a `u32`.
+pub(super) fn entry_id(id: &serde_json::Value) -> Option<u32> {
+    id.as_u64().and_then(|id| u32::try_from(id).ok())
+}
+
 /// `model.vocab`: a map of token → id (BPE, WordPiece, WordLevel) or a
 /// Unigram list of `[piece, score]`, ids by position.
 fn model_vocab<'a>(path: &Path, json: &'a serde_json::Value) -> Result<Vec<(&'a str, u32)>> {
@@ -516,9 +521,7 @@ fn model_vocab<'a>(path: &Path, json: &'a serde_json::Value) -> Result<Vec<(&'a 
         Some(Value::Object(map)) => map
             .iter()
             .map(|(token, id)| {
-                let id = id
-                    .as_u64()
-                    .and_then(|id| u32::try_from(id).ok())
+                let id = entry_id(id)
                     .ok_or_else(|| bad(format!("vocab entry {token:?} has a bad id")))?;
                 Ok((token.as_str(), id))
             })
