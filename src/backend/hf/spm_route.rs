@@ -10,6 +10,7 @@
 //! argument. Anything else stays on the general path.
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
@@ -349,37 +350,18 @@ fn check_merges(
             return Err(format!("merge {i} is listed twice"));
         }
     }
-    for (id, piece) in vocab.iter().enumerate() {
-        if !normal(id as u32) {
-            continue;
-        }
-        // The runs below are quadratic in a piece's length; sentencepiece's
-        // trainer caps pieces at 16 characters by default.
-        if piece.chars().nth(MAX_PIECE_CHARS).is_some() {
-            return Err(format!(
-                "piece {id} is longer than {MAX_PIECE_CHARS} characters"
-            ));
-        }
-        for c in piece.chars() {
-            let mut buf = [0u8; 4];
-            match by_piece.get(&*c.encode_utf8(&mut buf)) {
-                Some(&cid) if normal(cid) => {}
-                _ => return Err(format!("piece {id} has a character that is no piece")),
-            }
-        }
-    }
+    let pieces = char_ids(vocab, kinds, by_piece)?;
     // tokenizers' run on each piece alone: its last merge's rank, if it forms the piece.
-    let mut last_rank: Vec<Option<u32>> = vec![None; vocab.len()];
     let hf_key = |l, r| {
         let &k = rank.get(&(l, r))?;
         Some((u64::from(k), merges[k as usize][2]))
     };
-    for_each_run(vocab, kinds, by_piece, hf_key, |id, formed, last| {
+    let mut last_rank: Vec<Option<u32>> = vec![None; vocab.len()];
+    for (i, (formed, last)) in runs(&pieces, hf_key).into_iter().enumerate() {
         if formed {
-            last_rank[id] = last.and_then(|pair| rank.get(&pair).copied());
+            last_rank[pieces.id(i)] = last.and_then(|pair| rank.get(&pair).copied());
         }
-        Ok(())
-    })?;
+    }
     let n_merges = merges.len() as u64;
     let score_key = |id: u32| -> u64 {
         match last_rank[id as usize] {
@@ -391,25 +373,31 @@ fn check_merges(
     // piece, highest score (lowest key) first. Symbols are NORMAL pieces
     // (characters, by rule 2, or merge products), so every split of every
     // NORMAL piece into two NORMAL pieces is a possible merge.
+    let splits: Vec<Vec<((u32, u32), u32)>> = (0..pieces.len())
+        .into_par_iter()
+        .map(|i| {
+            let id = pieces.id(i);
+            let piece = vocab[id].as_str();
+            piece
+                .char_indices()
+                .skip(1)
+                .filter_map(|(k, _)| {
+                    let l = *by_piece.get(&piece[..k])?;
+                    let r = *by_piece.get(&piece[k..])?;
+                    (normal(l) && normal(r)).then_some(((l, r), id as u32))
+                })
+                .collect()
+        })
+        .collect();
     let mut spm_pairs: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    for (id, piece) in vocab.iter().enumerate() {
-        if !normal(id as u32) {
-            continue;
-        }
-        for (k, _) in piece.char_indices().skip(1) {
-            if let (Some(&l), Some(&r)) = (by_piece.get(&piece[..k]), by_piece.get(&piece[k..]))
-                && normal(l)
-                && normal(r)
-            {
-                spm_pairs.insert((l, r), id as u32);
-            }
-        }
-    }
+    spm_pairs.reserve(splits.iter().map(Vec::len).sum());
+    spm_pairs.extend(splits.into_iter().flatten());
     let spm_key = |l, r| {
         let &p = spm_pairs.get(&(l, r))?;
         Some((score_key(p), p))
     };
-    for_each_run(vocab, kinds, by_piece, spm_key, |id, spm_forms, last| {
+    for (i, (spm_forms, last)) in runs(&pieces, spm_key).into_iter().enumerate() {
+        let id = pieces.id(i);
         let agrees = match (spm_forms, last_rank[id]) {
             (false, None) => true,
             (true, Some(k)) => {
@@ -418,14 +406,12 @@ fn check_merges(
             }
             _ => false,
         };
-        if agrees {
-            Ok(())
-        } else {
-            Err(format!(
+        if !agrees {
+            return Err(format!(
                 "piece {id}: tokenizers and sentencepiece would merge it differently"
-            ))
+            ));
         }
-    })?;
+    }
     Ok((0..vocab.len() as u32)
         .map(|id| {
             if normal(id) {
@@ -437,41 +423,101 @@ fn check_merges(
         .collect())
 }
 
-/// Runs the merge rule `key` (see [`run`]) on each NORMAL piece of two or
-/// more characters alone, from its characters, and hands `visit` the id,
-/// whether the run ended in that piece, and its last pair.
-fn for_each_run(
+/// The NORMAL pieces of two or more characters, each as the ids of its
+/// characters (one flat list), looked up once for both runs of
+/// [`check_merges`].
+struct CharIds {
+    /// (piece id, end of its characters in `chars`).
+    pieces: Vec<(u32, u32)>,
+    chars: Vec<u32>,
+}
+
+impl CharIds {
+    fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    fn id(&self, i: usize) -> usize {
+        self.pieces[i].0 as usize
+    }
+
+    fn chars(&self, i: usize) -> &[u32] {
+        let start = i.checked_sub(1).map_or(0, |p| self.pieces[p].1 as usize);
+        &self.chars[start..self.pieces[i].1 as usize]
+    }
+}
+
+/// Checks rule 2 of [`check_merges`] (every character of a NORMAL piece is
+/// a NORMAL piece) and the length cap, and returns the character ids of
+/// the pieces the runs start from.
+fn char_ids(
     vocab: &[String],
     kinds: &[PieceType],
     by_piece: &FxHashMap<&str, u32>,
-    mut key: impl FnMut(u32, u32) -> Option<(u64, u32)>,
-    mut visit: impl FnMut(usize, bool, Option<(u32, u32)>) -> Result<(), Refusal>,
-) -> Result<(), Refusal> {
-    let mut syms: Vec<u32> = Vec::new();
-    let mut buf = [0u8; 4];
+) -> Result<CharIds, Refusal> {
+    let normal = |id: u32| kinds[id as usize] == PieceType::Normal;
+    // One-character pieces by character: a `char` key hashes and compares
+    // in one step where a `&str` key costs a string hash and a `memcmp`.
+    let mut by_char: FxHashMap<char, u32> = FxHashMap::default();
+    for (piece, &id) in by_piece {
+        let mut cs = piece.chars();
+        if let (Some(c), None) = (cs.next(), cs.next()) {
+            by_char.insert(c, id);
+        }
+    }
+    let mut out = CharIds {
+        pieces: Vec::new(),
+        chars: Vec::new(),
+    };
     for (id, piece) in vocab.iter().enumerate() {
-        if kinds[id] != PieceType::Normal || piece.chars().nth(1).is_none() {
+        if !normal(id as u32) {
             continue;
         }
-        syms.clear();
-        syms.extend(
-            piece
-                .chars()
-                .filter_map(|c| by_piece.get(&*c.encode_utf8(&mut buf)).copied()),
-        );
-        let last = run(&mut syms, &mut key);
-        visit(id, syms.len() == 1 && syms[0] == id as u32, last)?;
+        let start = out.chars.len();
+        for c in piece.chars() {
+            match by_char.get(&c) {
+                Some(&cid) if normal(cid) => out.chars.push(cid),
+                _ => return Err(format!("piece {id} has a character that is no piece")),
+            }
+            // The runs are quadratic in a piece's length; sentencepiece's
+            // trainer caps pieces at 16 characters by default.
+            if out.chars.len() - start > MAX_PIECE_CHARS {
+                return Err(format!(
+                    "piece {id} is longer than {MAX_PIECE_CHARS} characters"
+                ));
+            }
+        }
+        if out.chars.len() - start >= 2 {
+            out.pieces.push((id as u32, out.chars.len() as u32));
+        } else {
+            out.chars.truncate(start);
+        }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Runs the merge rule `key` (see [`run`]) on each piece of `pieces`
+/// alone, from its characters, in parallel: for each, in order, whether
+/// the run ended in that piece, and its last pair.
+fn runs(
+    pieces: &CharIds,
+    key: impl Fn(u32, u32) -> Option<(u64, u32)> + Sync,
+) -> Vec<(bool, Option<(u32, u32)>)> {
+    (0..pieces.len())
+        .into_par_iter()
+        .map_init(Vec::new, |syms, i| {
+            syms.clear();
+            syms.extend_from_slice(pieces.chars(i));
+            let last = run(syms, &key);
+            (syms.len() == 1 && syms[0] as usize == pieces.id(i), last)
+        })
+        .collect()
 }
 
 /// Merges `syms` until no pair has a key: at each step the pair with the
 /// lowest `key(left, right)` (`(key, product)`), the leftmost among equals.
 /// Returns the pair of the last merge. Quadratic; pieces are short.
-fn run(
-    syms: &mut Vec<u32>,
-    mut key: impl FnMut(u32, u32) -> Option<(u64, u32)>,
-) -> Option<(u32, u32)> {
+fn run(syms: &mut Vec<u32>, key: impl Fn(u32, u32) -> Option<(u64, u32)>) -> Option<(u32, u32)> {
     let mut last = None;
     loop {
         let mut best: Option<(u64, usize, u32)> = None;

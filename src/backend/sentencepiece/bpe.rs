@@ -520,8 +520,10 @@ impl Bpe {
             let p = vocab.piece(id);
             let mut k = char_len_at(p);
             while k < p.len() {
-                if let (Some(l), Some(r)) =
-                    (bpe.half_id(vocab, &p[..k]), bpe.half_id(vocab, &p[k..]))
+                // The right half is looked up only when the left one is a
+                // symbol.
+                if let Some(l) = bpe.half_id(vocab, &p[..k])
+                    && let Some(r) = bpe.half_id(vocab, &p[k..])
                 {
                     merges.push(((u64::from(l) << 32) | u64::from(r), id));
                 }

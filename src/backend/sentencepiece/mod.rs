@@ -9,6 +9,7 @@
 //!   offset map;
 //! - `bpe`, `unigram`, `simple`: the BPE, Unigram, WORD and CHAR segmenters;
 //! - `cache`: per-thread memos for BPE (results are unaffected);
+//! - `piece_table`: the vocabulary's piece → id maps;
 //! - `model`: [`SentencePieceModel`], which ties them together.
 
 mod adapter;
@@ -18,6 +19,7 @@ mod error;
 pub(crate) mod llama;
 pub(crate) mod model;
 mod normalizer;
+mod piece_table;
 mod proto;
 mod simple;
 pub(crate) mod synth;

@@ -5,11 +5,10 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustc_hash::FxHashMap;
-
 use super::bpe::{Bpe, BpeScratch};
 use super::error::SpmError;
 use super::normalizer::{Normalizer, PrefixMatcher};
+use super::piece_table::PieceTable;
 use super::proto::{ModelType, PieceType, parse_model};
 use super::simple;
 use super::trie::Trie;
@@ -59,9 +58,9 @@ pub(crate) struct Vocab {
     kinds: Vec<PieceType>,
     in_map: Vec<bool>,
     /// sentencepiece's `pieces_`: NORMAL/USER_DEFINED/UNUSED, or every piece for BPE.
-    pieces: FxHashMap<Box<[u8]>, u32>,
+    pieces: PieceTable,
     /// sentencepiece's `reserved_id_map_` (empty for BPE).
-    reserved: FxHashMap<Box<[u8]>, u32>,
+    reserved: PieceTable,
     /// The model's `unk_id_` (the UNKNOWN piece) or [`NO_ID`].
     unk: u32,
 }
@@ -106,7 +105,7 @@ impl Vocab {
     /// `PieceToIdNoReserved` without the unk fallback.
     #[inline]
     pub(crate) fn lookup_no_reserved(&self, piece: &[u8]) -> Option<u32> {
-        self.pieces.get(piece).copied()
+        self.pieces.get(piece, |id| self.piece(id))
     }
     /// `PieceToId`: reserved map, then pieces, then the unk id (maybe [`NO_ID`]).
     pub(crate) fn spm_piece_to_id(&self, piece: &[u8]) -> u32 {
@@ -114,9 +113,8 @@ impl Vocab {
             return self.unk;
         }
         self.reserved
-            .get(piece)
-            .or_else(|| self.pieces.get(piece))
-            .copied()
+            .get(piece, |id| self.piece(id))
+            .or_else(|| self.lookup_no_reserved(piece))
             .unwrap_or(self.unk)
     }
     /// The model's unk id, [`NO_ID`] when there is none.
@@ -361,8 +359,8 @@ impl SentencePieceModel {
         let mut scores = Vec::with_capacity(n);
         let mut kinds = Vec::with_capacity(n);
         let mut in_map = Vec::with_capacity(n);
-        let mut pieces: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-        let mut reserved: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        let mut pieces = PieceTable::with_capacity(n);
+        let mut reserved = PieceTable::default();
         let mut unk = NO_ID;
         let mut byte_found = [false; 256];
         let mut user_defined: Vec<u32> = Vec::new();
@@ -398,7 +396,13 @@ impl SentencePieceModel {
             } else {
                 &mut reserved
             };
-            if map.insert(p.into(), i as u32).is_some() {
+            let text_of = |id: u32| {
+                spans
+                    .get(id as usize)
+                    .and_then(|&(s, e)| text.as_bytes().get(s..e))
+                    .unwrap_or_default()
+            };
+            if map.insert(p, i as u32, text_of).is_some() {
                 return Err(SpmError::DuplicatePiece {
                     index: i,
                     piece: s.to_owned(),
@@ -466,8 +470,12 @@ impl SentencePieceModel {
                 if let Some(i) = vocab.scores.iter().position(|s| !s.is_finite()) {
                     return Err(SpmError::NonFiniteScore { index: i });
                 }
-                let mut entries: Vec<(&[u8], u32)> =
-                    vocab.pieces.iter().map(|(k, &v)| (&k[..], v)).collect();
+                // Exactly the pieces of `vocab.pieces` (UNIGRAM keeps the
+                // others in `reserved`; a duplicate was refused above).
+                let mut entries: Vec<(&[u8], u32)> = (0..n as u32)
+                    .filter(|&id| vocab.mergeable(id))
+                    .map(|id| (vocab.piece(id), id))
+                    .collect();
                 if entries.is_empty() {
                     return Err(SpmError::NoNormalPieces);
                 }
@@ -994,11 +1002,11 @@ impl SentencePieceModel {
     /// answer with the unknown id.
     pub fn piece_to_id(&self, piece: &str) -> Option<u32> {
         let p = piece.as_bytes();
+        let text_of = |id| self.vocab.piece(id);
         self.vocab
             .reserved
-            .get(p)
-            .or_else(|| self.vocab.pieces.get(p))
-            .copied()
+            .get(p, text_of)
+            .or_else(|| self.vocab.pieces.get(p, text_of))
     }
 
     /// The piece text of an id (with U+2581 for spaces).
