@@ -373,25 +373,23 @@ fn check_merges(
     // piece, highest score (lowest key) first. Symbols are NORMAL pieces
     // (characters, by rule 2, or merge products), so every split of every
     // NORMAL piece into two NORMAL pieces is a possible merge.
-    let splits: Vec<Vec<((u32, u32), u32)>> = (0..pieces.len())
+    // Collected in piece order: of two entries for one pair the later wins,
+    // as in a sequential walk.
+    let splits: Vec<((u32, u32), u32)> = (0..pieces.len())
         .into_par_iter()
-        .map(|i| {
+        .flat_map_iter(|i| {
             let id = pieces.id(i);
             let piece = vocab[id].as_str();
-            piece
-                .char_indices()
-                .skip(1)
-                .filter_map(|(k, _)| {
-                    let l = *by_piece.get(&piece[..k])?;
-                    let r = *by_piece.get(&piece[k..])?;
-                    (normal(l) && normal(r)).then_some(((l, r), id as u32))
-                })
-                .collect()
+            piece.char_indices().skip(1).filter_map(move |(k, _)| {
+                let l = *by_piece.get(&piece[..k])?;
+                let r = *by_piece.get(&piece[k..])?;
+                (normal(l) && normal(r)).then_some(((l, r), id as u32))
+            })
         })
         .collect();
     let mut spm_pairs: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    spm_pairs.reserve(splits.iter().map(Vec::len).sum());
-    spm_pairs.extend(splits.into_iter().flatten());
+    spm_pairs.reserve(splits.len());
+    spm_pairs.extend(splits);
     let spm_key = |l, r| {
         let &p = spm_pairs.get(&(l, r))?;
         Some((score_key(p), p))
