@@ -1,7 +1,7 @@
 //! The interim engines (DESIGN.md claims 340–344), which encode while a
 //! load's model is still being built, against the built model: ids
 //! and offsets, special tokens parsed and as plain text, on every corpus and
-//! adversarial file, on Unicode 17 probes, hostile mixtures, and LoPT
+//! adversarial file, on Unicode 17 and BERT punctuation probes, hostile mixtures, and LoPT
 //! encodes, for every shared `tokenizer.json` but the SentencePiece
 //! conversion (byte-level and byte-fallback BPEs, WordPiece). The route holds
 //! the model build back, so every encode here runs on the interim engine
@@ -71,22 +71,27 @@ fn every_file_gives_the_same_ids_and_offsets() {
     }
 }
 
-/// The Unicode 17 probes of `tests/golden/unicode17` (the regex route of
-/// claim 325 feeds the interim engine its spans too).
+/// The Unicode 17 and BERT punctuation probes of `tests/golden/` (the
+/// crate-side splits of claims 325 and 347 feed the interim engine its
+/// spans too).
 #[test]
-fn unicode17_probes() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/unicode17/unicode17.json");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let mut texts: Vec<&str> = json["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t.as_str())
-        .collect();
-    texts.push(json["long"].as_str().unwrap());
-    assert!(texts.len() > 100, "probe texts in {}", path.display());
+fn divergent_class_probes() {
+    let goldens = [
+        golden("unicode17/unicode17.json"),
+        golden("bert_punctuation/bert_punctuation.json"),
+    ];
+    let mut texts: Vec<&str> = Vec::new();
+    for json in &goldens {
+        texts.extend(
+            json["texts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|t| t.as_str()),
+        );
+        texts.push(json["long"].as_str().unwrap());
+    }
+    assert!(texts.len() > 800, "probe texts in tests/golden");
     for (model, what, on, off) in pairs() {
         for t in &texts {
             assert_same_encodes(model, &format!("{t:?} {what}"), on, off, t);

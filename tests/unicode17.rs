@@ -12,54 +12,13 @@
 mod common;
 
 use common::*;
-use router_tokenizer::ParallelOptions;
-use serde_json::Value;
-
-fn golden() -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/unicode17/unicode17.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| u32::try_from(x.as_u64().unwrap()).unwrap())
-        .collect()
-}
 
 #[test]
 fn unicode17_code_points_take_the_reference_classes() {
-    let golden = golden();
-    let texts: Vec<&str> = golden["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
-    let long = golden["long"].as_str().unwrap();
+    let golden = golden("unicode17/unicode17.json");
     let models = golden["models"].as_object().unwrap();
     assert_eq!(models.len(), 7);
     for (model, want) in models {
-        let tok = tokenizer(model);
-        for (text, want) in texts.iter().zip(want["texts"].as_array().unwrap()) {
-            let got = tok.encode_sequential(text, false).unwrap();
-            assert_eq!(got.ids(), ids(want), "{model} {text:?}");
-            let got = tok.encode_with_offsets_sequential(text, false).unwrap();
-            assert_eq!(got.ids(), ids(want), "{model} {text:?} with offsets");
-        }
-        let want = ids(&want["long"]);
-        assert_eq!(
-            tok.encode_sequential(long, false).unwrap().ids(),
-            want,
-            "{model} long"
-        );
-        let chunked = tok.with_parallel(ParallelOptions::always_with_chunk_bytes(1 << 10));
-        assert_eq!(
-            chunked.encode(long, false).unwrap().ids(),
-            want,
-            "{model} long, chunked"
-        );
+        assert_matches_golden(&tokenizer(model), model, &golden, want);
     }
 }

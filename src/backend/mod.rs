@@ -6,13 +6,13 @@
 //! and metadata on top, so a backend only does tokenization.
 
 pub(crate) mod byte_level;
+pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
 pub(crate) mod sentencepiece;
 pub(crate) mod tiktoken;
-pub(crate) mod unicode17;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;

@@ -304,3 +304,55 @@ pub fn assert_same_on_all_inputs(model: &str, what: &str, on: &Tokenizer, off: &
         }
     }
 }
+
+/// A golden written by a script under `tests/golden/` (`rel` below it):
+/// `texts`, `long`, and per model the reference's ids of each.
+pub fn golden(rel: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(rel);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Ids stored in a golden (a JSON array of numbers).
+pub fn golden_ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| u32::try_from(x.as_u64().unwrap()).unwrap())
+        .collect()
+}
+
+/// `tok` gives a golden's ids for `want` (one model's entry): each of the
+/// golden's `texts` whole and with offsets, and its `long` text whole and in
+/// 1 KiB parallel chunks. `what` names the model and variant in a failure.
+pub fn assert_matches_golden(
+    tok: &Tokenizer,
+    what: &str,
+    golden: &serde_json::Value,
+    want: &serde_json::Value,
+) {
+    let texts = golden["texts"].as_array().unwrap();
+    let wants = want["texts"].as_array().unwrap();
+    assert_eq!(texts.len(), wants.len(), "{what}");
+    for (text, want) in texts.iter().zip(wants) {
+        let (text, want) = (text.as_str().unwrap(), golden_ids(want));
+        let got = tok.encode_sequential(text, false).unwrap();
+        assert_eq!(got.ids(), want, "{what} {text:?}");
+        let got = tok.encode_with_offsets_sequential(text, false).unwrap();
+        assert_eq!(got.ids(), want, "{what} {text:?} with offsets");
+    }
+    let long = golden["long"].as_str().unwrap();
+    let want = golden_ids(&want["long"]);
+    let got = tok.encode_sequential(long, false).unwrap();
+    assert_eq!(got.ids(), want, "{what} long");
+    let chunked = tok.with_parallel(router_tokenizer::ParallelOptions::always_with_chunk_bytes(
+        1 << 10,
+    ));
+    assert_eq!(
+        chunked.encode(long, false).unwrap().ids(),
+        want,
+        "{what} long, chunked"
+    );
+}

@@ -29,7 +29,6 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 
 use super::HfBackend;
 use super::align::align;
-use crate::backend::unicode17::needs_regex;
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -695,7 +694,7 @@ impl HfBackend {
                 match self
                     .regex_split
                     .as_ref()
-                    .filter(|_| needs_regex(text))
+                    .filter(|r| r.needs(text))
                     .and_then(|r| r.split(text))
                 {
                     Some(spans) => scratch.spans.extend(spans),

@@ -19,7 +19,6 @@ mod pipe;
 mod regex_split;
 mod replace;
 
-use crate::backend::unicode17::needs_regex;
 mod spm_route;
 mod vocab;
 
@@ -667,7 +666,7 @@ impl HfBackend {
             || self.added.is_some()
             || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
-            || (self.regex_split.is_some() && needs_regex(text))
+            || self.regex_split.as_ref().is_some_and(|r| r.needs(text))
         {
             let request = ChunkRequest::new(0, 0, false);
             return self

@@ -26,10 +26,15 @@ use fancy_regex::Regex;
 use serde_json::Value;
 use tokenizers::pipeline::Span;
 
+use crate::backend::divergence::{BERT_PUNCTUATION, UNICODE17};
+
 /// The pattern a splitting `ByteLevel` pre-tokenizer applies (`tokenizers`'
 /// `byte_level.rs`).
 const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// The `Whitespace` pre-tokenizer's pattern (`tokenizers`' `whitespace.rs`).
+const WHITESPACE_PATTERN: &str = r"\w+|[^\w\s]+";
 
 /// The file's splits, in order.
 pub(super) struct RegexSplit {
@@ -44,6 +49,10 @@ enum Step {
     /// `Digits`: each numeric char (`individual_digits`) or each run of
     /// them is a piece, and so is each gap.
     Numeric { each: bool },
+    /// Each punctuation char a piece, and each run between them; with
+    /// `bert` (`BertPreTokenizer`) whitespace is dropped too, without it
+    /// (`Punctuation`, `Isolated`) it stays in the runs (claim 347).
+    Punct { bert: bool },
 }
 
 impl RegexSplit {
@@ -55,7 +64,8 @@ impl RegexSplit {
                 .as_array()?
                 .iter()
                 .collect(),
-            "Split" | "Digits" | "ByteLevel" => vec![pre_tokenizer],
+            "Split" | "Digits" | "ByteLevel" | "BertPreTokenizer" | "Whitespace"
+            | "Punctuation" => vec![pre_tokenizer],
             _ => return None,
         };
         let mut steps = Vec::new();
@@ -73,6 +83,19 @@ impl RegexSplit {
                     };
                     steps.push(Step::Numeric { each });
                 }
+                "BertPreTokenizer" => steps.push(Step::Punct { bert: true }),
+                // `tokenizers` 0.x: the matches of `\w+|[^\w\s]+` on the
+                // `regex` crate (Unicode 16, as `fancy-regex`'s tables).
+                "Whitespace" => {
+                    steps.push(Step::Regex(Regex::new(WHITESPACE_PATTERN).ok()?, false))
+                }
+                // `Isolated` is the reference's default; other behaviors
+                // keep `tokenizers`' pre-tokenizer.
+                "Punctuation" => match item.get("behavior") {
+                    None => steps.push(Step::Punct { bert: false }),
+                    Some(b) if b.as_str()? == "Isolated" => steps.push(Step::Punct { bert: false }),
+                    Some(_) => return None,
+                },
                 "ByteLevel" if i + 1 == items.len() => {
                     if item.get("add_prefix_space")?.as_bool()? {
                         return None;
@@ -86,6 +109,18 @@ impl RegexSplit {
             }
         }
         (!steps.is_empty()).then_some(Self { steps })
+    }
+
+    /// Whether `text` holds a code point that `tokenizers`' pre-tokenizer
+    /// classes differently from the reference for one of these steps: the
+    /// text must then be split here.
+    pub(super) fn needs(&self, text: &str) -> bool {
+        let punct = |step: &Step| matches!(step, Step::Punct { .. });
+        let (punctuation, regex) = (
+            self.steps.iter().any(punct),
+            self.steps.iter().any(|s| !punct(s)),
+        );
+        (regex && UNICODE17.in_text(text)) || (punctuation && BERT_PUNCTUATION.in_text(text))
     }
 
     /// The pieces of `text` (byte spans into it), or `None` when a regex
@@ -119,6 +154,7 @@ impl RegexSplit {
                         }
                     }
                     Step::Numeric { each } => split_numeric(hay, start, *each, &mut next)?,
+                    Step::Punct { bert } => split_punct(hay, start, *bert, &mut next)?,
                 }
             }
             std::mem::swap(&mut pieces, &mut next);
@@ -160,6 +196,34 @@ fn split_numeric(hay: &str, start: usize, each: bool, out: &mut Vec<Span>) -> Op
     Some(())
 }
 
+/// `BertPreTokenizer` (`bert`) or `Punctuation` (`Isolated`) on `hay` (at
+/// `start` in the text), as the reference (`tokenizers` 0.x) splits: each
+/// char that `char::is_ascii_punctuation` or `unicode_categories`'
+/// `is_punctuation` takes (the reference's own tables, which predate
+/// Unicode 10) is a piece of its own, and so is each run between them;
+/// `BertPreTokenizer` first drops `char::is_whitespace`.
+fn split_punct(hay: &str, start: usize, bert: bool, out: &mut Vec<Span>) -> Option<()> {
+    use unicode_categories::UnicodeCategories;
+    let mut run: Option<usize> = None;
+    for (i, c) in hay.char_indices() {
+        let punct = c.is_ascii_punctuation() || c.is_punctuation();
+        if punct || (bert && c.is_whitespace()) {
+            if let Some(r) = run.take() {
+                out.push(span(start + r, start + i)?);
+            }
+            if punct {
+                out.push(span(start + i, start + i + c.len_utf8())?);
+            }
+        } else if run.is_none() {
+            run = Some(i);
+        }
+    }
+    if let Some(r) = run {
+        out.push(span(start + r, start + hay.len())?);
+    }
+    Some(())
+}
+
 fn span(start: usize, end: usize) -> Option<Span> {
     Some(Span::new(
         u32::try_from(start).ok()?,
@@ -194,7 +258,7 @@ fn split_step(item: &Value) -> Option<(Regex, bool)> {
 #[cfg(test)]
 mod tests {
     use super::RegexSplit;
-    use crate::backend::unicode17::divergent;
+    use crate::backend::divergence::{BERT_PUNCTUATION, UNICODE17};
     use crate::test_support::shared_dir;
     use proptest::prelude::*;
     use serde_json::{Value, json};
@@ -228,6 +292,12 @@ mod tests {
                 "Digits(runs)+ByteLevel",
                 seq(vec![digits(false), byte_level]),
             ),
+            ("Whitespace", json!({"type": "Whitespace"})),
+            (
+                "Punctuation",
+                json!({"type": "Punctuation", "behavior": "Isolated"}),
+            ),
+            ("BertPreTokenizer", json!({"type": "BertPreTokenizer"})),
         ];
         let mut out = Vec::new();
         let read = |file: &std::path::PathBuf| -> (String, Value) {
@@ -266,6 +336,12 @@ mod tests {
         out
     }
 
+    /// Whether either engine's classes may differ on `c` (the regex splits'
+    /// or `BertPreTokenizer`'s).
+    fn diverges(c: char) -> bool {
+        UNICODE17.contains(c) || BERT_PUNCTUATION.contains(c)
+    }
+
     /// GPT-2's 256 byte chars as a vocabulary: what a byte-level BPE must hold.
     fn byte_alphabet() -> Value {
         let mut shifted = 0;
@@ -291,7 +367,7 @@ mod tests {
     /// Off the Unicode 17 table both engines class every char alike, so
     /// the route's pieces must be `tokenizers`' own.
     fn assert_same(shapes: &[(String, RegexSplit, PipelineTokenizer)], text: &str) {
-        assert!(!text.chars().any(divergent));
+        assert!(!text.chars().any(diverges));
         let mut scratch = PreTokenizerScratch::default();
         for (file, split, pipe) in shapes {
             let mut want = Vec::new();
@@ -312,6 +388,11 @@ mod tests {
             seq(vec![digits.clone(), bl(json!(false), json!(true))]),
             bl(json!(false), json!(true)),
             digits.clone(),
+            json!({"type": "BertPreTokenizer"}),
+            seq(vec![json!({"type": "BertPreTokenizer"}), digits.clone()]),
+            json!({"type": "Whitespace"}),
+            json!({"type": "Punctuation"}),
+            json!({"type": "Punctuation", "behavior": "Isolated"}),
         ] {
             assert!(RegexSplit::new(&ok).is_some(), "{ok}");
         }
@@ -326,12 +407,37 @@ mod tests {
             bl(json!(false), json!(false)),
             // ByteLevel must come last; other pre-tokenizers are not covered.
             seq(vec![bl(json!(false), json!(true)), digits.clone()]),
-            seq(vec![json!({"type": "Whitespace"}), digits.clone()]),
+            seq(vec![json!({"type": "WhitespaceSplit"}), digits.clone()]),
+            json!({"type": "Punctuation", "behavior": "Removed"}),
             json!({"type": "Digits", "individual_digits": "yes"}),
             Value::Null,
         ] {
             assert!(RegexSplit::new(&refused).is_none(), "{refused}");
         }
+    }
+
+    /// Only a step's own divergent code points send a text here: a BERT
+    /// split ignores Unicode 17 letters, a regex split ignores the
+    /// punctuation `BertPreTokenizer` classes differently.
+    #[test]
+    fn each_step_checks_its_own_table() {
+        let bert = RegexSplit::new(&json!({"type": "BertPreTokenizer"})).unwrap();
+        let digits =
+            RegexSplit::new(&json!({"type": "Digits", "individual_digits": true})).unwrap();
+        let (new_letter, new_punct) = ("a\u{10940}b", "a\u{2E4E}b");
+        assert!(bert.needs(new_punct) && !bert.needs(new_letter));
+        assert!(digits.needs(new_letter) && !digits.needs(new_punct));
+        assert!(!bert.needs("plain text, “quoted” — and 中文。"));
+        // The reference's split: U+2E4E stays inside its word, U+00BF and
+        // ASCII punctuation are pieces, whitespace of every kind goes.
+        let text = "a\u{2E4E}b ¿x!\u{3000}y\u{166D}z";
+        let got: Vec<&str> = bert
+            .split(text)
+            .unwrap()
+            .iter()
+            .map(|s| &text[s.start as usize..s.end as usize])
+            .collect();
+        assert_eq!(got, ["a\u{2E4E}b", "¿", "x", "!", "y", "\u{166D}", "z"]);
     }
 
     #[test]
@@ -368,7 +474,7 @@ mod tests {
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
-                let text: String = text[..end].chars().filter(|&c| !divergent(c)).collect();
+                let text: String = text[..end].chars().filter(|&c| !diverges(c)).collect();
                 assert_same(&shapes, &text);
             }
         }

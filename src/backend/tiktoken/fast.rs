@@ -157,7 +157,7 @@ impl NativeSplit {
         spans: &mut Vec<Span>,
     ) -> Result<bool, String> {
         spans.clear();
-        if u32::try_from(text.len()).is_err() || crate::backend::unicode17::needs_regex(text) {
+        if u32::try_from(text.len()).is_err() || crate::backend::divergence::needs_regex(text) {
             return Ok(false);
         }
         self.cut(text, scratch, spans)?;

@@ -13,11 +13,11 @@ punctuation and contractions, alone and in runs; `long` is 8 KiB of English
 prose with a new code point every 97 chars, for the chunked paths.
 """
 
-import argparse
-import json
 import pathlib
+import sys
 
-import tokenizers
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from reference_golden import prose, shared_from_args, write_golden  # noqa: E402
 
 MODELS = [
     "meta-llama/Meta-Llama-3-8B-Instruct",
@@ -44,23 +44,11 @@ def probes():
 
 
 def main():
-    ap = argparse.ArgumentParser()
     here = pathlib.Path(__file__).resolve().parent
-    ap.add_argument("--shared", default=str(here.parents[2].parent / "shared"))
-    args = ap.parse_args()
-    shared = pathlib.Path(args.shared)
-    prose = (shared / "corpus/en-prose/pride-and-prejudice.txt").read_text(encoding="utf-8")
-    base = prose[10000:18000]
+    shared = shared_from_args(here)
+    base = prose(shared, 10000, 18000)
     long = "".join(ch + (NEW[i // 97 % len(NEW)] if i % 97 == 96 else "") for i, ch in enumerate(base))
-    texts = probes()
-    doc = {"tokenizers": tokenizers.__version__, "texts": texts, "long": long, "models": {}}
-    for model in MODELS:
-        snap = shared / "hf-cache/hub" / ("models--" + model.replace("/", "--"))
-        commit = (snap / "refs/main").read_text().strip()
-        tok = tokenizers.Tokenizer.from_file(str(snap / "snapshots" / commit / "tokenizer.json"))
-        enc = lambda t: tok.encode(t, add_special_tokens=False).ids
-        doc["models"][model] = {"texts": [enc(t) for t in texts], "long": enc(long)}
-    (here / "unicode17.json").write_text(json.dumps(doc, ensure_ascii=True, separators=(",", ":")) + "\n")
+    write_golden(here / "unicode17.json", shared, MODELS, probes(), long)
 
 
 if __name__ == "__main__":
