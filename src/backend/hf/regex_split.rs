@@ -20,7 +20,15 @@
 //! them ending in a `ByteLevel` that adds no prefix space (Llama-3, Qwen3,
 //! DeepSeek-V3, gpt-oss, Xenova's gpt-3.5: `Split`s and a `ByteLevel` that
 //! does not split; Command-R: `Digits` and a splitting `ByteLevel`).
-//! Anything else keeps `tokenizers`' pre-tokenizer.
+//!
+//! The class-run pre-tokenizers go the same way (claim 347):
+//! `BertPreTokenizer` (MiniLM) and `Punctuation` (`Isolated`) isolate
+//! punctuation by the reference's own predicate and `unicode_categories`
+//! tables, which predate Unicode 10, for texts holding punctuation that
+//! `bitcannon` classes otherwise; `Whitespace` is its regex,
+//! `\w+|[^\w\s]+`, for texts holding a Unicode 17 letter. Each step is
+//! checked against its own list ([`RegexSplit::needs`]). Anything else
+//! keeps `tokenizers`' pre-tokenizer.
 
 use fancy_regex::Regex;
 use serde_json::Value;
