@@ -9,8 +9,8 @@
 //! - [`BERT_DIVERGENT`]: `BertPreTokenizer`'s punctuation (claim 347).
 //!
 //! The tables are checked, not trusted: `table_covers_every_difference` and
-//! `bert_table_covers_every_difference` compare the two splitters on every
-//! code point, in several contexts.
+//! `class_run_tables_cover_every_difference` compare the two splitters on
+//! every code point, in several contexts.
 
 /// Inclusive code-point ranges, ascending, where the two engines may split
 /// differently: what `table_covers_every_difference` finds. With
@@ -54,7 +54,7 @@ pub(crate) const DIVERGENT: &[(u32, u32)] = &[
 /// `unicode_categories` 0.1.1's `is_punctuation`, whose tables predate
 /// Unicode 10): punctuation added since (U+2E43.., Newa, Makasar, …),
 /// which the reference keeps inside a word, and U+166D, punctuation there
-/// and a symbol since Unicode 12. `bert_table_covers_every_difference`
+/// and a symbol since Unicode 12. `class_run_tables_cover_every_difference`
 /// derives it again on every code point.
 pub(crate) const BERT_DIVERGENT: &[(u32, u32)] = &[
     (0x061D, 0x061D),
@@ -109,8 +109,6 @@ pub(crate) struct CodePointSet {
     /// `leads[..n_leads]`; the rest repeat the first.
     leads: [u8; MAX_LEADS],
     n_leads: usize,
-    /// Whether each byte leads a member (during the build).
-    is_lead: [bool; 256],
     /// One bit per 64 code points (`cp >> 6`) holding a member.
     blocks: [u64; BLOCK_WORDS],
 }
@@ -142,9 +140,9 @@ impl CodePointSet {
             ranges,
             leads: [0; MAX_LEADS],
             n_leads: 0,
-            is_lead: [false; 256],
             blocks: [0; BLOCK_WORDS],
         };
+        let mut is_lead = [false; 256];
         let mut n_leads = 0;
         let mut k = 0;
         while k < ranges.len() {
@@ -156,9 +154,9 @@ impl CodePointSet {
                 let b = cp >> 6;
                 set.blocks[(b / 64) as usize] |= 1 << (b % 64);
                 let lead = lead_byte(cp);
-                if !set.is_lead[lead as usize] {
+                if !is_lead[lead as usize] {
                     assert!(n_leads < MAX_LEADS, "too many lead bytes");
-                    set.is_lead[lead as usize] = true;
+                    is_lead[lead as usize] = true;
                     set.leads[n_leads] = lead;
                     n_leads += 1;
                 }
@@ -313,18 +311,24 @@ mod tests {
     /// A pre-tokenizer as a function: the byte spans of a text's pieces.
     type Splitter<'a> = dyn Fn(&str) -> Vec<(usize, usize)> + 'a;
 
-    /// The code points where `native` and `reference` split differently,
-    /// between letters, spaces, punctuation and digits.
-    fn differences(native: &Splitter, reference: &Splitter) -> Vec<u32> {
-        let contexts = [("a", "a"), (" ", " "), ("", ""), (".", "."), ("é", "1")];
+    /// The code points of `chars` where `native` and `reference` split
+    /// differently in one of `contexts` (`(before, after)`, each char's
+    /// text ending in `sep`): a block of 4096 chars at a time, and a
+    /// block's chars one by one only where the block differs.
+    fn differences(
+        native: &Splitter,
+        reference: &Splitter,
+        chars: &[char],
+        contexts: &[(&str, &str)],
+        sep: char,
+    ) -> Vec<u32> {
         let text_for = |chars: &[char], (l, r): (&str, &str)| -> String {
-            chars.iter().map(|c| format!("{l}{c}{r}\u{3000}")).collect()
+            chars.iter().map(|c| format!("{l}{c}{r}{sep}")).collect()
         };
         let differs = |t: &str| native(t) != reference(t);
-        let all: Vec<char> = (0..=0x10FFFFu32).filter_map(char::from_u32).collect();
         let mut found: Vec<u32> = Vec::new();
-        for block in all.chunks(4096) {
-            for ctx in contexts {
+        for block in chars.chunks(4096) {
+            for &ctx in contexts {
                 if !differs(&text_for(block, ctx)) {
                     continue;
                 }
@@ -376,8 +380,10 @@ mod tests {
                 &UNICODE17,
             ),
         ];
+        let all: Vec<char> = (0..=0x10FFFFu32).filter_map(char::from_u32).collect();
+        let contexts = [("a", "a"), (" ", " "), ("", ""), (".", "."), ("é", "1")];
         for (name, native, reference, set) in cases {
-            let found = differences(native, reference);
+            let found = differences(native, reference, &all, &contexts, '\u{3000}');
             let outside: Vec<String> = found
                 .iter()
                 .filter_map(|&cp| char::from_u32(cp))
@@ -421,21 +427,6 @@ mod tests {
             .collect()
     }
 
-    fn differs(re: &fancy_regex::Regex, pattern: &str, text: &str) -> bool {
-        regex_pieces(re, text) != native_pieces(pattern, text)
-    }
-
-    fn text_for(chars: &[char], ctx: (&str, &str)) -> String {
-        let mut s = String::new();
-        for &c in chars {
-            s.push_str(ctx.0);
-            s.push(c);
-            s.push_str(ctx.1);
-            s.push('\u{1}');
-        }
-        s
-    }
-
     #[test]
     fn table_covers_every_difference() {
         let mut found: Vec<u32> = Vec::new();
@@ -445,18 +436,13 @@ mod tests {
             .collect();
         for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN] {
             let re = fancy_regex::Regex::new(pattern).unwrap();
-            for block in all.chunks(4096) {
-                for ctx in CONTEXTS {
-                    if !differs(&re, pattern, &text_for(block, ctx)) {
-                        continue;
-                    }
-                    for &c in block {
-                        if differs(&re, pattern, &text_for(&[c], ctx)) {
-                            found.push(c as u32);
-                        }
-                    }
-                }
-            }
+            found.extend(differences(
+                &|t| native_pieces(pattern, t),
+                &|t| regex_pieces(&re, t),
+                &all,
+                &CONTEXTS,
+                '\u{1}',
+            ));
         }
         found.sort_unstable();
         found.dedup();

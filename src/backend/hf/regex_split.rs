@@ -34,7 +34,7 @@ use fancy_regex::Regex;
 use serde_json::Value;
 use tokenizers::pipeline::Span;
 
-use crate::backend::divergence::{BERT_PUNCTUATION, UNICODE17};
+use crate::backend::divergence::{BERT_PUNCTUATION, CodePointSet, UNICODE17};
 
 /// The pattern a splitting `ByteLevel` pre-tokenizer applies (`tokenizers`'
 /// `byte_level.rs`).
@@ -47,6 +47,8 @@ const WHITESPACE_PATTERN: &str = r"\w+|[^\w\s]+";
 /// The file's splits, in order.
 pub(super) struct RegexSplit {
     steps: Vec<Step>,
+    /// The divergence lists of its steps ([`RegexSplit::needs`]).
+    lists: Vec<&'static CodePointSet>,
 }
 
 /// One split.
@@ -116,19 +118,24 @@ impl RegexSplit {
                 _ => return None,
             }
         }
-        (!steps.is_empty()).then_some(Self { steps })
+        let mut lists: Vec<&'static CodePointSet> = Vec::new();
+        for step in &steps {
+            let list = match step {
+                Step::Punct { .. } => &BERT_PUNCTUATION,
+                Step::Regex(..) | Step::Numeric { .. } => &UNICODE17,
+            };
+            if !lists.iter().any(|l| std::ptr::eq(*l, list)) {
+                lists.push(list);
+            }
+        }
+        (!steps.is_empty()).then_some(Self { steps, lists })
     }
 
     /// Whether `text` holds a code point that `tokenizers`' pre-tokenizer
     /// classes differently from the reference for one of these steps: the
     /// text must then be split here.
     pub(super) fn needs(&self, text: &str) -> bool {
-        let punct = |step: &Step| matches!(step, Step::Punct { .. });
-        let (punctuation, regex) = (
-            self.steps.iter().any(punct),
-            self.steps.iter().any(|s| !punct(s)),
-        );
-        (regex && UNICODE17.in_text(text)) || (punctuation && BERT_PUNCTUATION.in_text(text))
+        self.lists.iter().any(|list| list.in_text(text))
     }
 
     /// The pieces of `text` (byte spans into it), or `None` when a regex
@@ -446,6 +453,52 @@ mod tests {
             .map(|s| &text[s.start as usize..s.end as usize])
             .collect();
         assert_eq!(got, ["a\u{2E4E}b", "¿", "x", "!", "y", "\u{166D}", "z"]);
+    }
+
+    /// `tokenizers` 0.x's own unit cases for the three class-run
+    /// pre-tokenizers (`pre_tokenizers/{bert,punctuation,whitespace}.rs`):
+    /// the crate-side steps split as the reference does.
+    #[test]
+    fn the_references_own_cases() {
+        let cases: [(Value, &str, &[&str]); 6] = [
+            (
+                json!({"type": "BertPreTokenizer"}),
+                "Hey friend!     How are you?!?",
+                &["Hey", "friend", "!", "How", "are", "you", "?", "!", "?"],
+            ),
+            // `chinese_chars`, on the text its normalizer made (CJK padded).
+            (
+                json!({"type": "BertPreTokenizer"}),
+                " 野  口  里  佳  Noguchi Rika",
+                &["野", "口", "里", "佳", "Noguchi", "Rika"],
+            ),
+            (
+                json!({"type": "Punctuation"}),
+                "Hey friend!     How are you?!?",
+                &["Hey friend", "!", "     How are you", "?", "!", "?"],
+            ),
+            (
+                json!({"type": "Whitespace"}),
+                "Hey man!",
+                &["Hey", "man", "!"],
+            ),
+            (
+                json!({"type": "Whitespace"}),
+                "How are you doing?",
+                &["How", "are", "you", "doing", "?"],
+            ),
+            (json!({"type": "Whitespace"}), "\n", &[]),
+        ];
+        for (pre, text, want) in cases {
+            let split = RegexSplit::new(&pre).unwrap();
+            let got: Vec<&str> = split
+                .split(text)
+                .unwrap()
+                .iter()
+                .map(|s| &text[s.start as usize..s.end as usize])
+                .collect();
+            assert_eq!(got, want, "{pre} {text:?}");
+        }
     }
 
     #[test]

@@ -111,10 +111,13 @@ fn last_merge(
 }
 
 /// The merge list of claim 195: one `(left, right)` per token that tiktoken
-/// can form, in rank order (byte strings). Each token's merge is its own, so
+/// can form, in rank order (byte strings); `tokens` lists `ranks`' entries.
+/// Each token's merge is its own, so
 /// they run on rayon (a fifth of o200k's engine build, claim 349).
-pub(crate) fn derive_merges(ranks: &FxHashMap<Vec<u8>, u32>) -> Vec<(u32, usize)> {
-    let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+pub(crate) fn derive_merges(
+    ranks: &FxHashMap<Vec<u8>, u32>,
+    tokens: &[(&Vec<u8>, u32)],
+) -> Vec<(u32, usize)> {
     let mut out: Vec<(u32, usize)> = tokens
         .par_iter()
         .map_init(
@@ -218,7 +221,8 @@ impl FastBpe {
             ));
         }
         let alphabet = byte_level::byte_to_char_table();
-        let merges = derive_merges(ranks);
+        let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+        let merges = derive_merges(ranks, &tokens);
         let mut by_rank: Vec<Option<&[u8]>> = Vec::new();
         for (token, &rank) in ranks {
             let i = rank as usize;
@@ -227,7 +231,6 @@ impl FastBpe {
             }
             by_rank[i] = Some(token);
         }
-        let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
         let spelled: Vec<(String, u32)> = tokens
             .par_iter()
             .map(|&(token, rank)| (byte_level::spell(token, &alphabet), rank))
@@ -430,7 +433,8 @@ mod tests {
     fn derived_merges_are_one_per_formable_token() {
         let enc = crate::backend::tiktoken::encodings::BuiltinEncoding::Cl100kBase;
         let ranks = enc.spec().unwrap().ranks;
-        let merges = derive_merges(&ranks);
+        let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+        let merges = derive_merges(&ranks, &tokens);
         // Sorted by rank, one per product.
         assert!(merges.windows(2).all(|w| w[0].0 < w[1].0));
         let mut parts = Vec::new();
