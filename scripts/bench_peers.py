@@ -18,7 +18,10 @@ cache sized for one category thrashes.
 Method (the one issue #15 describes): slice r is the characters [r*7, r*7 + M)
 of the file; the first encode after a load (the warm-up) takes slice 0 and
 timed round r slice r, r = 1..rounds, so no whole-input memo answers; medians
-over the rounds. Every contender runs single-threaded: RAYON_NUM_THREADS=1, this
+over the rounds. `--unseen`: the file is (rounds + 2) times `--bytes` and the
+slices are disjoint, so each round is text the tokenizer has not seen, as a
+router's prompts mostly are (a word cache then answers only what recurs:
+common words, not the clauses of Chinese text, claim 351). Every contender runs single-threaded: RAYON_NUM_THREADS=1, this
 crate's `encode_sequential`, the peers' single-text encode, and the process
 CPU time of each peer's rounds is checked against their wall time (a peer
 that used more than one core is marked "mt"). `--cpu N` pins everything to
@@ -315,12 +318,12 @@ def peers_for(name, kind, shared, crate_source, ref_file):
     return out
 
 
-def crate_run(binary, source, path, rounds, shared):
+def crate_run(binary, source, path, rounds, shared, shift):
     env = dict(os.environ, RAYON_NUM_THREADS="1", RTOK_SHARED_DIR=str(shared))
     if source.startswith("fixtures/"):
         source = str(shared / source)
     out = subprocess.run(
-        [str(binary), source, str(path), str(rounds), str(SHIFT)],
+        [str(binary), source, str(path), str(rounds), str(shift)],
         env=env, check=True, capture_output=True, text=True,
     )
     return json.loads(out.stdout)
@@ -338,16 +341,19 @@ def timed(fn, *args):
     return result, (t1 - t0) * 1e3, (c1 - c0) * 1e3
 
 
-def run_cell(name, source, peers, path, rounds, binary, shared):
+def run_cell(name, source, peers, path, rounds, binary, shared, unseen=False):
     text = read_text(path)
-    keep = len(text) - (rounds + 1) * SHIFT
-    slices = [text[r * SHIFT : r * SHIFT + keep] for r in range(rounds + 1)]
+    # --unseen: rounds + 1 disjoint slices, so every timed round is text
+    # the tokenizer has not seen (its word cache answers only what recurs).
+    shift = len(text) // (rounds + 2) if unseen else SHIFT
+    keep = len(text) - (rounds + 1) * shift
+    slices = [text[r * shift : r * shift + keep] for r in range(rounds + 1)]
     nbytes = len(slices[0].encode())
     crate = {"times_ms": [], "load_ms": [], "first_encode_ms": [], "warm_up_ms": []}
     state = {p.label: {"times_ms": [], "cpu_ms": 0.0, "wall_ms": 0.0} for p in peers}
     objects = {}
     for block in range(2):
-        run = crate_run(binary, source, path, rounds, shared)
+        run = crate_run(binary, source, path, rounds, shared, shift)
         if run["bytes"] != nbytes:
             sys.exit(f"{name}/{path.name}: the crate saw {run['bytes']} bytes, the peers {nbytes}")
         for key in ("load_ms", "first_encode_ms", "warm_up_ms"):
@@ -563,6 +569,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="", help="comma-separated tokenizer names: " + ",".join(TOKENIZERS))
     ap.add_argument("--categories", default=",".join(CATEGORIES + [MIXED]))
+    ap.add_argument(
+        "--unseen",
+        action="store_true",
+        help="each round a disjoint slice of a file (rounds + 2) * --bytes long: text not seen before",
+    )
     ap.add_argument("--cpu", type=int, help="pin this process and the crate's to this core")
     ap.add_argument("--markdown", nargs="?", const="-", help="write the tables (to FILE, else stdout)")
     ap.add_argument("--json", help="write every cell's figures to FILE")
@@ -590,7 +601,8 @@ def main():
     unknown = [n for n in names if n not in TOKENIZERS] + [c for c in cats if c not in CATEGORIES + [MIXED]]
     if unknown:
         sys.exit(f"unknown tokenizer or category: {', '.join(unknown)}")
-    inputs = build_inputs(shared, args.bytes, ROOT / "target/bench-peers", cats)
+    size = args.bytes * (args.rounds + 2) if args.unseen else args.bytes
+    inputs = build_inputs(shared, size, ROOT / "target/bench-peers", cats)
     started, commit, load_before = time.gmtime(), crate_commit(), os.getloadavg()
     rows, labels = [], []
     for name in names:
@@ -598,7 +610,7 @@ def main():
         peers = peers_for(name, kind, shared, source, ref_file)
         labels += [p.label for p in peers if p.label not in labels]
         for cat in cats:
-            row = run_cell(name, source, peers, inputs[cat], args.rounds, binary, shared)
+            row = run_cell(name, source, peers, inputs[cat], args.rounds, binary, shared, args.unseen)
             rows.append(row)
             print(json.dumps(row), flush=True)
     load_after = os.getloadavg()

@@ -218,6 +218,24 @@ proptest! {
     fn random_unicode_matches_tiktoken_rs(text in "\\PC{0,48}", which in 0usize..5) {
         prop_assert_eq!(check(&PAIRS[which], &text), Ok(()));
     }
+
+    /// Runs of U+3000..U+9FFF, which the engine cuts where no merge joins
+    /// across (DESIGN.md claim 351), beside kana and CJK punctuation.
+    #[test]
+    fn random_cjk_runs_match_tiktoken_rs(
+        chars in proptest::collection::vec(
+            prop_oneof![
+                0x3000u32..0xA000,
+                0x4E00u32..0x4F00,
+                Just(0x3002), Just(0xFF0C), Just(0x30FC), Just(0x3057), Just(0x0020), Just(0x0061),
+            ],
+            0..96,
+        ),
+        which in 0usize..5,
+    ) {
+        let text: String = chars.iter().filter_map(|&c| char::from_u32(c)).collect();
+        prop_assert_eq!(check(&PAIRS[which], &text), Ok(()));
+    }
 }
 
 /// Offsets tile the input and the parallel encoder gives the sequential ids.

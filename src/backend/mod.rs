@@ -6,6 +6,7 @@
 //! and metadata on top, so a backend only does tokenization.
 
 pub(crate) mod byte_level;
+pub(crate) mod char_cuts;
 pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;

@@ -54,6 +54,8 @@ pub enum FastRoute {
     /// encodes while the model builds. Switched on, the model is never built
     /// unless something waits for it, so the encodes stay on that engine.
     Interim,
+    /// CJK pre-tokens cut where no merge joins across (claim 351).
+    CharCuts,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -75,6 +77,7 @@ pub fn hf_json_route(
             routes.interim = on;
             routes.hold_model = on;
         }
+        FastRoute::CharCuts => routes.cuts = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
@@ -83,6 +86,7 @@ pub fn hf_json_route(
         FastRoute::WholePieces => backend.whole_pieces(),
         FastRoute::LoneReplace => backend.lone_replace(),
         FastRoute::Interim => backend.interim_active(),
+        FastRoute::CharCuts => backend.char_cuts(),
     };
     Ok((tokenizer, applies))
 }

@@ -279,6 +279,23 @@ pub fn route_pair(
     (on, off)
 }
 
+/// `(model, policy, on, off)`: [`route_pair`] for every model under both
+/// special-token policies.
+pub fn route_pairs(
+    models: &[&'static str],
+    route: router_tokenizer::__testing::FastRoute,
+) -> Vec<(&'static str, String, Tokenizer, Tokenizer)> {
+    use router_tokenizer::SpecialTokenPolicy::{Parse, PlainText};
+    let mut out = Vec::new();
+    for &model in models {
+        for policy in [Parse, PlainText] {
+            let (on, off) = route_pair(model, policy, route);
+            out.push((model, format!("{policy:?}"), on, off));
+        }
+    }
+    out
+}
+
 /// Whether a fast route applies to a shared `tokenizer.json`.
 pub fn route_applies(model: &str, route: router_tokenizer::__testing::FastRoute) -> bool {
     let path = snapshot_file(model, "tokenizer.json");

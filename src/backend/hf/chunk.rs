@@ -44,6 +44,8 @@ pub(super) struct Scratch {
     model: Option<PipelineModelScratch>,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
+    /// `spans` with CJK pre-tokens cut (claim 351).
+    cut: Vec<Span>,
     one: Vec<PipelineToken>,
 }
 
@@ -520,6 +522,7 @@ impl HfBackend {
             model: None,
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
+            cut: Vec::new(),
             one: Vec::new(),
         });
         let result = self.encode_chunk_with(text, request, bounds, specials_as_text, &mut scratch);
@@ -712,7 +715,14 @@ impl HfBackend {
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
-                    self.tokenize_spans(text, &scratch.spans, &mut scratch.model, &mut out.tokens)?;
+                    scratch.cut.clear();
+                    let spans = match &self.vocab.cuts {
+                        Some(cuts) if cuts.cut(text, &scratch.spans, &mut scratch.cut) => {
+                            &scratch.cut
+                        }
+                        _ => &scratch.spans,
+                    };
+                    self.tokenize_spans(text, spans, &mut scratch.model, &mut out.tokens)?;
                     self.fix_folds_from(&mut out.tokens, first);
                 }
                 if let Some(map) = map.as_mut() {

@@ -209,6 +209,19 @@ impl InterimBpe {
         })
     }
 
+    /// Whether the merges alone turn `word` (raw bytes) into the single
+    /// vocabulary entry that spells it (with `ignore_merges`, the model
+    /// takes such an entry whole either way).
+    pub(crate) fn rebuilds(&self, word: &[u8]) -> bool {
+        let Some(id) = self.words.as_ref().and_then(|w| w.get(word)) else {
+            return false;
+        };
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        self.merge(word, &mut scratch, &mut out);
+        matches!(out.as_slice(), [t] if t.id() == id)
+    }
+
     /// Whether the model works on byte-level characters.
     pub(crate) fn byte_level(&self) -> bool {
         matches!(self.start, Start::ByteLevel(_))

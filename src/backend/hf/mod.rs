@@ -25,6 +25,7 @@ mod vocab;
 use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
+use crate::backend::char_cuts;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::config::TokenizerConfig;
 use crate::encode::family::classify_hf;
@@ -136,6 +137,8 @@ pub(crate) struct Routes {
     /// With `interim`: no thread; the model is built when something waits
     /// for it (the equivalence tests, which must see the interim engine).
     pub hold_model: bool,
+    /// CJK pre-tokens cut where no merge joins across (claim 351).
+    pub cuts: bool,
 }
 
 impl Default for Routes {
@@ -149,6 +152,7 @@ impl Default for Routes {
             lone_replace: true,
             interim: true,
             hold_model: false,
+            cuts: true,
         }
     }
 }
@@ -497,6 +501,15 @@ impl HfBackend {
             .get("normalizer")
             .filter(|_| routes.lone_replace)
             .and_then(replace::LoneReplace::new);
+        // The cuts are derived from the entries' bytes: only a model that
+        // works on bytes sees the text as those rules do.
+        let bytes_model = matches!(
+            pipe_view.get_model(),
+            tokenizers::pipeline::PipelineModel::BPE(bpe) if bpe.is_byte_level()
+        );
+        if !routes.cuts || !bytes_model {
+            vocab.cuts = None;
+        }
         let added = if routes.added {
             added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
         } else {
@@ -576,6 +589,11 @@ impl HfBackend {
     /// Whether the crate runs the lone `Replace` normalizer (claim 339).
     pub(crate) fn lone_replace(&self) -> bool {
         self.lone_replace.is_some()
+    }
+
+    /// Whether CJK pre-tokens are cut for the model (claim 351).
+    pub(crate) fn char_cuts(&self) -> bool {
+        self.vocab.cuts.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
@@ -664,6 +682,7 @@ impl HfBackend {
     ) -> Result<Vec<u32>> {
         if self.nfc_only
             || self.added.is_some()
+            || (self.vocab.cuts.is_some() && char_cuts::may_cut(text))
             || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text))

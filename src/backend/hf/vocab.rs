@@ -9,6 +9,7 @@ use serde::Deserialize;
 use std::path::Path;
 
 use super::interim::{InterimBpe, InterimModel, InterimWordPiece};
+use crate::backend::char_cuts::{CharCuts, Rebuilds};
 use crate::backend::{StartRule, byte_level};
 use crate::error::{Error, Result};
 use crate::limits;
@@ -143,6 +144,9 @@ pub(crate) struct Vocab {
     stream: std::sync::OnceLock<Option<StreamTable>>,
     /// The file's decoder, which [`stream`](Self::stream) reads.
     decoder: Option<serde_json::Value>,
+    /// Where a CJK pre-token may be cut for the model (claim 351): a
+    /// byte-level BPE's only.
+    pub cuts: Option<CharCuts>,
     /// The engine that encodes while the model builds (claims 340, 344),
     /// built here from the tables this read holds (a BPE's from the ids the
     /// merge check looks up anyway); taken by the load.
@@ -237,6 +241,21 @@ impl Vocab {
             _ => None,
         };
         drop(merge_ids);
+        let cuts = match &interim {
+            Some(InterimModel::Bpe(bpe)) if byte_level => {
+                let cjk: Vec<Vec<u8>> = entries[..n_model]
+                    .iter()
+                    .filter(|(t, _)| t.chars().any(|c| ('\u{e3}'..='\u{e9}').contains(&c)))
+                    .filter_map(|(t, _)| byte_level::unspell(t))
+                    .collect();
+                let rebuilds = |word: &[u8]| bpe.rebuilds(word);
+                CharCuts::build(
+                    cjk.iter().map(Vec::as_slice),
+                    model.ignore_merges.then_some(&rebuilds as Rebuilds<'_>),
+                )
+            }
+            _ => None,
+        };
         let size = entries
             .iter()
             .map(|(_, id)| *id as usize + 1)
@@ -317,6 +336,7 @@ impl Vocab {
             .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
             .collect();
         Ok(Self {
+            cuts,
             added: view.added_tokens.iter().map(|t| t.id).collect(),
             interim,
             stream: std::sync::OnceLock::new(),

@@ -29,6 +29,7 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
 use crate::backend::byte_level;
+use crate::backend::char_cuts::CharCuts;
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -193,6 +194,8 @@ pub(crate) struct FastBpe {
     /// The backend's splitter (its rank path cuts with the same one).
     split: Arc<NativeSplit>,
     model: PipelineBPE,
+    /// Where a CJK pre-token may be cut for the model (claim 351).
+    cuts: Option<CharCuts>,
     /// A warm scratch per thread, without a lock: a thread that encodes with
     /// two encodings keeps both warm (a word cache is megabytes to make,
     /// claim 281).
@@ -203,6 +206,8 @@ struct Scratch {
     model: BpeScratch,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
+    /// `spans` with CJK pre-tokens cut (claim 351).
+    cut: Vec<Span>,
     tokens: Vec<PipelineToken>,
 }
 
@@ -266,9 +271,17 @@ impl FastBpe {
         }))
         .map_err(|_| FastError::Build("tokenizers panicked".into()))?
         .map_err(|e| FastError::Build(e.to_string()))?;
+        // tiktoken takes a piece that is a token whole (`ignore_merges`):
+        // the cuts must know the tokens its merges do not form.
+        let rebuilds = |token: &[u8]| {
+            let mut parts = Vec::new();
+            last_merge(token, ranks, &mut parts).is_some()
+        };
+        let cuts = CharCuts::build(tokens.iter().map(|(t, _)| t.as_slice()), Some(&rebuilds));
         Ok(Self {
             split,
             model,
+            cuts,
             scratch: thread_local::ThreadLocal::new(),
         })
     }
@@ -299,6 +312,7 @@ impl FastBpe {
             model: self.model.init_scratch(),
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
+            cut: Vec::new(),
             tokens: Vec::new(),
         });
         let result = self.encode_with(text, out, &mut scratch);
@@ -309,6 +323,7 @@ impl FastBpe {
         if scratch.tokens.capacity() > 1 << 20 {
             scratch.tokens = Vec::new();
             scratch.spans = Vec::new();
+            scratch.cut = Vec::new();
         }
         slot.replace(Some(scratch));
         result
@@ -327,13 +342,13 @@ impl FastBpe {
             return Ok(false);
         }
         scratch.tokens.clear();
+        scratch.cut.clear();
+        let spans = match &self.cuts {
+            Some(cuts) if cuts.cut(text, &scratch.spans, &mut scratch.cut) => &scratch.cut,
+            _ => &scratch.spans,
+        };
         self.model
-            .tokenize_spans(
-                text,
-                &scratch.spans,
-                &mut scratch.model,
-                &mut scratch.tokens,
-            )
+            .tokenize_spans(text, spans, &mut scratch.model, &mut scratch.tokens)
             .map_err(|e| e.to_string())?;
         out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
         Ok(true)

@@ -1,0 +1,435 @@
+//! Where a byte-level BPE pre-token of CJK text can be cut into pieces that
+//! the model encodes alone with the same ids (DESIGN.md claim 351).
+//!
+//! The pre-tokenizers of the byte-level BPEs keep a run of CJK ideographs or
+//! kana whole (there are no spaces in it), so a pre-token is a clause, seen
+//! once: every one is a word-cache miss and a merge over 15–60 bytes. A
+//! merge joins two adjacent symbols into a vocabulary entry, so it can join
+//! across the boundary between chars `a` and `b` only if some entry holds the
+//! bytes on both sides of that boundary: a suffix of `a`'s bytes followed by
+//! a prefix of `b`'s. Where no entry does, the merges on either side never
+//! meet, and the pre-token's ids are the ids of its two sides, each merged
+//! alone. In Llama-3's vocabulary that holds for nine in ten boundaries
+//! between two CJK chars of the shared Chinese corpus, so the clause becomes
+//! pieces of one or two chars, which the word cache answers.
+//!
+//! # The argument, in full
+//! - Only boundaries between two three-byte chars whose lead byte is
+//!   `0xE3..=0xE9` (U+3000..=U+9FFF) are cut, so every piece holds such a
+//!   char.
+//! - A merge `(L, R)` across the boundary `a|b` makes the entry `L R`, in
+//!   which `R` starts at a byte of `0xE3..=0xE9`. For every entry and every
+//!   position `p ≥ 1` holding such a byte, the rule `(tail(L), head(R))` is
+//!   recorded, `L = entry[..p]`, `R = entry[p..]`: `tail` is the char `L`
+//!   ends with when `L` holds it whole, else `L`'s last byte (a "partial"
+//!   tail, matching every char ending in that byte); `head` likewise for the
+//!   char `R` starts with. Every merge is an entry, so a boundary that no rule
+//!   matches is never merged across.
+//! - A model with `ignore_merges` takes a piece that is itself an entry
+//!   whole, where the merges of the pre-token might not produce it. So the
+//!   entries that hold such a lead byte and that the merges do not rebuild
+//!   from their own bytes are listed (Llama-3: four, e.g. `中文字幕`), and a
+//!   pre-token with a piece equal to one of them is not cut at all.
+//! - The whole pre-token being an entry is no exception: its own rules cover
+//!   every boundary in it, so nothing in it is cut.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use tokenizers::pipeline::Span;
+
+/// The first code point the cuts consider, and how many there are.
+const FIRST: u32 = 0x3000;
+const COUNT: usize = 0xA000 - 0x3000;
+
+/// A rule side: a whole char (its code point) or one byte of a partial one.
+const PARTIAL: u32 = 1 << 31;
+
+/// A lead byte of a char in `FIRST..FIRST + COUNT`.
+#[inline(always)]
+fn is_cjk_lead(b: u8) -> bool {
+    (0xE3..=0xE9).contains(&b)
+}
+
+/// Whether the merges turn an entry's bytes back into that entry.
+pub(crate) type Rebuilds<'a> = &'a dyn Fn(&[u8]) -> bool;
+
+/// Whether `text` holds a CJK lead byte, so [`CharCuts::cut`] may cut
+/// something in it. Branch-free over 64-byte blocks, which the compiler
+/// vectorizes: a text without one is read at memory speed.
+pub(crate) fn may_cut(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut blocks = bytes.chunks_exact(64);
+    let found = |block: &[u8]| -> bool { block.iter().fold(false, |any, &b| any | is_cjk_lead(b)) };
+    blocks.any(found) || found(blocks.remainder())
+}
+
+/// Bits of a [`CharCuts::info`] entry above the partial-head mask (bits
+/// 0..7, lead byte `y` at bit `y - 0xE3`).
+const WHOLE_TAIL: u16 = 1 << 8;
+const WHOLE_HEAD: u16 = 1 << 9;
+const PARTIAL_TAILS: u16 = 1 << 10;
+
+/// Cut rules of one byte-level BPE vocabulary.
+///
+/// Performance note: a boundary is one load of each char's `info` and of
+/// the tail's `heads` signature, all indexed by char, so the chars a text
+/// uses stay in cache; only a boundary whose signature bit is set searches
+/// the tail's sorted heads. A hash set probe per boundary first made the
+/// check cost more than the model's encode, and a 128 KB filter indexed by
+/// the pair missed the cache on most boundaries. What a warm encode of cut
+/// Chinese now spends most on is the model's word-cache probe per piece.
+pub(crate) struct CharCuts {
+    /// `(tail, head)` rules between two whole chars: the heads of tail `i`
+    /// (`cp - FIRST`) are `whole_heads[whole_starts[i]..whole_starts[i + 1]]`,
+    /// sorted.
+    whole_starts: Box<[u32]>,
+    whole_heads: Box<[u16]>,
+    /// Per char (`cp - FIRST`): the lead bytes of the partial heads a rule
+    /// pairs with it as a whole tail, and the flags above.
+    info: Box<[u16]>,
+    /// Per char: bit [`head_bit`] of every whole head a rule pairs with it as
+    /// a whole tail; a boundary whose bit is clear needs no set lookup.
+    heads: Box<[u64]>,
+    /// Per char with [`PARTIAL_TAILS`]: the last bytes (bit `x & 63`) of
+    /// the partial tails a rule pairs with it as a whole head.
+    partial_to_head: FxHashMap<u32, u64>,
+    /// Partial tail × partial head rules: bit `y - 0xE3` of entry `x & 63`.
+    partials: [u8; 64],
+    /// Entries with a CJK lead byte that the merges do not rebuild, of a
+    /// model that takes whole entries (`ignore_merges`).
+    unmerged: FxHashSet<Box<[u8]>>,
+    /// Bit `n` set when some entry of `unmerged` is `n` bytes long (`n < 64`);
+    /// bit 63 also stands for every longer one.
+    unmerged_lens: u64,
+}
+
+#[inline(always)]
+fn head_bit(cp: u32) -> u64 {
+    1 << (cp.wrapping_mul(0x9E37_79B9) >> 26)
+}
+
+impl CharCuts {
+    /// The rules of the vocabulary `entries` (each model entry's bytes).
+    /// `rebuilt` is `None` for a model without `ignore_merges`; otherwise it
+    /// says whether the merges turn an entry's bytes back into that entry.
+    /// `None` when no entry holds a CJK lead byte after its first byte.
+    pub(crate) fn build<'a>(
+        entries: impl Iterator<Item = &'a [u8]>,
+        rebuilt: Option<Rebuilds<'_>>,
+    ) -> Option<Self> {
+        let mut pairs: Vec<(u16, u16)> = Vec::new();
+        let mut cuts = Self {
+            whole_starts: Box::default(),
+            whole_heads: Box::default(),
+            info: vec![0; COUNT].into_boxed_slice(),
+            heads: vec![0; COUNT].into_boxed_slice(),
+            partial_to_head: FxHashMap::default(),
+            partials: [0; 64],
+            unmerged: FxHashSet::default(),
+            unmerged_lens: 0,
+        };
+        let mut any = false;
+        for entry in entries {
+            if let Some(rebuilt) = rebuilt
+                && entry.iter().any(|&b| is_cjk_lead(b))
+                && !rebuilt(entry)
+            {
+                cuts.unmerged_lens |= 1 << entry.len().min(63);
+                cuts.unmerged.insert(entry.into());
+            }
+            for p in 1..entry.len() {
+                if !is_cjk_lead(entry[p]) {
+                    continue;
+                }
+                any = true;
+                cuts.add(tail(&entry[..p]), head(&entry[p..]), &mut pairs);
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut starts = vec![0u32; COUNT + 1];
+        for &(tail, _) in &pairs {
+            starts[usize::from(tail) + 1] += 1;
+        }
+        for i in 0..COUNT {
+            starts[i + 1] += starts[i];
+        }
+        cuts.whole_starts = starts.into_boxed_slice();
+        cuts.whole_heads = pairs.iter().map(|&(_, head)| head).collect();
+        any.then_some(cuts)
+    }
+
+    fn add(&mut self, tail: u32, head: u32, pairs: &mut Vec<(u16, u16)>) {
+        let slot = |cp: u32| (cp - FIRST) as usize;
+        let lead_bit = |head: u32| 1u16 << ((head as u8).wrapping_sub(0xE3) & 7);
+        match (tail & PARTIAL != 0, head & PARTIAL != 0) {
+            (false, false) => {
+                // A whole head is in range (it starts with a CJK lead
+                // byte); a tail out of range never ends a cut piece.
+                if in_range(tail) {
+                    self.info[slot(tail)] |= WHOLE_TAIL;
+                    self.info[slot(head)] |= WHOLE_HEAD;
+                    // Both below `COUNT`, which fits a `u16`.
+                    pairs.push((slot(tail) as u16, slot(head) as u16));
+                    self.heads[slot(tail)] |= head_bit(head);
+                }
+            }
+            (false, true) => {
+                if in_range(tail) {
+                    self.info[slot(tail)] |= lead_bit(head);
+                }
+            }
+            (true, false) => {
+                self.info[slot(head)] |= PARTIAL_TAILS;
+                *self.partial_to_head.entry(head).or_default() |= 1 << (tail & 63);
+            }
+            (true, true) => self.partials[(tail & 63) as usize] |= lead_bit(head) as u8,
+        }
+    }
+
+    /// Whether some merge may join across the boundary between the chars
+    /// `a` and `b` (both in range).
+    #[inline(always)]
+    fn bridged(&self, a: u32, b: u32) -> bool {
+        let (Some(&ia), Some(&ib)) = (
+            self.info.get((a - FIRST) as usize),
+            self.info.get((b - FIRST) as usize),
+        ) else {
+            return true;
+        };
+        let last = (a & 63) as usize;
+        let lead_bit = 1u8 << (lead_byte(b) - 0xE3);
+        if (ia as u8) & lead_bit != 0 || self.partials[last] & lead_bit != 0 {
+            return true;
+        }
+        if ib & PARTIAL_TAILS != 0
+            && self
+                .partial_to_head
+                .get(&b)
+                .is_some_and(|m| m & (1 << last) != 0)
+        {
+            return true;
+        }
+        if ia & WHOLE_TAIL == 0
+            || ib & WHOLE_HEAD == 0
+            || self
+                .heads
+                .get((a - FIRST) as usize)
+                .is_none_or(|h| h & head_bit(b) == 0)
+        {
+            return false;
+        }
+        let i = (a - FIRST) as usize;
+        match (self.whole_starts.get(i), self.whole_starts.get(i + 1)) {
+            (Some(&from), Some(&to)) => self
+                .whole_heads
+                .get(from as usize..to as usize)
+                .is_none_or(|heads| heads.binary_search(&((b - FIRST) as u16)).is_ok()),
+            _ => true,
+        }
+    }
+
+    /// `spans` of `text` with every CJK pre-token cut where no merge joins
+    /// across, appended to `out`; `false` (and `out` unchanged) when no
+    /// span was cut.
+    pub(crate) fn cut(&self, text: &str, spans: &[Span], out: &mut Vec<Span>) -> bool {
+        let bytes = text.as_bytes();
+        let start = out.len();
+        let mut cut_any = false;
+        for (k, span) in spans.iter().enumerate() {
+            let word = bytes.get(span.range()).unwrap_or_default();
+            if word.len() < 6 || !word.iter().any(|&b| is_cjk_lead(b)) {
+                if cut_any {
+                    out.push(*span);
+                }
+                continue;
+            }
+            let before = out.len();
+            if !cut_any {
+                // The first cut: the spans before it go out as they are.
+                out.extend_from_slice(&spans[..k]);
+            }
+            let pieces = out.len();
+            self.cut_word(word, span.start, out);
+            if out.len() - pieces > 1 && !self.unmerged.is_empty() {
+                let unmerged = out[pieces..].iter().any(|piece| {
+                    let len = (piece.end - piece.start) as usize;
+                    self.unmerged_lens & (1 << len.min(63)) != 0
+                        && bytes
+                            .get(piece.range())
+                            .is_some_and(|p| self.unmerged.contains(p))
+                });
+                if unmerged {
+                    out.truncate(pieces);
+                    out.push(*span);
+                }
+            }
+            if out.len() - pieces > 1 {
+                cut_any = true;
+            } else if !cut_any {
+                out.truncate(before);
+            }
+        }
+        if !cut_any {
+            out.truncate(start);
+        }
+        cut_any
+    }
+
+    /// The pieces of `word` (at `base` in the text), appended to `out`.
+    fn cut_word(&self, word: &[u8], base: u32, out: &mut Vec<Span>) {
+        let mut from = 0usize;
+        let mut prev = whole_char(word, 0);
+        let mut at = prev.map_or_else(|| word.first().map_or(1, |&b| utf8_len(b)), |_| 3);
+        while at < word.len() {
+            let next = whole_char(word, at);
+            if let (Some(a), Some(b)) = (prev, next)
+                && !self.bridged(a, b)
+            {
+                out.push(Span::new(base + from as u32, base + at as u32));
+                from = at;
+            }
+            prev = next;
+            at += next.map_or_else(|| utf8_len(word[at]), |_| 3);
+        }
+        out.push(Span::new(base + from as u32, base + word.len() as u32));
+    }
+}
+
+fn in_range(cp: u32) -> bool {
+    (FIRST..FIRST + COUNT as u32).contains(&cp)
+}
+
+/// The in-range char whose three bytes start at `at`, if that is one.
+#[inline(always)]
+fn whole_char(word: &[u8], at: usize) -> Option<u32> {
+    match word.get(at..at + 3)? {
+        &[a, b, c] if is_cjk_lead(a) && (b & 0xC0) == 0x80 && (c & 0xC0) == 0x80 => {
+            Some((u32::from(a & 0x0F) << 12) | (u32::from(b & 0x3F) << 6) | u32::from(c & 0x3F))
+        }
+        _ => None,
+    }
+}
+
+/// The first byte of the in-range char `cp`.
+fn lead_byte(cp: u32) -> u8 {
+    0xE0 | (cp >> 12) as u8
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    }
+}
+
+/// The rule side for the end of `left`: the char it ends with if whole
+/// (and it is any char, in range or not), else its last byte as a partial.
+fn tail(left: &[u8]) -> u32 {
+    let n = left.len();
+    // The start of the last char: at most three continuation bytes back.
+    let lead = (n.saturating_sub(4)..n)
+        .rev()
+        .find(|&i| left[i] & 0xC0 != 0x80);
+    if let Some(i) = lead
+        && let Ok(s) = std::str::from_utf8(&left[i..])
+        && let Some(c) = s.chars().next()
+        && c.len_utf8() == n - i
+    {
+        return u32::from(c);
+    }
+    PARTIAL | u32::from(left[n - 1])
+}
+
+/// The rule side for the start of `right` (which starts with a CJK lead
+/// byte): the char if whole, else the lead byte as a partial.
+fn head(right: &[u8]) -> u32 {
+    whole_char(right, 0).unwrap_or(PARTIAL | u32::from(right[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuts(entries: &[&str], rebuilt: Option<Rebuilds<'_>>) -> CharCuts {
+        CharCuts::build(entries.iter().map(|e| e.as_bytes()), rebuilt).expect("CJK entries")
+    }
+
+    fn pieces<'a>(c: &CharCuts, text: &'a str) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        let spans = [Span::new(0, text.len() as u32)];
+        if !c.cut(text, &spans, &mut out) {
+            return vec![text];
+        }
+        out.iter().map(|s| &text[s.range()]).collect()
+    }
+
+    #[test]
+    fn cuts_only_where_no_entry_spans_the_boundary() {
+        let c = cuts(&["中文", "文字幕", "天"], None);
+        assert_eq!(pieces(&c, "中文字幕天天"), ["中文字幕", "天", "天"]);
+        assert_eq!(pieces(&c, "天中"), ["天", "中"]);
+        // One char: nothing to cut.
+        assert_eq!(pieces(&c, "中"), ["中"]);
+    }
+
+    #[test]
+    fn partial_entries_keep_their_boundaries() {
+        // 中 is E4 B8 AD, 方 E6 96 B9, 天 E5 A4 A9, 文 E6 96 87. An entry
+        // that is the last byte of 中 and the lead byte of 方 and 文 joins
+        // every char ending in 0xAD to every char starting with 0xE6.
+        let c = CharCuts::build(
+            [b"\xAD\xE6".as_slice(), "中文".as_bytes()].into_iter(),
+            None,
+        )
+        .expect("rules");
+        assert_eq!(pieces(&c, "中方"), ["中方"]);
+        assert_eq!(pieces(&c, "天文"), ["天", "文"]);
+        assert_eq!(pieces(&c, "天方中文"), ["天", "方", "中文"]);
+    }
+
+    #[test]
+    fn an_unmerged_entry_keeps_its_word_whole() {
+        let never: &dyn Fn(&[u8]) -> bool = &|e| e != "文字".as_bytes();
+        let c = cuts(&["文字", "中", "天天"], Some(never));
+        // 中|文 and 字|天 are cut, which would leave 文字 alone: not cut.
+        assert_eq!(pieces(&c, "中文字天天"), ["中文字天天"]);
+        let always: &dyn Fn(&[u8]) -> bool = &|_| true;
+        let c = cuts(&["文字", "中", "天天"], Some(always));
+        assert_eq!(pieces(&c, "中文字天天"), ["中", "文字", "天天"]);
+    }
+
+    #[test]
+    fn other_chars_are_never_cut_around() {
+        let c = cuts(&["中文"], None);
+        assert_eq!(pieces(&c, "天a天b"), ["天a天b"]);
+        assert_eq!(pieces(&c, "天天ab"), ["天", "天ab"]);
+        assert_eq!(pieces(&c, "天😀天"), ["天😀天"]);
+        // A pre-token led by punctuation (cl100k's `[^\p{L}\p{N}]?\p{L}+`).
+        assert_eq!(pieces(&c, "，天天"), ["，天", "天"]);
+        assert_eq!(pieces(&c, "a天天中文"), ["a天", "天", "中文"]);
+    }
+
+    #[test]
+    fn spans_that_are_not_cut_pass_through() {
+        let c = cuts(&["中文"], None);
+        let text = "ab 天天中文 cd";
+        let spans = [
+            Span::new(0, 2),
+            Span::new(2, 3),
+            Span::new(3, 15),
+            Span::new(15, text.len() as u32),
+        ];
+        let mut out = vec![Span::new(7, 7)];
+        assert!(c.cut(text, &spans, &mut out));
+        assert_eq!(out[0], Span::new(7, 7));
+        let got: Vec<&str> = out[1..].iter().map(|s| &text[s.range()]).collect();
+        assert_eq!(got, ["ab", " ", "天", "天", "中文", " cd"]);
+        // Nothing cut: `out` unchanged.
+        let mut out = vec![Span::new(7, 7)];
+        let spans = [Span::new(0, 6), Span::new(6, 9)];
+        assert!(!c.cut("中文 ab", &spans, &mut out));
+        assert_eq!(out, [Span::new(7, 7)]);
+    }
+}

@@ -1,0 +1,201 @@
+//! CJK pre-tokens cut where no merge joins across (DESIGN.md claim 351),
+//! against the same files loaded without the cuts: ids and offsets, special
+//! tokens parsed and as plain text, on every corpus and adversarial file,
+//! on the four Llama-3 entries the merges do not rebuild (which must stay
+//! whole, `ignore_merges`), on kana and CJK punctuation mixtures, and on
+//! LoPT encodes, for every shared byte-level `tokenizer.json`. The tiktoken
+//! encodings' engine takes the same cuts; `tests/tiktoken_fast.rs` checks it
+//! against `tiktoken-rs`.
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use router_tokenizer::__testing::FastRoute;
+use router_tokenizer::Tokenizer;
+use std::sync::LazyLock;
+
+const MODELS: [&str; 8] = [
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "openai/gpt-oss-20b",
+    "CohereForAI/c4ai-command-r-plus",
+    "Xenova/gpt-3.5-turbo",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+];
+/// `(model, policy, cut, uncut)`, loaded once.
+static PAIRS: LazyLock<Vec<(&str, String, Tokenizer, Tokenizer)>> =
+    LazyLock::new(|| route_pairs(&MODELS, FastRoute::CharCuts));
+
+fn pairs() -> impl Iterator<
+    Item = (
+        &'static str,
+        &'static str,
+        &'static Tokenizer,
+        &'static Tokenizer,
+    ),
+> {
+    PAIRS
+        .iter()
+        .map(|(m, p, on, off)| (*m, p.as_str(), on, off))
+}
+
+/// Cut and uncut give the same ids and offsets on `text`, every pair.
+fn all_agree(text: &str) {
+    for (model, what, on, off) in pairs() {
+        assert_same_encodes(model, &format!("{text:?} {what}"), on, off, text);
+    }
+}
+
+/// Every byte-level BPE here has entries that join CJK chars; the
+/// SentencePiece conversions, Gemma-3 and WordPiece never take the cuts.
+#[test]
+fn byte_level_bpes_take_it() {
+    for model in MODELS {
+        assert!(route_applies(model, FastRoute::CharCuts), "{model}");
+    }
+    for model in [
+        "mistralai/Mistral-7B-v0.1",
+        "google/gemma-3-4b-it",
+        "sentence-transformers/all-MiniLM-L6-v2",
+    ] {
+        assert!(!route_applies(model, FastRoute::CharCuts), "{model}");
+    }
+}
+
+#[test]
+fn every_file_gives_the_same_ids_and_offsets() {
+    for (model, what, on, off) in pairs() {
+        assert_same_on_all_inputs(model, what, on, off);
+    }
+}
+
+/// The first MiB of each Chinese corpus file, not just the first 256 KiB:
+/// two novels and a news translation, each clause a pre-token the cuts take
+/// apart.
+#[test]
+fn a_mib_of_each_chinese_file() {
+    let dir = shared_dir().join("corpus/zh");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{}", dir.display());
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = prefix(&text, 1 << 20);
+        for (model, what, on, off) in pairs() {
+            let what = format!("{} {what}", path.display());
+            assert_same_encodes(model, &what, on, off, text);
+        }
+    }
+}
+
+/// Llama-3's entries that start with a CJK char and that its merges do not
+/// rebuild (`ignore_merges` takes them whole): a cut that left one alone
+/// would give its id where the whole pre-token's merges give others.
+#[test]
+fn entries_the_merges_do_not_rebuild() {
+    let words = ["中文字幕", "しない", "ーカー", "ーション"];
+    let mut texts = Vec::new();
+    for w in words {
+        for (before, after) in [
+            ("", ""),
+            ("看", "的"),
+            ("我们的", "电影"),
+            ("，", "。"),
+            ("a", "b"),
+            ("「", "」"),
+            (" ", " "),
+            ("中", "中"),
+        ] {
+            texts.push(format!("{before}{w}{after}"));
+            texts.push(format!("{before}{w}{w}{after}"));
+        }
+    }
+    for t in &texts {
+        all_agree(t);
+    }
+}
+
+/// Long texts take the parallel path (LoPT): the cuts run in each chunk.
+#[test]
+fn parallel_encodes_match() {
+    let dir = shared_dir().join("corpus/zh");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let t = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        text.push_str(prefix(&t, 400 << 10));
+    }
+    for (model, what, on, off) in pairs() {
+        let a = on.encode(&text, false).unwrap();
+        let b = off.encode(&text, false).unwrap();
+        assert!(
+            a.ids() == b.ids(),
+            "{model} {what}: first difference at {}",
+            first_difference(a.ids(), b.ids())
+        );
+    }
+}
+
+/// Common ideographs, kana, the chars of the unrebuilt entries, CJK and
+/// full-width punctuation, and what a pre-token may hold beside them.
+const ALPHABET: [&str; 32] = [
+    "的",
+    "是",
+    "中",
+    "文",
+    "字",
+    "幕",
+    "国",
+    "人",
+    "们",
+    "说",
+    "天",
+    "一",
+    "し",
+    "な",
+    "い",
+    "ー",
+    "カ",
+    "シ",
+    "ョ",
+    "ン",
+    "の",
+    "ア",
+    "，",
+    "。",
+    "「",
+    "」",
+    "、",
+    "a",
+    " ",
+    "1",
+    "\n",
+    "<|endoftext|>",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(64)))]
+
+    #[test]
+    fn random_cjk_mixtures_match(picks in prop::collection::vec(0..ALPHABET.len(), 0..160)) {
+        let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
+        all_agree(&text);
+    }
+
+    /// Any char of U+3000..U+9FFF (the range the cuts consider), joined
+    /// with the alphabet.
+    #[test]
+    fn random_range_chars_match(
+        chars in prop::collection::vec(0x3000u32..0xA000, 0..80),
+        picks in prop::collection::vec(0..ALPHABET.len(), 0..40),
+    ) {
+        let mut text: String = chars.iter().filter_map(|&c| char::from_u32(c)).collect();
+        text.extend(picks.iter().map(|&i| ALPHABET[i]));
+        all_agree(&text);
+    }
+}
