@@ -7,7 +7,7 @@ the shared SentencePiece `.model` files against `sentencepiece`.
     pip install tokenizers==0.23.3 tiktoken==0.14.0 sentencepiece==0.2.3
     cargo build --release --example encode_jsonl
     python3 scripts/fuzz_reference.py [--shared ../shared] [--seed 1] [--count 2000] \\
-        [--only NAME,...]
+        [--only NAME,...] [--cjk]
 
 Texts join 1 to 80 pieces drawn from an alphabet of the classes the
 tokenizers tell apart (whitespace of every kind, contractions, letters of
@@ -81,6 +81,30 @@ def texts(seed, count):
     return out
 
 
+def cjk_texts(seed, count, shared):
+    """Texts of long CJK runs (claim 351's cuts): chars of the shared Chinese
+    corpus, random code points of U+3000..U+9FFF, kana, the Llama-3 entries
+    its merges do not rebuild, CJK and ASCII punctuation between them."""
+    rng = random.Random(seed)
+    pool = sorted({c for p in sorted((shared / "corpus/zh").iterdir())
+                   for c in p.read_text(encoding="utf-8")[:200_000] if 0x3000 <= ord(c) <= 0x9FFF})
+    words = ["\u4e2d\u6587\u5b57\u5e55", "\u3057\u306a\u3044", "\u30fc\u30ab\u30fc",
+             "\u30fc\u30b7\u30e7\u30f3", "\uff0c", "\u3002", "\u300c", "\u300d", " ", "a", "1", "\n"]
+    out = []
+    while len(out) < count:
+        parts = []
+        for _ in range(rng.choice([1, 3, 8, 20, 60])):
+            r = rng.random()
+            if r < 0.7:
+                parts.append(rng.choice(pool))
+            elif r < 0.8:
+                parts.append(chr(rng.randint(0x3000, 0x9FFF)))
+            else:
+                parts.append(rng.choice(words))
+        out.append("".join(parts))
+    return out
+
+
 def snapshot(shared, model):
     d = shared / "hf-cache/hub" / ("models--" + model.replace("/", "--"))
     return d / "snapshots" / (d / "refs/main").read_text().strip() / "tokenizer.json"
@@ -118,6 +142,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--only", help="comma-separated names (hub ids, encodings, .model files)")
+    ap.add_argument("--cjk", action="store_true", help="texts of long CJK runs instead")
     args = ap.parse_args()
     shared = pathlib.Path(args.shared)
     binary = ROOT / "target/release/examples/encode_jsonl"
@@ -127,7 +152,7 @@ def main():
     if args.only:
         wanted = set(args.only.split(","))
         cases = [c for c in cases if c[1] in wanted]
-    sample = texts(args.seed, args.count)
+    sample = cjk_texts(args.seed, args.count, shared) if args.cjk else texts(args.seed, args.count)
     env = dict(os.environ, RTOK_SHARED_DIR=str(shared))
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
