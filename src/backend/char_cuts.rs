@@ -32,9 +32,17 @@
 //!   pre-token with a piece equal to one of them is not cut at all.
 //! - The whole pre-token being an entry is no exception: its own rules cover
 //!   every boundary in it, so nothing in it is cut.
+//!
+//! The SentencePiece engine's `JoinFilter` (claim 292) cuts llama.cpp's
+//! merge the same way, but there every symbol starts as a whole char, so a
+//! pair of adjacent chars inside some token is the whole rule; here symbols
+//! start as bytes and an entry may hold part of a char, which the partial
+//! sides cover.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tokenizers::pipeline::Span;
+
+use crate::backend::sentencepiece::llama::utf8_len;
 
 /// The first code point the cuts consider, and how many there are.
 const FIRST: u32 = 0x3000;
@@ -63,8 +71,8 @@ pub(crate) fn may_cut(text: &str) -> bool {
 }
 
 /// Bits of a [`CharCuts::info`] entry above the partial-head mask (bits
-/// 0..7, lead byte `y` at bit `y - 0xE3`).
-const WHOLE_TAIL: u16 = 1 << 8;
+/// 0..7, lead byte `y` at bit `y - 0xE3`). (A char is a whole tail of some
+/// rule when its `heads` signature is not 0.)
 const WHOLE_HEAD: u16 = 1 << 9;
 const PARTIAL_TAILS: u16 = 1 << 10;
 
@@ -166,7 +174,6 @@ impl CharCuts {
                 // A whole head is in range (it starts with a CJK lead
                 // byte); a tail out of range never ends a cut piece.
                 if in_range(tail) {
-                    self.info[slot(tail)] |= WHOLE_TAIL;
                     self.info[slot(head)] |= WHOLE_HEAD;
                     // Both below `COUNT`, which fits a `u16`.
                     pairs.push((slot(tail) as u16, slot(head) as u16));
@@ -190,10 +197,10 @@ impl CharCuts {
     /// `a` and `b` (both in range).
     #[inline(always)]
     fn bridged(&self, a: u32, b: u32) -> bool {
-        let (Some(&ia), Some(&ib)) = (
-            self.info.get((a - FIRST) as usize),
-            self.info.get((b - FIRST) as usize),
-        ) else {
+        let (i, j) = ((a - FIRST) as usize, (b - FIRST) as usize);
+        let (Some(&ia), Some(&ib), Some(&heads)) =
+            (self.info.get(i), self.info.get(j), self.heads.get(i))
+        else {
             return true;
         };
         let last = (a & 63) as usize;
@@ -209,21 +216,14 @@ impl CharCuts {
         {
             return true;
         }
-        if ia & WHOLE_TAIL == 0
-            || ib & WHOLE_HEAD == 0
-            || self
-                .heads
-                .get((a - FIRST) as usize)
-                .is_none_or(|h| h & head_bit(b) == 0)
-        {
+        if ib & WHOLE_HEAD == 0 || heads & head_bit(b) == 0 {
             return false;
         }
-        let i = (a - FIRST) as usize;
         match (self.whole_starts.get(i), self.whole_starts.get(i + 1)) {
             (Some(&from), Some(&to)) => self
                 .whole_heads
                 .get(from as usize..to as usize)
-                .is_none_or(|heads| heads.binary_search(&((b - FIRST) as u16)).is_ok()),
+                .is_none_or(|heads| heads.binary_search(&(j as u16)).is_ok()),
             _ => true,
         }
     }
@@ -232,6 +232,10 @@ impl CharCuts {
     /// across, appended to `out`; `false` (and `out` unchanged) when no
     /// span was cut.
     pub(crate) fn cut(&self, text: &str, spans: &[Span], out: &mut Vec<Span>) -> bool {
+        // Most text has nothing to cut: one vectorized pass says so.
+        if !may_cut(text) {
+            return false;
+        }
         let bytes = text.as_bytes();
         let start = out.len();
         let mut cut_any = false;
@@ -313,15 +317,6 @@ fn whole_char(word: &[u8], at: usize) -> Option<u32> {
 /// The first byte of the in-range char `cp`.
 fn lead_byte(cp: u32) -> u8 {
     0xE0 | (cp >> 12) as u8
-}
-
-fn utf8_len(b: u8) -> usize {
-    match b {
-        0xF0.. => 4,
-        0xE0.. => 3,
-        0xC0.. => 2,
-        _ => 1,
-    }
 }
 
 /// The rule side for the end of `left`: the char it ends with if whole

@@ -279,6 +279,16 @@ mod tests {
     use serde_json::{Value, json};
     use tokenizers::pipeline::{PipelineTokenizer, PreTokenizer, PreTokenizerScratch, Span};
 
+    /// The pieces `split` cuts `text` into.
+    fn pieces<'a>(split: &RegexSplit, text: &'a str) -> Vec<&'a str> {
+        split
+            .split(text)
+            .unwrap()
+            .iter()
+            .map(|s| &text[s.range()])
+            .collect()
+    }
+
     /// Every shared `tokenizer.json` whose pre-tokenizer this module takes,
     /// with that pre-tokenizer alone in a `tokenizers` pipeline.
     fn shapes() -> Vec<(String, RegexSplit, PipelineTokenizer)> {
@@ -446,13 +456,10 @@ mod tests {
         // The reference's split: U+2E4E stays inside its word, U+00BF and
         // ASCII punctuation are pieces, whitespace of every kind goes.
         let text = "a\u{2E4E}b ¿x!\u{3000}y\u{166D}z";
-        let got: Vec<&str> = bert
-            .split(text)
-            .unwrap()
-            .iter()
-            .map(|s| &text[s.start as usize..s.end as usize])
-            .collect();
-        assert_eq!(got, ["a\u{2E4E}b", "¿", "x", "!", "y", "\u{166D}", "z"]);
+        assert_eq!(
+            pieces(&bert, text),
+            ["a\u{2E4E}b", "¿", "x", "!", "y", "\u{166D}", "z"]
+        );
     }
 
     /// `tokenizers` 0.x's own unit cases for the three class-run
@@ -491,13 +498,7 @@ mod tests {
         ];
         for (pre, text, want) in cases {
             let split = RegexSplit::new(&pre).unwrap();
-            let got: Vec<&str> = split
-                .split(text)
-                .unwrap()
-                .iter()
-                .map(|s| &text[s.start as usize..s.end as usize])
-                .collect();
-            assert_eq!(got, want, "{pre} {text:?}");
+            assert_eq!(pieces(&split, text), want, "{pre} {text:?}");
         }
     }
 
