@@ -5,7 +5,8 @@
 //! whole, `ignore_merges`), on kana and CJK punctuation mixtures, and on
 //! LoPT encodes, for every shared byte-level `tokenizer.json`. The tiktoken
 //! encodings' engine takes the same cuts; `tests/tiktoken_fast.rs` checks it
-//! against `tiktoken-rs`.
+//! against `tiktoken-rs`. Text encoded again is answered from the memo of
+//! whole clauses (claim 352), checked here on repeated and changed text.
 
 mod common;
 
@@ -119,6 +120,38 @@ fn entries_the_merges_do_not_rebuild() {
     for t in &texts {
         all_agree(t);
     }
+}
+
+/// Text encoded again and again: from the third sighting of a clause on
+/// (while most clauses are repeats) the per-thread memo of claim 352
+/// answers it with the ids it had when encoded cut. Each pair runs on a
+/// fresh thread, so its memo starts empty; the text then changes one char
+/// in nine, so remembered and new clauses alternate; the unrebuilt entries
+/// (which must stay whole) are repeated until they are answered too.
+#[test]
+fn repeated_text_is_answered_from_the_memo() {
+    let (text, changed) = chinese_repeats(24 << 10);
+    let entries = "中文字幕。しない、ーカー「ーション」中文字幕中文字幕的ーションーション";
+    std::thread::scope(|scope| {
+        for (model, what, on, off) in pairs() {
+            let (text, changed) = (&text, &changed);
+            scope.spawn(move || {
+                for (round, t) in std::iter::repeat_n(text, 5)
+                    .chain(std::iter::repeat_n(changed, 3))
+                    .chain([text, changed, text])
+                    .enumerate()
+                {
+                    let what = format!("{what}, round {round}");
+                    assert_same_encodes(model, &what, on, off, t);
+                }
+                let b = off.encode_sequential(entries, false).unwrap();
+                for round in 0..200 {
+                    let a = on.encode_sequential(entries, false).unwrap();
+                    assert_eq!(a.ids(), b.ids(), "{model} {what}: entries, round {round}");
+                }
+            });
+        }
+    });
 }
 
 /// Long texts take the parallel path (LoPT): the cuts run in each chunk.

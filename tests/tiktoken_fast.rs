@@ -238,6 +238,28 @@ proptest! {
     }
 }
 
+/// Chinese text encoded again and again, then changed in one char of nine
+/// so remembered and new clauses alternate: from its third sighting on, a
+/// clause comes from the engine's memo of whole clauses (claim 352). A
+/// fresh thread per encoding, so each memo starts empty.
+#[test]
+fn repeated_chinese_matches_tiktoken_rs() {
+    let (text, changed) = common::chinese_repeats(16 << 10);
+    std::thread::scope(|scope| {
+        for pair in PAIRS.iter() {
+            let (text, changed) = (&text, &changed);
+            scope.spawn(move || {
+                let rounds = std::iter::repeat_n(text, 5)
+                    .chain(std::iter::repeat_n(changed, 3))
+                    .chain([text, changed, text]);
+                for (round, t) in rounds.enumerate() {
+                    assert_eq!(check(pair, t), Ok(()), "round {round}");
+                }
+            });
+        }
+    });
+}
+
 /// Offsets tile the input and the parallel encoder gives the sequential ids.
 #[test]
 fn offsets_and_parallel_agree() {

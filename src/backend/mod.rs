@@ -7,6 +7,7 @@
 
 pub(crate) mod byte_level;
 pub(crate) mod char_cuts;
+pub(crate) mod clause_memo;
 pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;

@@ -205,6 +205,30 @@ pub fn corpus_files() -> Vec<(String, PathBuf)> {
     out
 }
 
+/// Chinese text seen again and changed (claim 352's tests): the first
+/// `per_file` bytes of each `corpus/zh` file joined, and the same with one
+/// CJK char in nine replaced by `文`.
+pub fn chinese_repeats(per_file: usize) -> (String, String) {
+    let mut text = String::new();
+    for (key, path) in corpus_files() {
+        if key.starts_with("zh/") {
+            text.push_str(prefix(&std::fs::read_to_string(path).unwrap(), per_file));
+        }
+    }
+    let changed = text
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 9 == 4 && c > '\u{3000}' {
+                '文'
+            } else {
+                c
+            }
+        })
+        .collect();
+    (text, changed)
+}
+
 static ADVERSARIAL: LazyLock<PathBuf> = LazyLock::new(|| {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("adversarial");
     if !out.join("index.tsv").exists() {

@@ -29,6 +29,7 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 
 use super::HfBackend;
 use super::align::align;
+use crate::backend::clause_memo::{self, CutScratch};
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -44,8 +45,8 @@ pub(super) struct Scratch {
     model: Option<PipelineModelScratch>,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// `spans` with CJK pre-tokens cut (claim 351).
-    cut: Vec<Span>,
+    /// The CJK cuts' and the clause memo's (claims 351, 352).
+    cuts: CutScratch,
     one: Vec<PipelineToken>,
 }
 
@@ -522,7 +523,7 @@ impl HfBackend {
             model: None,
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
-            cut: Vec::new(),
+            cuts: CutScratch::default(),
             one: Vec::new(),
         });
         let result = self.encode_chunk_with(text, request, bounds, specials_as_text, &mut scratch);
@@ -715,14 +716,15 @@ impl HfBackend {
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
-                    scratch.cut.clear();
-                    let spans = match &self.vocab.cuts {
-                        Some(cuts) if cuts.cut(text, &scratch.spans, &mut scratch.cut) => {
-                            &scratch.cut
-                        }
-                        _ => &scratch.spans,
-                    };
-                    self.tokenize_spans(text, spans, &mut scratch.model, &mut out.tokens)?;
+                    let model = &mut scratch.model;
+                    clause_memo::encode_spans(
+                        self.vocab.cuts.as_ref(),
+                        &mut scratch.cuts,
+                        text,
+                        &scratch.spans,
+                        &mut out.tokens,
+                        |spans, out| self.tokenize_spans(text, spans, model, out),
+                    )?;
                     self.fix_folds_from(&mut out.tokens, first);
                 }
                 if let Some(map) = map.as_mut() {

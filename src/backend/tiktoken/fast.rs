@@ -30,6 +30,7 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
 use crate::backend::byte_level;
 use crate::backend::char_cuts::CharCuts;
+use crate::backend::clause_memo::{self, CutScratch};
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -206,8 +207,8 @@ struct Scratch {
     model: BpeScratch,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// `spans` with CJK pre-tokens cut (claim 351).
-    cut: Vec<Span>,
+    /// The CJK cuts' and the clause memo's (claims 351, 352).
+    cuts: CutScratch,
     tokens: Vec<PipelineToken>,
 }
 
@@ -312,7 +313,7 @@ impl FastBpe {
             model: self.model.init_scratch(),
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
-            cut: Vec::new(),
+            cuts: CutScratch::default(),
             tokens: Vec::new(),
         });
         let result = self.encode_with(text, out, &mut scratch);
@@ -323,7 +324,7 @@ impl FastBpe {
         if scratch.tokens.capacity() > 1 << 20 {
             scratch.tokens = Vec::new();
             scratch.spans = Vec::new();
-            scratch.cut = Vec::new();
+            scratch.cuts.release_pieces();
         }
         slot.replace(Some(scratch));
         result
@@ -342,14 +343,19 @@ impl FastBpe {
             return Ok(false);
         }
         scratch.tokens.clear();
-        scratch.cut.clear();
-        let spans = match &self.cuts {
-            Some(cuts) if cuts.cut(text, &scratch.spans, &mut scratch.cut) => &scratch.cut,
-            _ => &scratch.spans,
-        };
-        self.model
-            .tokenize_spans(text, spans, &mut scratch.model, &mut scratch.tokens)
-            .map_err(|e| e.to_string())?;
+        let model = &mut scratch.model;
+        clause_memo::encode_spans(
+            self.cuts.as_ref(),
+            &mut scratch.cuts,
+            text,
+            &scratch.spans,
+            &mut scratch.tokens,
+            |spans, out| {
+                self.model
+                    .tokenize_spans(text, spans, model, out)
+                    .map_err(|e| e.to_string())
+            },
+        )?;
         out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
         Ok(true)
     }
