@@ -464,14 +464,24 @@ fn best_time(f: &dyn Fn(usize), n: usize) -> f64 {
 }
 
 /// Asserts `f(4n)` costs less than 10× `f(n)`: linear gives ~4 (more where
-/// the larger input leaves a cache level), quadratic ~16.
+/// the larger input leaves a cache level), quadratic ~16. A ratio over 10 is
+/// measured again, up to three times: on a shared machine one preempted
+/// run of a few milliseconds can pass for it (CI saw 10.2 once on a linear
+/// stream), while a quadratic cost fails every time.
 fn assert_linear(what: &str, n: usize, f: &dyn Fn(usize)) {
     f(n); // warm up
-    let t1 = best_time(f, n);
-    let t4 = best_time(f, 4 * n);
-    let ratio = t4 / t1;
-    eprintln!("{what}: {t1:.4}s at n={n}, {t4:.4}s at 4n: ratio {ratio:.2}");
-    assert!(ratio < 10.0, "{what}: 4x input took {ratio:.1}x the time");
+    let mut ratios = Vec::new();
+    for _ in 0..3 {
+        let t1 = best_time(f, n);
+        let t4 = best_time(f, 4 * n);
+        let ratio = t4 / t1;
+        eprintln!("{what}: {t1:.4}s at n={n}, {t4:.4}s at 4n: ratio {ratio:.2}");
+        if ratio < 10.0 {
+            return;
+        }
+        ratios.push(ratio);
+    }
+    panic!("{what}: 4x input took {ratios:.1?}x the time, three times");
 }
 
 /// Issue 11, item 7: a token that decodes to U+FFFD, repeated, streams in
@@ -497,7 +507,7 @@ fn u_fffd_tokens_stream_in_linear_time() {
                 "{source}: {rest} bytes held until flush"
             );
         };
-        assert_linear(&format!("{source} id {id}"), 10_000, &f);
+        assert_linear(&format!("{source} id {id}"), 20_000, &f);
     }
 }
 

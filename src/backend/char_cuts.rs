@@ -60,7 +60,7 @@ fn is_cjk_lead(b: u8) -> bool {
 /// Whether the merges turn an entry's bytes back into that entry.
 pub(crate) type Rebuilds<'a> = &'a dyn Fn(&[u8]) -> bool;
 
-/// Whether `text` holds a CJK lead byte, so [`CharCuts::cut`] may cut
+/// Whether `text` holds a CJK lead byte, so [`CharCuts::cut_span`] may cut
 /// something in it. Branch-free over 64-byte blocks, which the compiler
 /// vectorizes: a text without one is read at memory speed.
 pub(crate) fn may_cut(text: &str) -> bool {
