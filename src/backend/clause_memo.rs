@@ -11,22 +11,20 @@
 //! The ids are the model's, so the table belongs to one model: it lives in
 //! the per-thread scratch of the engine that owns the cuts.
 
-use std::hash::BuildHasher;
-
-use rustc_hash::FxBuildHasher;
 use tokenizers::pipeline::{PipelineToken, Span};
 
+use crate::backend::byte_memo::{self, ByteMemo, MemoCaps};
 use crate::backend::char_cuts::{CharCuts, may_cut};
 
-/// Slots of the table (a power of two): 16 bytes each, 512 KiB.
-const SLOTS: usize = 1 << 15;
-/// Entries kept before the table starts again empty (a bounded size on any
-/// input: a router's thread keeps it for the process's life).
-const MAX_ENTRIES: usize = SLOTS / 2;
-/// Bytes of clause text kept before the table starts again empty.
-const MAX_KEY_BYTES: usize = 4 << 20;
-/// A clause longer than this is not remembered.
-const MAX_KEY_LEN: usize = u16::MAX as usize;
+/// The table's caps: at most 2^15 slots, so 16,384 clauses (a bounded size
+/// on any input: a router's thread keeps it for the process's life), and
+/// 4 MiB of clause text and ids; a clause over 64 KiB is not remembered.
+const CAPS: MemoCaps = MemoCaps {
+    max_key: u16::MAX as usize,
+    max_bytes: 4 << 20,
+    min_slots: 1 << 8,
+    max_slots: 1 << 15,
+};
 /// Bits of the seen filter (a power of two): 2^20 bits, 128 KiB.
 const SEEN_BITS: usize = 1 << 20;
 /// Bits set before the seen filter starts again empty (a sixteenth: a
@@ -39,24 +37,9 @@ const MAX_SEEN: usize = SEEN_BITS / 16;
 const RATE_ONE: u32 = 1 << 16;
 const LOOKUP_RATE: u32 = RATE_ONE / 16 * 15;
 
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// The high half of the key's hash, never 0 in a used slot.
-    tag: u32,
-    key_at: u32,
-    ids_at: u32,
-    key_len: u16,
-    ids_len: u16,
-}
-
-/// A bounded map from a clause's bytes to its ids: open addressing over
-/// [`SLOTS`] slots, keys and ids in two pools, emptied whole when full
-/// (no eviction bookkeeping on the hot path).
+/// Clause bytes → ids in a [`ByteMemo`], behind a filter of clauses seen.
 pub(crate) struct ClauseMemo {
-    slots: Box<[Slot]>,
-    keys: Vec<u8>,
-    ids: Vec<u32>,
-    entries: usize,
+    table: ByteMemo<u32>,
     /// One bit per hash of a clause seen: only a clause seen before is
     /// looked up and remembered, so text seen once pays a bit, not a table
     /// entry (and its clauses stay in one model call).
@@ -72,10 +55,7 @@ pub(crate) struct ClauseMemo {
 impl Default for ClauseMemo {
     fn default() -> Self {
         Self {
-            slots: vec![Slot::default(); SLOTS].into_boxed_slice(),
-            keys: Vec::new(),
-            ids: Vec::new(),
-            entries: 0,
+            table: ByteMemo::new(CAPS),
             seen: vec![0; SEEN_BITS / 64].into_boxed_slice(),
             seen_count: 0,
             seen_rate: 0,
@@ -83,32 +63,13 @@ impl Default for ClauseMemo {
     }
 }
 
-/// A key's hash, split: slot, tag and seen-filter bit.
-#[derive(Clone, Copy)]
-struct Hash {
-    slot: usize,
-    tag: u32,
-    seen: usize,
-}
-
-impl Hash {
-    #[inline]
-    fn of(key: &[u8]) -> Self {
-        let h = FxBuildHasher.hash_one(key);
-        Self {
-            slot: (h as usize) & (SLOTS - 1),
-            tag: ((h >> 32) as u32).max(1),
-            seen: ((h >> 12) as usize) & (SEEN_BITS - 1),
-        }
-    }
-}
-
 impl ClauseMemo {
-    /// Whether a key of hash `h` was seen before while most recent clauses
-    /// were too, so it is worth a lookup; marks it seen.
+    /// Whether a key of hash `h` ([`byte_memo::hash`]) was seen before while
+    /// most recent clauses were too, so it is worth a lookup; marks it seen.
     #[inline]
-    fn look_up(&mut self, h: Hash) -> bool {
-        let (word, bit) = (h.seen / 64, 1u64 << (h.seen % 64));
+    fn look_up(&mut self, h: u64) -> bool {
+        let at = ((h >> 12) as usize) & (SEEN_BITS - 1);
+        let (word, bit) = (at / 64, 1u64 << (at % 64));
         let Some(w) = self.seen.get_mut(word) else {
             return false;
         };
@@ -124,58 +85,6 @@ impl ClauseMemo {
             self.seen_count = 0;
         }
         false
-    }
-
-    /// The ids remembered for `key` (of hash `h`).
-    #[inline]
-    fn get(&self, key: &[u8], h: Hash) -> Option<&[u32]> {
-        let (mut i, tag) = (h.slot, h.tag);
-        loop {
-            let slot = self.slots.get(i)?;
-            if slot.tag == 0 {
-                return None;
-            }
-            if slot.tag == tag && usize::from(slot.key_len) == key.len() {
-                let at = slot.key_at as usize;
-                if self.keys.get(at..at + key.len()) == Some(key) {
-                    let at = slot.ids_at as usize;
-                    return self.ids.get(at..at + usize::from(slot.ids_len));
-                }
-            }
-            i = (i + 1) & (SLOTS - 1);
-        }
-    }
-
-    /// Remembers `ids` for `key` (of hash `h`; absent: the caller asked first).
-    fn insert(&mut self, key: &[u8], h: Hash, ids: &[PipelineToken]) {
-        if key.len() > MAX_KEY_LEN || ids.len() > usize::from(u16::MAX) {
-            return;
-        }
-        if self.entries >= MAX_ENTRIES || self.keys.len() + key.len() > MAX_KEY_BYTES {
-            self.slots.fill(Slot::default());
-            self.keys.clear();
-            self.ids.clear();
-            self.entries = 0;
-        }
-        let (mut i, tag) = (h.slot, h.tag);
-        while self.slots.get(i).is_some_and(|s| s.tag != 0) {
-            i = (i + 1) & (SLOTS - 1);
-        }
-        let Some(slot) = self.slots.get_mut(i) else {
-            return;
-        };
-        // Both pools stay far below 4 GiB (`MAX_KEY_BYTES`, and at most
-        // `MAX_ENTRIES` lists of at most `u16::MAX` ids).
-        *slot = Slot {
-            tag,
-            key_at: self.keys.len() as u32,
-            ids_at: self.ids.len() as u32,
-            key_len: key.len() as u16,
-            ids_len: ids.len() as u16,
-        };
-        self.keys.extend_from_slice(key);
-        self.ids.extend(ids.iter().map(|&t| u32::from(t)));
-        self.entries += 1;
     }
 }
 
@@ -226,7 +135,7 @@ pub(crate) fn encode_spans<E>(
             pieces.push(*span);
             continue;
         };
-        let h = Hash::of(word);
+        let h = byte_memo::hash(word);
         if !memo.look_up(h) {
             cuts.cut_span(bytes, *span, pieces);
             continue;
@@ -235,7 +144,7 @@ pub(crate) fn encode_spans<E>(
             model(pieces, out)?;
             pieces.clear();
         }
-        if let Some(ids) = memo.get(word, h) {
+        if let Some(ids) = memo.table.get_hashed(word, h) {
             out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
             continue;
         }
@@ -243,7 +152,9 @@ pub(crate) fn encode_spans<E>(
         cuts.cut_span(bytes, *span, pieces);
         model(pieces, out)?;
         pieces.clear();
-        memo.insert(word, h, out.get(first..).unwrap_or_default());
+        let ids = out.get(first..).unwrap_or_default();
+        memo.table
+            .insert_hashed(word, h, PipelineToken::cast_slice(ids));
     }
     if !pieces.is_empty() {
         model(pieces, out)?;
@@ -255,37 +166,10 @@ pub(crate) fn encode_spans<E>(
 mod tests {
     use super::*;
 
-    fn tokens(ids: &[u32]) -> Vec<PipelineToken> {
-        ids.iter().map(|&i| PipelineToken::from(i)).collect()
-    }
-
-    #[test]
-    fn remembers_and_empties_when_full() {
-        let mut memo = ClauseMemo::default();
-        let get = |memo: &ClauseMemo, k: &[u8]| memo.get(k, Hash::of(k)).map(<[u32]>::to_vec);
-        assert_eq!(get(&memo, b"abc"), None);
-        for (k, ids) in [(&b"abc"[..], &[1, 2][..]), (b"abd", &[3]), (b"", &[])] {
-            memo.insert(k, Hash::of(k), &tokens(ids));
-        }
-        assert_eq!(get(&memo, b"abc"), Some(vec![1, 2]));
-        assert_eq!(get(&memo, b"abd"), Some(vec![3]));
-        assert_eq!(get(&memo, b""), Some(vec![]));
-        assert_eq!(get(&memo, b"ab"), None);
-        for n in 0..MAX_ENTRIES as u32 {
-            let k = n.to_le_bytes();
-            memo.insert(&k, Hash::of(&k), &tokens(&[n]));
-        }
-        // The table started again empty on the way; the last entries stay.
-        assert!(memo.entries <= MAX_ENTRIES);
-        assert_eq!(get(&memo, b"abc"), None);
-        let last = MAX_ENTRIES as u32 - 1;
-        assert_eq!(get(&memo, &last.to_le_bytes()), Some(vec![last]));
-    }
-
     #[test]
     fn lookups_follow_the_seen_rate_and_the_filter_starts_again_when_full() {
         let mut memo = ClauseMemo::default();
-        let abc = Hash::of(b"abc");
+        let abc = byte_memo::hash(b"abc");
         assert!(!memo.look_up(abc));
         // Seen, but the recent clauses were not: no lookup yet.
         assert!(!memo.look_up(abc));
@@ -297,12 +181,12 @@ mod tests {
         assert!(lookups > 0 && memo.look_up(abc));
         // New text brings the rate down again.
         for n in 0..64u32 {
-            memo.look_up(Hash::of(&n.to_le_bytes()));
+            memo.look_up(byte_memo::hash(&n.to_le_bytes()));
         }
         assert!(!memo.look_up(abc));
         let mut n = 64u32;
         while memo.seen_count > 0 {
-            memo.look_up(Hash::of(&n.to_le_bytes()));
+            memo.look_up(byte_memo::hash(&n.to_le_bytes()));
             n += 1;
         }
         assert!(n as usize >= MAX_SEEN - 1);
@@ -357,7 +241,7 @@ mod tests {
         // remembered, the memo answers them and the model gets the two runs
         // between them (`，` and `。ab `).
         assert_eq!(calls_per_encode[0], 1);
-        assert_eq!(scratch.memo.as_ref().map(|m| m.entries), Some(3));
+        assert_eq!(scratch.memo.as_ref().map(|m| m.table.len()), Some(3));
         assert_eq!(calls_per_encode.last(), Some(&2));
         // Without cuts, or without CJK, the spans go to the model as they are.
         let plain = [Span::new(0, 2), Span::new(2, 11)];
@@ -374,14 +258,5 @@ mod tests {
             .expect("stand-in model");
             assert_eq!((calls, out.len()), (1, text.chars().count()));
         }
-    }
-
-    #[test]
-    fn long_keys_and_id_lists_are_not_kept() {
-        let mut memo = ClauseMemo::default();
-        let long = vec![b'a'; MAX_KEY_LEN + 1];
-        memo.insert(&long, Hash::of(&long), &tokens(&[1]));
-        assert_eq!(memo.get(&long, Hash::of(&long)), None);
-        assert_eq!(memo.entries, 0);
     }
 }

@@ -6,6 +6,7 @@
 //! and metadata on top, so a backend only does tokenization.
 
 pub(crate) mod byte_level;
+pub(crate) mod byte_memo;
 pub(crate) mod char_cuts;
 pub(crate) mod clause_memo;
 pub(crate) mod divergence;

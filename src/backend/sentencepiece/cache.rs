@@ -25,9 +25,7 @@
 //! thread or a small workload costs little memory; at the cap a thread uses
 //! at most about 14 MiB per model (at most four models per thread).
 
-use std::hash::Hasher;
-
-use rustc_hash::FxHasher;
+use crate::backend::byte_memo::{ByteMemo, MemoCaps};
 
 /// Segment keys longer than this are not memoized.
 pub(crate) const MAX_KEY: usize = 64;
@@ -47,6 +45,12 @@ const INLINE_MIN_SETS: usize = 1 << 9;
 const INLINE_MAX_SETS: usize = 1 << 15;
 const ARENA_MIN_SLOTS: usize = 1 << 8;
 const ARENA_MAX_SLOTS: usize = 1 << 16;
+const ARENA_CAPS: MemoCaps = MemoCaps {
+    max_key: MAX_CHUNK_KEY,
+    max_bytes: ARENA_MAX_BYTES,
+    min_slots: ARENA_MIN_SLOTS,
+    max_slots: ARENA_MAX_SLOTS,
+};
 
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
@@ -60,15 +64,6 @@ struct InlineSlot {
     /// Key length; 0 for an empty slot.
     klen: u8,
     nids: u8,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct ArenaSlot {
-    hash: u32,
-    key_len: u32,
-    key_off: u32,
-    val_off: u32,
-    val_len: u32,
 }
 
 /// A key of the inline tier with its two candidate sets ([`WordCache::probe`]).
@@ -108,10 +103,8 @@ pub(crate) struct WordCache {
     model_uid: u64,
     inline: Vec<InlineSlot>,
     inline_entries: usize,
-    slots: Vec<ArenaSlot>,
-    keys: Vec<u8>,
-    vals: Vec<(u32, u32)>,
-    entries: usize,
+    /// The arena tier (pieces as (id, byte length)).
+    arena: ByteMemo<(u32, u32)>,
 }
 
 /// The (at most 16) bytes of `buf[start..start + len]` as a little-endian
@@ -171,13 +164,6 @@ fn set_starts(key: u128, len: usize, sets: usize) -> (usize, usize) {
     (first * WAYS, second * WAYS)
 }
 
-#[inline]
-fn hash(key: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(key);
-    h.finish()
-}
-
 /// A memo of its own, for a caller that holds one per model (no
 /// [`CacheSet`]): `model_uid` 0.
 impl Default for WordCache {
@@ -192,10 +178,7 @@ impl WordCache {
             model_uid,
             inline: Vec::new(),
             inline_entries: 0,
-            slots: Vec::new(),
-            keys: Vec::new(),
-            vals: Vec::new(),
-            entries: 0,
+            arena: ByteMemo::new(ARENA_CAPS),
         }
     }
 
@@ -276,29 +259,7 @@ impl WordCache {
     /// Arena-tier lookup: pieces as (id, byte length).
     #[inline]
     pub(crate) fn get_arena(&self, key: &[u8]) -> Option<&[(u32, u32)]> {
-        if self.entries == 0 {
-            return None;
-        }
-        let h = hash(key);
-        let mask = self.slots.len() - 1;
-        let mut i = (h as usize) & mask;
-        loop {
-            let s = self.slots.get(i)?;
-            if s.key_len == 0 {
-                return None;
-            }
-            if s.hash == (h >> 32) as u32 && s.key_len as usize == key.len() {
-                let k = self
-                    .keys
-                    .get(s.key_off as usize..(s.key_off + s.key_len) as usize)?;
-                if k == key {
-                    return self
-                        .vals
-                        .get(s.val_off as usize..(s.val_off + s.val_len) as usize);
-                }
-            }
-            i = (i + 1) & mask;
-        }
+        self.arena.get(key)
     }
 
     /// Places `slot` in the first empty way of its set; with `evict`, a full
@@ -348,7 +309,7 @@ impl WordCache {
                     let id = u32::from(b[0]) | (u32::from(b[1]) << 8) | (u32::from(b[2]) << 16);
                     *v = (id, u32::from((s.lens >> (4 * k)) & 0xF) + 1);
                 }
-                self.insert_arena(&key[..klen], &vals[..n]);
+                self.arena.insert(&key[..klen], &vals[..n]);
             }
         }
     }
@@ -387,7 +348,7 @@ impl WordCache {
             // A full set evicts only at the cap and when the arena is full
             // too: until then the entry goes to the arena, so a working set
             // that fits the two tiers together stops missing after one pass.
-            let arena_full = self.entries * 2 >= ARENA_MAX_SLOTS;
+            let arena_full = self.arena.is_full();
             if let (true, took_empty) =
                 Self::place_inline(&mut self.inline, slot, at_cap && arena_full)
             {
@@ -396,65 +357,7 @@ impl WordCache {
             }
             // Set full: keep the entry in the arena tier.
         }
-        self.insert_arena(key, vals);
-    }
-
-    /// Memoizes `key` -> `vals` in the arena tier.
-    fn insert_arena(&mut self, key: &[u8], vals: &[(u32, u32)]) {
-        let bytes = |keys: usize, vals: usize| keys + 8 * vals;
-        if bytes(key.len(), vals.len()) > ARENA_MAX_BYTES / 4 {
-            // One entry that would take a quarter of the cap: not worth
-            // clearing the others for.
-            return;
-        }
-        let over =
-            bytes(self.keys.len() + key.len(), self.vals.len() + vals.len()) > ARENA_MAX_BYTES;
-        if over || self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
-            if !over && self.slots.len() < ARENA_MAX_SLOTS {
-                self.grow_arena();
-            } else {
-                self.slots.fill(ArenaSlot::default());
-                self.keys.clear();
-                self.vals.clear();
-                self.entries = 0;
-            }
-        }
-        let h = hash(key);
-        let slot = ArenaSlot {
-            hash: (h >> 32) as u32,
-            key_len: key.len() as u32,
-            key_off: self.keys.len() as u32,
-            val_off: self.vals.len() as u32,
-            val_len: vals.len() as u32,
-        };
-        Self::place_arena(&mut self.slots, h, slot);
-        self.keys.extend_from_slice(key);
-        self.vals.extend_from_slice(vals);
-        self.entries += 1;
-    }
-
-    fn place_arena(slots: &mut [ArenaSlot], h: u64, slot: ArenaSlot) {
-        let mask = slots.len() - 1;
-        let mut i = (h as usize) & mask;
-        for _ in 0..slots.len() {
-            if slots[i].key_len == 0 {
-                slots[i] = slot;
-                return;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn grow_arena(&mut self) {
-        let n = (self.slots.len() * 2).clamp(ARENA_MIN_SLOTS, ARENA_MAX_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![ArenaSlot::default(); n]);
-        for s in old.into_iter().filter(|s| s.key_len != 0) {
-            let key = self
-                .keys
-                .get(s.key_off as usize..(s.key_off + s.key_len) as usize)
-                .unwrap_or_default();
-            Self::place_arena(&mut self.slots, hash(key), s);
-        }
+        self.arena.insert(key, vals);
     }
 }
 
@@ -519,7 +422,7 @@ mod tests {
             c.insert(&key(i), &vals(i), true);
             assert_eq!(c.get_arena(&key(i)), Some(&vals(i)[..]), "{i}");
             cleared |= c.get_arena(&key(0)).is_none();
-            assert!(c.keys.len() + 8 * c.vals.len() <= ARENA_MAX_BYTES);
+            assert!(c.arena.bytes() <= ARENA_MAX_BYTES);
         }
         assert!(cleared, "the byte cap never cleared the arena");
         for i in 0..n {
@@ -527,13 +430,13 @@ mod tests {
                 assert_eq!(v, &vals(i)[..]);
             }
         }
-        let before = c.entries;
+        let before = c.arena.len();
         let huge: Vec<(u32, u32)> = (0..(ARENA_MAX_BYTES / 32 + 1) as u32)
             .map(|j| (j, 1))
             .collect();
         c.insert(b"huge", &huge, false);
         assert!(c.get_arena(b"huge").is_none());
-        assert_eq!(c.entries, before);
+        assert_eq!(c.arena.len(), before);
     }
 
     fn k(s: &[u8]) -> (u128, usize) {
@@ -585,7 +488,7 @@ mod tests {
                 );
             }
         }
-        assert!(c.entries * 2 <= c.slots.len());
+        assert!(c.arena.len() * 2 <= c.arena.slot_count());
         // Inline growth and eviction: the newest entry is always found.
         for i in 0..200_000u32 {
             let key = i.to_le_bytes();
@@ -610,7 +513,11 @@ mod tests {
         // Two-choice placement (the less loaded set): few short entries
         // overflow into the arena (simulated: 38 of these 3000; with one
         // set per key, 448).
-        assert!(d.entries <= 60, "{} of 3000 in the arena", d.entries);
+        assert!(
+            d.arena.len() <= 60,
+            "{} of 3000 in the arena",
+            d.arena.len()
+        );
         // At the inline cap with room in the arena, a full set overflows
         // there rather than evicting: every entry stays findable.
         let mut e = WordCache::new(3);
@@ -619,7 +526,7 @@ mod tests {
             e.insert(&i.to_le_bytes(), &[(i % (1 << 24), 4)], true);
         }
         assert_eq!(e.inline.len(), INLINE_MAX_SETS * WAYS);
-        assert!(e.entries * 2 < ARENA_MAX_SLOTS);
+        assert!(e.arena.len() * 2 < ARENA_MAX_SLOTS);
         for i in 0..n {
             let key = i.to_le_bytes();
             let (kk, kl) = k(&key);
