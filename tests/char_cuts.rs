@@ -154,6 +154,44 @@ fn repeated_text_is_answered_from_the_memo() {
     });
 }
 
+/// A few Chinese lines among many English ones, encoded again and again
+/// on a fresh thread: the plain pre-tokens between the Chinese lines are
+/// passed on in runs (claim 355) while the Chinese clauses are cut,
+/// remembered and answered from the memo.
+#[test]
+fn sparse_chinese_encoded_again_matches() {
+    let (mut en, mut zh) = (String::new(), String::new());
+    for (key, path) in corpus_files() {
+        let text = std::fs::read_to_string(path).unwrap();
+        if key.starts_with("en") && en.is_empty() {
+            en = prefix(&text, 24 << 10).to_owned();
+        } else if key.starts_with("zh/") && zh.is_empty() {
+            zh = prefix(&text, 6 << 10).to_owned();
+        }
+    }
+    let mut zh_lines = zh.lines().filter(|l| !l.is_empty()).cycle();
+    let mut text = String::new();
+    for (n, line) in en.lines().enumerate() {
+        text.push_str(line);
+        text.push('\n');
+        if n % 9 == 8 {
+            text.push_str(zh_lines.next().unwrap_or("中文"));
+            text.push('\n');
+        }
+    }
+    std::thread::scope(|scope| {
+        for (model, what, on, off) in pairs() {
+            let text = &text;
+            scope.spawn(move || {
+                for round in 0..6 {
+                    let what = format!("{what}, round {round}");
+                    assert_same_encodes(model, &what, on, off, text);
+                }
+            });
+        }
+    });
+}
+
 /// Long texts take the parallel path (LoPT): the cuts run in each chunk.
 #[test]
 fn parallel_encodes_match() {

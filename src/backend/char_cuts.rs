@@ -60,14 +60,40 @@ fn is_cjk_lead(b: u8) -> bool {
 /// Whether the merges turn an entry's bytes back into that entry.
 pub(crate) type Rebuilds<'a> = &'a dyn Fn(&[u8]) -> bool;
 
+/// Whether `word` holds a CJK lead byte.
+#[inline]
+pub(crate) fn holds_cjk_lead(word: &[u8]) -> bool {
+    word.iter().any(|&b| is_cjk_lead(b))
+}
+
 /// Whether `text` holds a CJK lead byte, so [`CharCuts::cut_span`] may cut
-/// something in it. Branch-free over 64-byte blocks, which the compiler
-/// vectorizes: a text without one is read at memory speed.
+/// something in it.
 pub(crate) fn may_cut(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let mut blocks = bytes.chunks_exact(64);
-    let found = |block: &[u8]| -> bool { block.iter().fold(false, |any, &b| any | is_cjk_lead(b)) };
-    blocks.any(found) || found(blocks.remainder())
+    next_cjk_lead(text.as_bytes(), 0) < text.len()
+}
+
+/// The index of the first CJK lead byte of `bytes` at or after `from`, else
+/// `bytes.len()`. Branch-free over 32-byte blocks, which the compiler
+/// vectorizes: text without one is read at memory speed, so a text with a
+/// few CJK chars pays the per-pre-token check only where they are (claim
+/// 355).
+pub(crate) fn next_cjk_lead(bytes: &[u8], from: usize) -> usize {
+    let from = from.min(bytes.len());
+    let rest = bytes.get(from..).unwrap_or_default();
+    let mut blocks = rest.chunks_exact(32);
+    let any = |block: &[u8]| -> bool { block.iter().fold(false, |any, &b| any | is_cjk_lead(b)) };
+    let mut at = from;
+    for block in blocks.by_ref() {
+        if any(block) {
+            return at + block.iter().position(|&b| is_cjk_lead(b)).unwrap_or(0);
+        }
+        at += 32;
+    }
+    let tail = blocks.remainder();
+    at + tail
+        .iter()
+        .position(|&b| is_cjk_lead(b))
+        .unwrap_or(tail.len())
 }
 
 /// Bits of a [`CharCuts::info`] entry above the partial-head mask (bits
@@ -231,12 +257,9 @@ impl CharCuts {
         }
     }
 
-    /// Whether a pre-token may hold a boundary to cut: two CJK chars or
-    /// more are six bytes and hold a CJK lead byte.
-    #[inline]
-    pub(crate) fn may_cut_word(word: &[u8]) -> bool {
-        word.len() >= 6 && word.iter().any(|&b| is_cjk_lead(b))
-    }
+    /// The fewest bytes of a pre-token with a boundary to cut: two CJK
+    /// chars are six.
+    pub(crate) const MIN_CUT_BYTES: usize = 6;
 
     /// The pieces of the pre-token `span` of `bytes`, appended to `out`;
     /// the span whole when a piece would be an entry the merges do not
@@ -327,6 +350,30 @@ fn head(right: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_cjk_lead_finds_the_first_at_every_offset() {
+        // Lead bytes on both sides of the 32-byte blocks and in the tail.
+        for len in [0usize, 1, 31, 32, 33, 64, 95, 130] {
+            for at in (0..len).step_by(7).chain([len.saturating_sub(1)]) {
+                let mut bytes = vec![b'a'; len];
+                if let Some(b) = bytes.get_mut(at) {
+                    *b = 0xE4;
+                }
+                for from in [0, at / 2, at, at + 1] {
+                    let want = if len > 0 && from <= at { at } else { len };
+                    assert_eq!(
+                        next_cjk_lead(&bytes, from),
+                        want,
+                        "len {len}, at {at}, from {from}"
+                    );
+                }
+            }
+        }
+        // Bytes around the lead range are not leads.
+        assert_eq!(next_cjk_lead(&[0xE2, 0xEA, 0xEF, 0x80], 0), 4);
+        assert_eq!(next_cjk_lead(b"abc", 9), 3);
+    }
 
     fn cuts(entries: &[&str], rebuilt: Option<Rebuilds<'_>>) -> CharCuts {
         CharCuts::build(entries.iter().map(|e| e.as_bytes()), rebuilt).expect("CJK entries")

@@ -14,7 +14,7 @@
 use tokenizers::pipeline::{PipelineToken, Span};
 
 use crate::backend::byte_memo::{self, ByteMemo, MemoCaps};
-use crate::backend::char_cuts::{CharCuts, may_cut};
+use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
 
 /// The table's caps: at most 2^15 slots, so 16,384 clauses (a bounded size
 /// on any input: a router's thread keeps it for the process's life), and
@@ -36,6 +36,10 @@ const MAX_SEEN: usize = SEEN_BITS / 16;
 /// look up mostly clauses not yet remembered, claim 352).
 const RATE_ONE: u32 = 1 << 16;
 const LOOKUP_RATE: u32 = RATE_ONE / 16 * 15;
+
+/// Pre-tokens in a row without a CJK lead byte after which
+/// [`encode_spans`] searches for the next one at once.
+const PLAIN_RUN: u32 = 4;
 
 /// Clause bytes → ids in a [`ByteMemo`], behind a filter of clauses seen.
 pub(crate) struct ClauseMemo {
@@ -118,23 +122,50 @@ pub(crate) fn encode_spans<E>(
     out: &mut Vec<PipelineToken>,
     mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let Some(cuts) = cuts.filter(|_| may_cut(text)) else {
+    let bytes = text.as_bytes();
+    // No CJK lead byte lies before `clear_to` (after the last span looked
+    // at): the spans that end there go to the model as they are.
+    let mut clear_to = next_cjk_lead(bytes, 0);
+    let Some(cuts) = cuts.filter(|_| clear_to < bytes.len()) else {
         return model(spans, out);
     };
     let CutScratch { pieces, memo } = scratch;
     let memo = memo.get_or_insert_with(Box::default);
-    let bytes = text.as_bytes();
     // What is not answered yet, encoded together: the spans since the last
     // answer, first-seen clauses cut.
     pieces.clear();
-    for span in spans {
-        let Some(word) = bytes
-            .get(span.range())
-            .filter(|w| CharCuts::may_cut_word(w))
-        else {
+    // Spans in a row without a lead byte: after a few, the next lead byte is
+    // searched for at once, so text with a few CJK chars is not checked one
+    // pre-token at a time, and dense CJK text pays no search per pre-token.
+    let mut plain_run = 0;
+    let mut rest = spans;
+    while let Some((span, after)) = rest.split_first() {
+        if span.end as usize <= clear_to {
+            let plain = rest
+                .iter()
+                .position(|s| s.end as usize > clear_to)
+                .unwrap_or(rest.len());
+            let (before, after) = rest.split_at(plain);
+            pieces.extend_from_slice(before);
+            rest = after;
+            continue;
+        }
+        rest = after;
+        let word = bytes.get(span.range()).unwrap_or_default();
+        if !holds_cjk_lead(word) {
+            pieces.push(*span);
+            plain_run += 1;
+            if plain_run == PLAIN_RUN {
+                clear_to = next_cjk_lead(bytes, span.end as usize);
+                plain_run = 0;
+            }
+            continue;
+        }
+        plain_run = 0;
+        if word.len() < CharCuts::MIN_CUT_BYTES {
             pieces.push(*span);
             continue;
-        };
+        }
         let h = byte_memo::hash(word);
         if !memo.look_up(h) {
             cuts.cut_span(bytes, *span, pieces);
@@ -204,6 +235,58 @@ mod tests {
                     .chars()
                     .map(|c| PipelineToken::from(u32::from(c))),
             );
+        }
+    }
+
+    /// Text with a few CJK clauses among many plain pre-tokens, and CJK
+    /// text outside the spans (as between the segments of special tokens):
+    /// every span reaches the model once, in order, whether the lead-byte
+    /// search skips it or not.
+    #[test]
+    fn sparse_cjk_and_gaps_keep_every_span_in_order() {
+        let cuts = CharCuts::build(["中文".as_bytes()].into_iter(), None).expect("rules");
+        for (gap, every) in [(false, 3), (false, 40), (true, 7), (true, 1)] {
+            let mut text = String::new();
+            let mut spans = Vec::new();
+            for n in 0..400usize {
+                let word = if n % every == 0 {
+                    "中文天地"
+                } else {
+                    " ab"
+                };
+                if gap && n % 5 == 0 {
+                    // Not in any span: a lead byte the spans never hold.
+                    text.push('字');
+                }
+                let start = text.len() as u32;
+                text.push_str(word);
+                spans.push(Span::new(start, text.len() as u32));
+            }
+            let expected: Vec<u32> = spans
+                .iter()
+                .flat_map(|s| text[s.range()].chars().map(u32::from))
+                .collect();
+            let mut scratch = CutScratch::default();
+            for _ in 0..4 {
+                let (mut out, mut calls) = (Vec::new(), 0);
+                encode_spans(
+                    Some(&cuts),
+                    &mut scratch,
+                    &text,
+                    &spans,
+                    &mut out,
+                    |sp, o| {
+                        per_char(&text, sp, o, &mut calls);
+                        Ok::<(), ()>(())
+                    },
+                )
+                .expect("stand-in model");
+                assert_eq!(
+                    PipelineToken::cast_slice(&out),
+                    expected,
+                    "gap {gap}, every {every}"
+                );
+            }
         }
     }
 
