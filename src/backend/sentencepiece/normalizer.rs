@@ -38,7 +38,25 @@ const MAX_MATCHER_RESULTS: usize = 64;
 pub(crate) struct CharsMap {
     units: Vec<u32>,
     normalized: Vec<u8>,
+    /// The walk's first step for every ASCII byte but NUL (claim 356).
+    ascii: Box<[AsciiStep; 128]>,
 }
+
+/// What the charsmap holds for a key starting with an ASCII byte `b`: the
+/// value of the key `b` itself, and which ASCII bytes `c` continue a longer
+/// key `b c …`. Where the next byte of the text continues none, the longest
+/// match at `b` is `b` alone, so the walk needs no double-array load.
+#[derive(Debug, Clone, Copy, Default)]
+struct AsciiStep {
+    /// The value of the key `b` ([`NO_VALUE`] for none).
+    value: u32,
+    /// Bit `c`: some key starts with `b c`.
+    next: u128,
+    /// The table does not settle `b` (NUL): the walk runs.
+    walk: bool,
+}
+
+const NO_VALUE: u32 = u32::MAX;
 
 #[inline]
 fn has_leaf(u: u32) -> bool {
@@ -87,7 +105,80 @@ impl CharsMap {
         if !validate(&units, normalized.len()) {
             return Err(err("double array failed validation"));
         }
-        Ok(Self { units, normalized })
+        let mut map = Self {
+            units,
+            normalized,
+            ascii: Box::new([AsciiStep::default(); 128]),
+        };
+        map.ascii = Box::new(std::array::from_fn(|b| map.ascii_step(b as u8)));
+        Ok(map)
+    }
+
+    /// The walk's step from `node_pos` along `b`: the next node position
+    /// and the unit of the edge, if the edge exists.
+    #[inline(always)]
+    fn step(&self, node_pos: usize, b: u8) -> Option<(usize, u32)> {
+        let pos = node_pos ^ usize::from(b);
+        let unit = *self.units.get(pos)?;
+        (label(unit) == u32::from(b)).then_some((pos ^ offset(unit), unit))
+    }
+
+    /// [`AsciiStep`] of `b`, read off the double array (NUL, which
+    /// llama.cpp's walk stops at, gets none).
+    fn ascii_step(&self, b: u8) -> AsciiStep {
+        let none = AsciiStep {
+            value: NO_VALUE,
+            next: 0,
+            walk: true,
+        };
+        let Some(root) = self.units.first().map(|&u| offset(u)) else {
+            return none;
+        };
+        if b == 0 {
+            return none;
+        }
+        let Some((pos, unit)) = self.step(root, b) else {
+            return AsciiStep {
+                value: NO_VALUE,
+                next: 0,
+                walk: false,
+            };
+        };
+        let value = if has_leaf(unit) {
+            match self.units.get(pos) {
+                Some(&v) => unit_value(v),
+                None => return none,
+            }
+        } else {
+            NO_VALUE
+        };
+        let next = (0..128u8)
+            .filter(|&c| self.step(pos, c).is_some())
+            .fold(0u128, |m, c| m | (1 << c));
+        AsciiStep {
+            value,
+            next,
+            walk: false,
+        }
+    }
+
+    /// The longest match at an ASCII byte `input[0]` when the table
+    /// settles it: `Some(None)` for no match, `Some(Some(value))` for the
+    /// one-byte key; `None` when the walk must run.
+    #[inline(always)]
+    fn ascii_prefix(&self, input: &[u8]) -> Option<Option<usize>> {
+        let &b = input.first()?;
+        let step = self.ascii.get(usize::from(b))?;
+        let continues = step.walk
+            || match input.get(1) {
+                None => false,
+                Some(&c) if c < 0x80 => step.next & (1 << c) != 0,
+                Some(_) => true,
+            };
+        if continues {
+            return None;
+        }
+        Some((step.value != NO_VALUE).then_some(step.value as usize))
     }
 
     /// darts-clone `commonPrefixSearch`, keeping the longest of the first 32
@@ -108,12 +199,10 @@ impl CharsMap {
             if llama && b == 0 {
                 break;
             }
-            node_pos ^= usize::from(b);
-            let unit = *units.get(node_pos)?;
-            if label(unit) != u32::from(b) {
+            let Some((next, unit)) = self.step(node_pos, b) else {
                 break;
-            }
-            node_pos ^= offset(unit);
+            };
+            node_pos = next;
             if has_leaf(unit) {
                 let v = unit_value(*units.get(node_pos)?) as usize;
                 found = Some((i + 1, v));
@@ -274,6 +363,12 @@ impl Normalizer {
             }
         }
         if let Some(cm) = &self.charsmap {
+            if let Some(found) = cm.ascii_prefix(input) {
+                return match found {
+                    Some(value) if value < cm.normalized.len() => (cm.replacement(value), 1),
+                    _ => (&input[..1], 1),
+                };
+            }
             let llama = self.flavor == Flavor::LlamaCpp;
             if let Some((len, value)) = cm.longest_prefix(input, llama) {
                 if len <= input.len() && value < cm.normalized.len() {
@@ -505,5 +600,70 @@ mod llama_tests {
         assert_eq!(run(false, false, " a").0, "_a");
         // Offsets: the prefix mark maps to its word.
         assert_eq!(run(true, true, " ab").1, vec![1, 1, 1, 1, 2, 3]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sentencepiece::proto::parse_model;
+
+    /// The ASCII table settles a step only where the walk gives the same
+    /// match: every ASCII byte followed by every byte or by nothing, for
+    /// every shared model with a charsmap and in both flavors' walks.
+    #[test]
+    fn the_ascii_table_agrees_with_the_walk() {
+        let mut maps = 0;
+        for name in ["spm-test_model.model", "spm-test_ja_model.model"] {
+            let p = crate::test_support::shared_dir()
+                .join("fixtures/sentencepiece")
+                .join(name);
+            let data = std::fs::read(&p)
+                .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", p.display()));
+            let spec = parse_model(&data).expect(name).normalizer_spec;
+            let cm =
+                CharsMap::from_blob(&spec.precompiled_charsmap, "normalizer_spec").expect(name);
+            maps += 1;
+            let mut settled = 0;
+            // After the ASCII byte: nothing, any one byte, and whole chars
+            // (combining marks, which NFKC joins to a letter before them).
+            let tails: Vec<Vec<u8>> = (0..=255u8)
+                .map(|c| vec![c])
+                .chain([Vec::new()])
+                .chain(
+                    (0x80..0x800u32)
+                        .chain(0x3099..=0x309A)
+                        .chain(0x20D0..0x2100)
+                        .chain(0xFF00..0xFF10)
+                        .filter_map(char::from_u32)
+                        .map(|c| c.to_string().into_bytes()),
+                )
+                .collect();
+            for b in 0..128u8 {
+                let nexts = tails.iter().map(|t| [&[b][..], t].concat());
+                for key in nexts {
+                    let Some(fast) = cm.ascii_prefix(&key) else {
+                        continue;
+                    };
+                    settled += 1;
+                    for llama in [false, true] {
+                        let walk = cm
+                            .longest_prefix(&key, llama)
+                            .filter(|&(len, _)| len == 1)
+                            .map(|(_, v)| v);
+                        assert_eq!(
+                            cm.longest_prefix(&key, llama).map_or(1, |m| m.0),
+                            1,
+                            "{name}: {key:?} matched longer than the table says"
+                        );
+                        assert_eq!(fast, walk, "{name}: {key:?}, llama walk {llama}");
+                    }
+                }
+            }
+            // Most ASCII pairs (of 127 * 129 with an ASCII or no next
+            // byte; a non-ASCII next byte always walks) are settled.
+            assert!(settled > 127 * 100, "{name}: {settled}");
+        }
+        assert_eq!(maps, 2);
     }
 }

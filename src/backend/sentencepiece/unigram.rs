@@ -65,26 +65,61 @@ pub(crate) enum Flavor {
 const UNK_PENALTY: f32 = 10.0;
 const SCORE_RESET_THRESHOLD: f64 = 100_000.0;
 
+/// A lattice position: `u32` in the scratch (a node of 12 bytes, as
+/// sentencepiece's `BestPathNode`), `usize` for a text of 4 GiB or more.
+trait Position: Copy + PartialEq {
+    /// "Not reached" (sentencepiece's `starts_at = -1`).
+    const NONE: Self;
+    /// `n`, which is below [`Self::NONE`] (the caller picks the width).
+    fn at(n: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+impl Position for u32 {
+    const NONE: Self = u32::MAX;
+    #[inline(always)]
+    fn at(n: usize) -> Self {
+        n as u32
+    }
+    #[inline(always)]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl Position for usize {
+    const NONE: Self = usize::MAX;
+    #[inline(always)]
+    fn at(n: usize) -> Self {
+        n
+    }
+    #[inline(always)]
+    fn get(self) -> usize {
+        self
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
-struct BestNode {
+struct BestNode<P> {
     id: u32,
-    /// Always an f32 value (widened for llama.cpp's f64 comparisons).
-    score: f64,
-    /// `usize::MAX` for "not reached".
-    starts_at: usize,
+    /// The best path's score, an f32 in both flavors (llama.cpp compares
+    /// in f64 and stores f32).
+    score: f32,
+    /// [`Position::NONE`] for "not reached".
+    starts_at: P,
 }
 
 /// Reusable buffers for [`Unigram::encode`].
 #[derive(Debug, Default)]
 pub(crate) struct UnigramScratch {
-    best: Vec<BestNode>,
+    best: Vec<BestNode<u32>>,
     path: Vec<(usize, usize, u32)>,
 }
 
 impl UnigramScratch {
     /// Frees buffers larger than `keep` bytes.
     pub(crate) fn trim(&mut self, keep: usize) {
-        if self.best.capacity() * std::mem::size_of::<BestNode>() > keep {
+        if self.best.capacity() * std::mem::size_of::<BestNode<u32>>() > keep {
             self.best = Vec::new();
         }
         if self.path.capacity() * 24 > keep {
@@ -131,6 +166,24 @@ impl Unigram {
         scratch: &mut UnigramScratch,
         sink: &mut S,
     ) {
+        let UnigramScratch { best, path } = scratch;
+        if normalized.len() < u32::MAX as usize {
+            self.lattice(vocab, normalized, best, path, sink);
+        } else {
+            self.lattice::<usize, V, S>(vocab, normalized, &mut Vec::new(), path, sink);
+        }
+    }
+
+    /// [`encode`](Self::encode) with positions of type `P`, which holds
+    /// every position of `normalized` below `P::NONE`.
+    fn lattice<P: Position, V: UnigramVocab, S: PieceSink>(
+        &self,
+        vocab: &V,
+        normalized: &[u8],
+        best: &mut Vec<BestNode<P>>,
+        path: &mut Vec<(usize, usize, u32)>,
+        sink: &mut S,
+    ) {
         let size = normalized.len();
         if size == 0 {
             return;
@@ -138,31 +191,30 @@ impl Unigram {
         let unk_id = vocab.unk_id_raw();
         let n_pieces = vocab.len();
         let llama = self.flavor == Flavor::LlamaCpp;
-        let best = &mut scratch.best;
         best.clear();
         // llama.cpp starts every position at {unk, 0, -FLT_MAX} and position
         // 0 at score 0; sentencepiece marks positions as not reached.
         let unreached = if llama {
             BestNode {
                 id: unk_id,
-                score: f64::from(-f32::MAX),
-                starts_at: 0,
+                score: -f32::MAX,
+                starts_at: P::at(0),
             }
         } else {
             BestNode {
                 id: u32::MAX,
                 score: 0.0,
-                starts_at: usize::MAX,
+                starts_at: P::NONE,
             }
         };
         best.resize(size + 1, unreached);
         best[0].score = 0.0;
         // Whether `candidate` replaces the best path ending at `target`.
-        let better = |target: &BestNode, candidate: f64| {
+        let better = |target: &BestNode<P>, candidate: f64| {
             if llama {
-                candidate > target.score
+                candidate > f64::from(target.score)
             } else {
-                target.starts_at == usize::MAX || candidate > target.score
+                target.starts_at == P::NONE || candidate > f64::from(target.score)
             }
         };
         // A path score plus an edge score: f64 for llama.cpp (compared
@@ -177,13 +229,13 @@ impl Unigram {
         let mut starts_at = 0usize;
         let mut max_frontier = 0usize;
         while starts_at < size {
-            let mut till_here = best[starts_at].score;
+            let mut till_here = f64::from(best[starts_at].score);
             if !llama && !(-SCORE_RESET_THRESHOLD..=SCORE_RESET_THRESHOLD).contains(&till_here) {
                 let offset = till_here as f32;
                 let hi = max_frontier.min(size);
                 for (i, node) in best.iter_mut().enumerate().take(hi + 1).skip(starts_at) {
-                    if i == starts_at || node.starts_at != usize::MAX {
-                        node.score = f64::from(node.score as f32 - offset);
+                    if i == starts_at || node.starts_at != P::NONE {
+                        node.score -= offset;
                     }
                 }
                 till_here = 0.0;
@@ -209,8 +261,8 @@ impl Unigram {
                 let candidate = add(till_here, score);
                 let target = &mut best[key_pos];
                 if better(target, candidate) {
-                    target.score = f64::from(candidate as f32);
-                    target.starts_at = starts_at;
+                    target.score = candidate as f32;
+                    target.starts_at = P::at(starts_at);
                     target.id = id;
                 }
                 if length == mblen {
@@ -223,27 +275,123 @@ impl Unigram {
                 let candidate = add(till_here, self.unk_score);
                 let target = &mut best[starts_at + mblen];
                 if better(target, candidate) {
-                    target.score = f64::from(candidate as f32);
-                    target.starts_at = starts_at;
+                    target.score = candidate as f32;
+                    target.starts_at = P::at(starts_at);
                     target.id = unk_id;
                 }
             }
             starts_at += mblen;
         }
-        let path = &mut scratch.path;
         path.clear();
         let mut ends_at = size;
         while ends_at > 0 {
             let node = best[ends_at];
-            if node.starts_at >= ends_at {
+            let starts_at = node.starts_at.get();
+            if starts_at >= ends_at {
                 // Unreachable for a well-formed lattice; stop rather than loop.
                 break;
             }
-            path.push((node.starts_at, ends_at, node.id));
-            ends_at = node.starts_at;
+            path.push((starts_at, ends_at, node.id));
+            ends_at = starts_at;
         }
         for &(s, e, id) in path.iter().rev() {
             sink.piece(s, &normalized[s..e], id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces with scores low enough that a long text re-bases the scores
+    /// (sentencepiece) many times, an unused and a user-defined piece, and
+    /// chars no piece covers (unknown edges).
+    struct Table(Vec<(&'static str, f32, PieceType)>);
+
+    impl UnigramVocab for Table {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn kind(&self, id: u32) -> PieceType {
+            self.0[id as usize].2
+        }
+        fn score(&self, id: u32) -> f32 {
+            self.0[id as usize].1
+        }
+        fn unk_id_raw(&self) -> u32 {
+            0
+        }
+    }
+
+    #[derive(Default)]
+    struct Pieces(Vec<(usize, usize, u32)>);
+
+    impl PieceSink for Pieces {
+        fn piece(&mut self, start: usize, bytes: &[u8], id: u32) {
+            self.0.push((start, bytes.len(), id));
+        }
+        fn plain(&mut self, start: usize, ids: &[u32], lens: &[u8]) {
+            let mut s = start;
+            for (&id, &len) in ids.iter().zip(lens) {
+                self.piece(s, &vec![0; usize::from(len)], id);
+                s += usize::from(len);
+            }
+        }
+        fn plain_one(&mut self, start: usize, len: usize, id: u32) {
+            self.0.push((start, len, id));
+        }
+    }
+
+    /// The lattice keeps positions in `u32` below 4 GiB and in `usize`
+    /// above; both widths give the same path, in both flavors.
+    #[test]
+    fn both_position_widths_give_the_same_path() {
+        let table = Table(vec![
+            ("<unk>", 0.0, PieceType::Unknown),
+            ("a", -900.0, PieceType::Normal),
+            ("b", -950.0, PieceType::Normal),
+            ("ab", -1500.0, PieceType::Normal),
+            ("abc", -2100.0, PieceType::Normal),
+            ("ba", -1700.0, PieceType::Normal),
+            ("c", -1000.0, PieceType::Normal),
+            ("cab", -2500.0, PieceType::Unused),
+            ("ca", -1.0, PieceType::UserDefined),
+            ("é", -1200.0, PieceType::Normal),
+        ]);
+        let trie = Trie::build(
+            table
+                .0
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(id, (p, _, _))| (p.as_bytes(), id as u32)),
+        );
+        let text: String = (0..3000)
+            .map(|i| ["ab", "c", "abc", "ba", "é", "x", "cab", "€"][(i * 7 + i / 5) % 8])
+            .collect();
+        for flavor in [Flavor::SentencePiece, Flavor::LlamaCpp] {
+            let uni = Unigram::with_flavor(&table, trie.clone(), flavor);
+            let (mut narrow, mut wide) = (Pieces::default(), Pieces::default());
+            let mut path = Vec::new();
+            uni.lattice::<u32, _, _>(
+                &table,
+                text.as_bytes(),
+                &mut Vec::new(),
+                &mut path,
+                &mut narrow,
+            );
+            uni.lattice::<usize, _, _>(
+                &table,
+                text.as_bytes(),
+                &mut Vec::new(),
+                &mut path,
+                &mut wide,
+            );
+            assert_eq!(narrow.0, wide.0, "{flavor:?}");
+            // The path covers the text, with unknown edges for `x` and `€`.
+            assert_eq!(narrow.0.iter().map(|p| p.1).sum::<usize>(), text.len());
+            assert!(narrow.0.iter().any(|p| p.2 == 0));
         }
     }
 }
