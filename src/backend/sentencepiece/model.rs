@@ -1456,11 +1456,7 @@ mod tests {
         ]
         .iter()
         .map(|name| {
-            let p = crate::test_support::shared_dir()
-                .join("fixtures/sentencepiece")
-                .join(name);
-            let data = std::fs::read(&p)
-                .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", p.display()));
+            let data = crate::test_support::spm_fixture(name);
             let m = SentencePieceModel::from_bytes(&data).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(m.raw_engine().is_some(), "{name} should take the raw path");
             m

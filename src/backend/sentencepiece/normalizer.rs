@@ -181,6 +181,28 @@ impl CharsMap {
         Some((step.value != NO_VALUE).then_some(step.value as usize))
     }
 
+    /// How many bytes at the start of `input` the charsmap leaves as they
+    /// are, one char each: ASCII bytes other than `' '` with no rule of
+    /// their own that the next byte cannot extend (claim 356).
+    #[inline]
+    fn identity_run(&self, input: &[u8]) -> usize {
+        let mut i = 0;
+        while let Some(&b) = input.get(i) {
+            let Some(step) = self
+                .ascii
+                .get(usize::from(b))
+                .filter(|s| !s.walk && s.value == NO_VALUE && b != b' ')
+            else {
+                break;
+            };
+            match input.get(i + 1) {
+                Some(&c) if c >= 0x80 || step.next & (1 << c) != 0 => break,
+                _ => i += 1,
+            }
+        }
+        i
+    }
+
     /// darts-clone `commonPrefixSearch`, keeping the longest of the first 32
     /// results: returns `(length, value)`. With `llama`, llama.cpp's walk:
     /// it stops at a NUL byte and keeps the longest of all results.
@@ -463,7 +485,21 @@ impl Normalizer {
             add_ws(out, &mut n2o, consumed);
         }
         let mut is_prev_space = self.remove_extra_whitespaces;
+        // Runs the charsmap leaves as they are, copied whole where no
+        // user-defined symbol can start inside them.
+        let identity = self.charsmap.as_ref().filter(|_| matcher.is_none());
         while !input.is_empty() {
+            let run = identity.map_or(0, |cm| cm.identity_run(input));
+            if run > 0 {
+                out.extend_from_slice(&input[..run]);
+                if let Some(m) = n2o.as_deref_mut() {
+                    m.extend(consumed..consumed + run);
+                }
+                consumed += run;
+                input = &input[run..];
+                is_prev_space = false;
+                continue;
+            }
             let (mut sp, n) = self.normalize_prefix(input, matcher);
             while is_prev_space && sp.first() == Some(&b' ') {
                 sp = &sp[1..];
@@ -608,19 +644,24 @@ mod tests {
     use super::*;
     use crate::backend::sentencepiece::proto::parse_model;
 
+    /// The normalizer specs of the shared models with a charsmap.
+    fn charsmap_specs() -> Vec<(&'static str, NormalizerSpec)> {
+        ["spm-test_model.model", "spm-test_ja_model.model"]
+            .into_iter()
+            .map(|name| {
+                let data = crate::test_support::spm_fixture(name);
+                (name, parse_model(&data).expect(name).normalizer_spec)
+            })
+            .collect()
+    }
+
     /// The ASCII table settles a step only where the walk gives the same
     /// match: every ASCII byte followed by every byte or by nothing, for
     /// every shared model with a charsmap and in both flavors' walks.
     #[test]
     fn the_ascii_table_agrees_with_the_walk() {
         let mut maps = 0;
-        for name in ["spm-test_model.model", "spm-test_ja_model.model"] {
-            let p = crate::test_support::shared_dir()
-                .join("fixtures/sentencepiece")
-                .join(name);
-            let data = std::fs::read(&p)
-                .unwrap_or_else(|e| panic!("{}: {e} (set RTOK_SHARED_DIR)", p.display()));
-            let spec = parse_model(&data).expect(name).normalizer_spec;
+        for (name, spec) in charsmap_specs() {
             let cm =
                 CharsMap::from_blob(&spec.precompiled_charsmap, "normalizer_spec").expect(name);
             maps += 1;
@@ -665,5 +706,63 @@ mod tests {
             assert!(settled > 127 * 100, "{name}: {settled}");
         }
         assert_eq!(maps, 2);
+    }
+
+    /// Copying identity runs whole gives the same text and offsets as the
+    /// char-by-char loop (which a user-defined symbol that never matches
+    /// forces), on texts that mix ASCII with what the charsmap rewrites.
+    #[test]
+    fn identity_runs_match_the_char_loop() {
+        let pieces = [
+            "a",
+            "Zq",
+            " ",
+            "   ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\u{0}",
+            "\u{7}",
+            "\u{7f}",
+            "e\u{301}",
+            "<\u{338}",
+            "\u{ff26}",
+            "\u{3000}",
+            "\u{a0}",
+            "\u{2028}",
+            "\u{fb01}",
+            "\u{4e2d}\u{6587}",
+            "\u{ff76}\u{ff9e}",
+            "1,000",
+            "x\u{200b}y",
+            "\u{1f600}",
+            "~",
+            "'",
+            "\u{2126}",
+            "..",
+        ];
+        for (name, spec) in charsmap_specs() {
+            let never = PrefixMatcher::new([("\u{10fffe}\u{10ffff}".as_bytes(), 0)]);
+            for suffix in [false, true] {
+                let norm = Normalizer::new(&spec, suffix, "normalizer_spec").expect(name);
+                let mut state = 7u64;
+                for n in 0..600 {
+                    let mut text = String::new();
+                    for _ in 0..n % 40 {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+                    }
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    let (mut ma, mut mb) = (Vec::new(), Vec::new());
+                    norm.normalize(text.as_bytes(), &mut a, Some(&mut ma), None);
+                    norm.normalize(text.as_bytes(), &mut b, Some(&mut mb), Some(&never));
+                    assert_eq!((&a, &ma), (&b, &mb), "{name}: {text:?}");
+                    norm.normalize(text.as_bytes(), &mut a, None, None);
+                    assert_eq!(a, b, "{name}: {text:?} without offsets");
+                }
+            }
+        }
     }
 }

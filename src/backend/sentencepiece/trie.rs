@@ -2,7 +2,10 @@
 //! user-defined-symbol prefix matcher and exact piece lookups.
 //!
 //! Nodes are stored breadth-first; each node's outgoing edges are contiguous
-//! and sorted by byte, and the root has a direct 256-entry table.
+//! and sorted by byte, and the root has a direct 256-entry table. In
+//! breadth-first order edge `k` leads to node `k + 1` (every node but the
+//! root is the end of one edge, and both are numbered in the same walk), so
+//! an edge stores only its byte.
 
 const NONE: u32 = u32::MAX;
 
@@ -18,7 +21,6 @@ struct Node {
 pub(crate) struct Trie {
     nodes: Vec<Node>,
     edge_bytes: Vec<u8>,
-    edge_child: Vec<u32>,
     root: Box<[u32; 256]>,
     len: usize,
 }
@@ -73,7 +75,6 @@ impl Trie {
         }
         let mut nodes = Vec::with_capacity(order.len());
         let mut edge_bytes = Vec::with_capacity(order.len());
-        let mut edge_child = Vec::with_capacity(order.len());
         for &n in &order {
             let node = &tmp[n];
             nodes.push(Node {
@@ -83,7 +84,7 @@ impl Trie {
             });
             for &(b, c) in &node.children {
                 edge_bytes.push(b);
-                edge_child.push(new_id[c]);
+                debug_assert_eq!(new_id[c] as usize, edge_bytes.len());
             }
         }
         let mut root = Box::new([NONE; 256]);
@@ -93,7 +94,6 @@ impl Trie {
         Self {
             nodes,
             edge_bytes,
-            edge_child,
             root,
             len,
         }
@@ -120,7 +120,8 @@ impl Trie {
         } else {
             bytes.binary_search(&byte).ok()?
         };
-        self.edge_child.get(s + i).copied()
+        // Edge `s + i` leads to node `s + i + 1` (breadth-first order).
+        u32::try_from(s + i + 1).ok()
     }
 
     #[inline]
