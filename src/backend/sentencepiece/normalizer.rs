@@ -114,13 +114,13 @@ impl CharsMap {
         Ok(map)
     }
 
-    /// The walk's step from `node_pos` along `b`: the next node position
-    /// and the unit of the edge, if the edge exists.
-    #[inline(always)]
-    fn step(&self, node_pos: usize, b: u8) -> Option<(usize, u32)> {
+    /// The walk's step from `node_pos` along `b`: `None` where the array
+    /// ends (on which [`Self::longest_prefix`] gives up: no match at all),
+    /// else the next node position and the edge's unit if the edge exists.
+    fn step(&self, node_pos: usize, b: u8) -> Option<Option<(usize, u32)>> {
         let pos = node_pos ^ usize::from(b);
         let unit = *self.units.get(pos)?;
-        (label(unit) == u32::from(b)).then_some((pos ^ offset(unit), unit))
+        Some((label(unit) == u32::from(b)).then_some((pos ^ offset(unit), unit)))
     }
 
     /// [`AsciiStep`] of `b`, read off the double array (NUL, which
@@ -137,12 +137,16 @@ impl CharsMap {
         if b == 0 {
             return none;
         }
-        let Some((pos, unit)) = self.step(root, b) else {
-            return AsciiStep {
-                value: NO_VALUE,
-                next: 0,
-                walk: false,
-            };
+        let (pos, unit) = match self.step(root, b) {
+            Some(Some(edge)) => edge,
+            Some(None) => {
+                return AsciiStep {
+                    value: NO_VALUE,
+                    next: 0,
+                    walk: false,
+                };
+            }
+            None => return none,
         };
         let value = if has_leaf(unit) {
             match self.units.get(pos) {
@@ -152,9 +156,15 @@ impl CharsMap {
         } else {
             NO_VALUE
         };
-        let next = (0..128u8)
-            .filter(|&c| self.step(pos, c).is_some())
-            .fold(0u128, |m, c| m | (1 << c));
+        let mut next = 0u128;
+        for c in 0..128u8 {
+            match self.step(pos, c) {
+                Some(Some(_)) => next |= 1 << c,
+                Some(None) => {}
+                // A walk that runs off the array finds nothing, even `b`.
+                None => return none,
+            }
+        }
         AsciiStep {
             value,
             next,
@@ -221,10 +231,12 @@ impl CharsMap {
             if llama && b == 0 {
                 break;
             }
-            let Some((next, unit)) = self.step(node_pos, b) else {
+            node_pos ^= usize::from(b);
+            let unit = *units.get(node_pos)?;
+            if label(unit) != u32::from(b) {
                 break;
-            };
-            node_pos = next;
+            }
+            node_pos ^= offset(unit);
             if has_leaf(unit) {
                 let v = unit_value(*units.get(node_pos)?) as usize;
                 found = Some((i + 1, v));
