@@ -122,13 +122,16 @@ pub(crate) fn encode_spans<E>(
     out: &mut Vec<PipelineToken>,
     mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
 ) -> Result<(), E> {
+    let Some(cuts) = cuts else {
+        return model(spans, out);
+    };
     let bytes = text.as_bytes();
     // No CJK lead byte lies before `clear_to` (after the last span looked
     // at): the spans that end there go to the model as they are.
     let mut clear_to = next_cjk_lead(bytes, 0);
-    let Some(cuts) = cuts.filter(|_| clear_to < bytes.len()) else {
+    if clear_to >= bytes.len() {
         return model(spans, out);
-    };
+    }
     let CutScratch { pieces, memo } = scratch;
     let memo = memo.get_or_insert_with(Box::default);
     // What is not answered yet, encoded together: the spans since the last
@@ -224,18 +227,30 @@ mod tests {
         assert!(!memo.look_up(abc));
     }
 
-    /// A stand-in model: one id per char, so cutting a span anywhere gives
-    /// the same ids, and the memo's answers can be told from the model's
-    /// only by the calls made.
-    fn per_char(text: &str, spans: &[Span], out: &mut Vec<PipelineToken>, calls: &mut usize) {
-        *calls += 1;
-        for s in spans {
-            out.extend(
-                text[s.range()]
-                    .chars()
-                    .map(|c| PipelineToken::from(u32::from(c))),
-            );
-        }
+    /// `encode_spans` on a stand-in model: one id per char, so cutting a
+    /// span anywhere gives the same ids, and the memo's answers can be told
+    /// from the model's only by the calls made. Returns the ids and the
+    /// spans of each model call.
+    fn encode_per_char(
+        cuts: Option<&CharCuts>,
+        scratch: &mut CutScratch,
+        text: &str,
+        spans: &[Span],
+    ) -> (Vec<u32>, Vec<Vec<Span>>) {
+        let (mut out, mut calls) = (Vec::new(), Vec::new());
+        encode_spans(cuts, scratch, text, spans, &mut out, |sp, o| {
+            calls.push(sp.to_vec());
+            for s in sp {
+                o.extend(
+                    text[s.range()]
+                        .chars()
+                        .map(|c| PipelineToken::from(u32::from(c))),
+                );
+            }
+            Ok::<(), ()>(())
+        })
+        .expect("stand-in model");
+        (PipelineToken::cast_slice(&out).to_vec(), calls)
     }
 
     /// Text with a few CJK clauses among many plain pre-tokens, and CJK
@@ -268,24 +283,8 @@ mod tests {
                 .collect();
             let mut scratch = CutScratch::default();
             for _ in 0..4 {
-                let (mut out, mut calls) = (Vec::new(), 0);
-                encode_spans(
-                    Some(&cuts),
-                    &mut scratch,
-                    &text,
-                    &spans,
-                    &mut out,
-                    |sp, o| {
-                        per_char(&text, sp, o, &mut calls);
-                        Ok::<(), ()>(())
-                    },
-                )
-                .expect("stand-in model");
-                assert_eq!(
-                    PipelineToken::cast_slice(&out),
-                    expected,
-                    "gap {gap}, every {every}"
-                );
+                let (ids, _) = encode_per_char(Some(&cuts), &mut scratch, &text, &spans);
+                assert_eq!(ids, expected, "gap {gap}, every {every}");
             }
         }
     }
@@ -304,21 +303,9 @@ mod tests {
         let mut scratch = CutScratch::default();
         let mut calls_per_encode = Vec::new();
         for _ in 0..80 {
-            let (mut out, mut calls) = (Vec::new(), 0);
-            encode_spans(
-                Some(&cuts),
-                &mut scratch,
-                text,
-                &spans,
-                &mut out,
-                |sp, o| {
-                    per_char(text, sp, o, &mut calls);
-                    Ok::<(), ()>(())
-                },
-            )
-            .expect("stand-in model");
-            assert_eq!(PipelineToken::cast_slice(&out), expected);
-            calls_per_encode.push(calls);
+            let (ids, calls) = encode_per_char(Some(&cuts), &mut scratch, text, &spans);
+            assert_eq!(ids, expected);
+            calls_per_encode.push(calls.len());
         }
         // Text seen once: one model call. Seen often: its three clauses are
         // remembered, the memo answers them and the model gets the two runs
@@ -332,14 +319,9 @@ mod tests {
             (None, text, &spans[..]),
             (Some(&cuts), "ab cd ef gh", &plain),
         ] {
-            let (mut out, mut calls) = (Vec::new(), 0);
-            encode_spans(cuts, &mut scratch, text, spans, &mut out, |sp, o| {
-                assert_eq!(sp, spans);
-                per_char(text, sp, o, &mut calls);
-                Ok::<(), ()>(())
-            })
-            .expect("stand-in model");
-            assert_eq!((calls, out.len()), (1, text.chars().count()));
+            let (ids, calls) = encode_per_char(cuts, &mut scratch, text, spans);
+            assert_eq!(calls, [spans.to_vec()]);
+            assert_eq!(ids.len(), text.chars().count());
         }
     }
 }

@@ -343,6 +343,19 @@ mod tests {
         }
     }
 
+    /// The pieces of `text`'s best path, positions of type `P`.
+    fn best_path<P: Position>(uni: &Unigram, table: &Table, text: &str) -> Pieces {
+        let mut pieces = Pieces::default();
+        uni.lattice::<P, _, _>(
+            table,
+            text.as_bytes(),
+            &mut Vec::new(),
+            &mut Vec::new(),
+            &mut pieces,
+        );
+        pieces
+    }
+
     /// The lattice keeps positions in `u32` below 4 GiB and in `usize`
     /// above; both widths give the same path, in both flavors.
     #[test]
@@ -372,21 +385,9 @@ mod tests {
             .collect();
         for flavor in [Flavor::SentencePiece, Flavor::LlamaCpp] {
             let uni = Unigram::with_flavor(&table, trie.clone(), flavor);
-            let (mut narrow, mut wide) = (Pieces::default(), Pieces::default());
-            let mut path = Vec::new();
-            uni.lattice::<u32, _, _>(
-                &table,
-                text.as_bytes(),
-                &mut Vec::new(),
-                &mut path,
-                &mut narrow,
-            );
-            uni.lattice::<usize, _, _>(
-                &table,
-                text.as_bytes(),
-                &mut Vec::new(),
-                &mut path,
-                &mut wide,
+            let (narrow, wide) = (
+                best_path::<u32>(&uni, &table, &text),
+                best_path::<usize>(&uni, &table, &text),
             );
             assert_eq!(narrow.0, wide.0, "{flavor:?}");
             // The path covers the text, with unknown edges for `x` and `€`.
