@@ -136,11 +136,7 @@ fn repeated_text_is_answered_from_the_memo() {
         for (model, what, on, off) in pairs() {
             let (text, changed) = (&text, &changed);
             scope.spawn(move || {
-                for (round, t) in std::iter::repeat_n(text, 5)
-                    .chain(std::iter::repeat_n(changed, 3))
-                    .chain([text, changed, text])
-                    .enumerate()
-                {
+                for (round, t) in memo_rounds(text, changed).enumerate() {
                     let what = format!("{what}, round {round}");
                     assert_same_encodes(model, &what, on, off, t);
                 }

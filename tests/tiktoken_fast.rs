@@ -245,19 +245,31 @@ proptest! {
 #[test]
 fn repeated_chinese_matches_tiktoken_rs() {
     let (text, changed) = common::chinese_repeats(16 << 10);
+    check_memo_rounds(&text, &changed);
+}
+
+/// [`common::memo_rounds`] of `text` and `changed`, each encoding on a
+/// fresh thread (so each memo starts empty), against `tiktoken-rs`.
+fn check_memo_rounds(text: &str, changed: &str) {
     std::thread::scope(|scope| {
         for pair in PAIRS.iter() {
-            let (text, changed) = (&text, &changed);
             scope.spawn(move || {
-                let rounds = std::iter::repeat_n(text, 5)
-                    .chain(std::iter::repeat_n(changed, 3))
-                    .chain([text, changed, text]);
-                for (round, t) in rounds.enumerate() {
+                for (round, t) in common::memo_rounds(text, changed).enumerate() {
                     assert_eq!(check(pair, t), Ok(()), "round {round}");
                 }
             });
         }
     });
+}
+
+/// Lines seen again and changed (claim 357's memo): r50k and p50k (GPT-2's pattern, no memo) and the
+/// encodings and rank file whose patterns admit it, against `tiktoken-rs`.
+#[test]
+fn repeated_lines_match_tiktoken_rs() {
+    let (text, changed) = common::line_repeats(8 << 10);
+    // No special-token text (the rank file's load parses Llama-3's).
+    let changed = changed.replace("<|eot_id|>", "<eot_id>");
+    check_memo_rounds(&text, &changed);
 }
 
 /// Offsets tile the input and the parallel encoder gives the sequential ids.

@@ -1,7 +1,8 @@
 //! A bounded map from byte strings to short lists of values, for the
 //! per-thread memos of the encoders: the SentencePiece engine's arena tier
-//! (chunks of text → pieces, claim 292's cache) and the clause memo of the
-//! byte-level BPEs (CJK clauses → ids, claim 352).
+//! (chunks of text → pieces, claim 292's cache) and the clause and line
+//! memos of the byte-level BPEs (CJK clauses and line groups → ids, claims
+//! 352 and 357).
 //!
 //! Open addressing over a power-of-two slot table, kept at most half full;
 //! keys and values live in two pools, so an entry costs no allocation of
@@ -43,6 +44,74 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(key);
     h.finish()
+}
+
+/// Which keys were seen before, for the memos that only remember what
+/// recurs (claims 352 and 357): one bit per hash in 2^20 (128 KiB), the
+/// whole filter emptied once a sixteenth of its bits are set, so a key not
+/// seen passes for seen at most one time in sixteen.
+pub(crate) struct SeenFilter {
+    bits: Box<[u64]>,
+    set: usize,
+}
+
+/// Bits of a [`SeenFilter`] (a power of two).
+const SEEN_BITS: usize = 1 << 20;
+
+impl Default for SeenFilter {
+    fn default() -> Self {
+        Self {
+            bits: vec![0; SEEN_BITS / 64].into_boxed_slice(),
+            set: 0,
+        }
+    }
+}
+
+impl SeenFilter {
+    /// Whether a key of hash `h` was seen before; marks it seen.
+    #[inline]
+    pub(crate) fn seen(&mut self, h: u64) -> bool {
+        let at = ((h >> 12) as usize) & (SEEN_BITS - 1);
+        let (word, bit) = (at / 64, 1u64 << (at % 64));
+        let Some(w) = self.bits.get_mut(word) else {
+            return false;
+        };
+        if *w & bit != 0 {
+            return true;
+        }
+        *w |= bit;
+        self.set += 1;
+        if self.set > SEEN_BITS / 16 {
+            self.bits.fill(0);
+            self.set = 0;
+        }
+        false
+    }
+
+    /// Bits set (tests watch the filter start again).
+    #[cfg(test)]
+    pub(crate) fn set_bits(&self) -> usize {
+        self.set
+    }
+}
+
+/// How many of the recent keys were seen before: a moving average over
+/// about 32, in 2^16ths. A memo looks keys up only while it is at least
+/// fifteen in sixteen (text encoded again), since a lookup that misses costs
+/// more than the memo saves on text mostly new.
+#[derive(Default)]
+pub(crate) struct SeenRate(u32);
+
+impl SeenRate {
+    const ONE: u32 = 1 << 16;
+    const LOOKUP: u32 = Self::ONE / 16 * 15;
+
+    /// Counts one key, `seen` or not; whether a seen key is worth a lookup.
+    #[inline]
+    pub(crate) fn look_up(&mut self, seen: bool) -> bool {
+        self.0 = self.0 - self.0 / 32 + u32::from(seen) * (Self::ONE / 32);
+        seen && self.0 >= Self::LOOKUP
+    }
 }
 
 /// See the module docs.

@@ -13,7 +13,7 @@
 
 use tokenizers::pipeline::{PipelineToken, Span};
 
-use crate::backend::byte_memo::{self, ByteMemo, MemoCaps};
+use crate::backend::byte_memo::{self, ByteMemo, MemoCaps, SeenFilter, SeenRate};
 use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
 
 /// The table's caps: at most 2^15 slots, so 16,384 clauses (a bounded size
@@ -25,70 +25,38 @@ const CAPS: MemoCaps = MemoCaps {
     min_slots: 1 << 8,
     max_slots: 1 << 15,
 };
-/// Bits of the seen filter (a power of two): 2^20 bits, 128 KiB.
-const SEEN_BITS: usize = 1 << 20;
-/// Bits set before the seen filter starts again empty (a sixteenth: a
-/// clause seen once is taken for seen before at most one time in sixteen).
-const MAX_SEEN: usize = SEEN_BITS / 16;
-/// The seen-rate's fixed-point one, and the rate from which clauses are
-/// looked up (fifteen in sixteen seen before: text encoded again, or a
-/// prompt that repeats itself; a novel's clauses, half of which recur,
-/// look up mostly clauses not yet remembered, claim 352).
-const RATE_ONE: u32 = 1 << 16;
-const LOOKUP_RATE: u32 = RATE_ONE / 16 * 15;
-
 /// Pre-tokens in a row without a CJK lead byte after which
 /// [`encode_spans`] searches for the next one at once.
 const PLAIN_RUN: u32 = 4;
 
-/// Clause bytes → ids in a [`ByteMemo`], behind a filter of clauses seen.
+/// Clause bytes → ids in a [`ByteMemo`], behind a filter of clauses seen:
+/// only a clause seen before is looked up and remembered, so text seen once
+/// pays a bit, not a table entry (and its clauses stay in one model call);
+/// and only while most recent clauses were seen too (a lookup and a model
+/// call per clause cost more than the cut saves on text mostly new, claim
+/// 352).
 pub(crate) struct ClauseMemo {
     table: ByteMemo<u32>,
-    /// One bit per hash of a clause seen: only a clause seen before is
-    /// looked up and remembered, so text seen once pays a bit, not a table
-    /// entry (and its clauses stay in one model call).
-    seen: Box<[u64]>,
-    seen_count: usize,
-    /// How many of the recent clauses were seen before (a moving average
-    /// over about 32, in `RATE_ONE`ths). Below [`LOOKUP_RATE`] the table
-    /// is left alone: a lookup and a model call per clause cost more than
-    /// the cut saves on text mostly new (claim 352).
-    seen_rate: u32,
+    seen: SeenFilter,
+    rate: SeenRate,
 }
 
 impl Default for ClauseMemo {
     fn default() -> Self {
         Self {
             table: ByteMemo::new(CAPS),
-            seen: vec![0; SEEN_BITS / 64].into_boxed_slice(),
-            seen_count: 0,
-            seen_rate: 0,
+            seen: SeenFilter::default(),
+            rate: SeenRate::default(),
         }
     }
 }
 
 impl ClauseMemo {
-    /// Whether a key of hash `h` ([`byte_memo::hash`]) was seen before while
-    /// most recent clauses were too, so it is worth a lookup; marks it seen.
+    /// Whether a clause of hash `h` ([`byte_memo::hash`]) is worth a lookup.
     #[inline]
     fn look_up(&mut self, h: u64) -> bool {
-        let at = ((h >> 12) as usize) & (SEEN_BITS - 1);
-        let (word, bit) = (at / 64, 1u64 << (at % 64));
-        let Some(w) = self.seen.get_mut(word) else {
-            return false;
-        };
-        let seen = *w & bit != 0;
-        self.seen_rate = self.seen_rate - self.seen_rate / 32 + u32::from(seen) * (RATE_ONE / 32);
-        if seen {
-            return self.seen_rate >= LOOKUP_RATE;
-        }
-        *w |= bit;
-        self.seen_count += 1;
-        if self.seen_count > MAX_SEEN {
-            self.seen.fill(0);
-            self.seen_count = 0;
-        }
-        false
+        let seen = self.seen.seen(h);
+        self.rate.look_up(seen)
     }
 }
 
@@ -219,11 +187,11 @@ mod tests {
         }
         assert!(!memo.look_up(abc));
         let mut n = 64u32;
-        while memo.seen_count > 0 {
+        while memo.seen.set_bits() > 0 {
             memo.look_up(byte_memo::hash(&n.to_le_bytes()));
             n += 1;
         }
-        assert!(n as usize >= MAX_SEEN - 1);
+        assert!(n as usize >= (1 << 20) / 16 - 1);
         assert!(!memo.look_up(abc));
     }
 

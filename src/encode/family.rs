@@ -112,14 +112,106 @@ pub(crate) const KNOWN_PATTERNS: &[&str] = &[
 /// spelling). Literal CR and LF (as JSON files often write them) count as
 /// their escapes.
 pub(crate) fn is_known_pattern(pattern: &str) -> bool {
-    let spelled;
-    let pattern = if pattern.contains(['\r', '\n']) {
-        spelled = pattern.replace('\r', "\\r").replace('\n', "\\n");
-        spelled.as_str()
+    let pattern = escaped(pattern);
+    KNOWN_PATTERNS.contains(&pattern.as_ref()) || pattern == tiktoken_rs::O200K_BASE_PAT_STR
+}
+
+/// `pattern` with literal CR and LF written as their escapes.
+fn escaped(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if pattern.contains(['\r', '\n']) {
+        pattern.replace('\r', "\\r").replace('\n', "\\n").into()
     } else {
-        pattern
+        pattern.into()
+    }
+}
+
+/// The [`KNOWN_PATTERNS`] under which a text may be cut after a newline that
+/// is followed by any char but whitespace and `/` with its pre-tokens
+/// unchanged (DESIGN.md claim 357): every one but GPT-2's, whose
+/// `\s+(?!\S)` ends a whitespace run before its newline only when a
+/// non-space follows. Tiktoken's spelling of o200k counts too.
+const LINE_CUT_PATTERNS: &[&str] = &[
+    KNOWN_PATTERNS[2],
+    KNOWN_PATTERNS[3],
+    KNOWN_PATTERNS[4],
+    KNOWN_PATTERNS[5],
+    KNOWN_PATTERNS[6],
+    KNOWN_PATTERNS[7],
+    KNOWN_PATTERNS[8],
+    KNOWN_PATTERNS[9],
+    tiktoken_rs::O200K_BASE_PAT_STR,
+];
+
+/// Whether `pattern` is one of [`LINE_CUT_PATTERNS`] (CR and LF spelled as
+/// [`is_known_pattern`] takes them).
+pub(crate) fn cuts_after_lines(pattern: &str) -> bool {
+    LINE_CUT_PATTERNS.contains(&escaped(pattern).as_ref())
+}
+
+/// Whether a `tokenizer.json`'s `normalizer` and `pre_tokenizer` let a text
+/// be encoded line group by line group (claim 357): no normalizer but NFC
+/// (an empty `Sequence` is none), and a pre-tokenizer made of isolating
+/// splits on [`LINE_CUT_PATTERNS`] (DeepSeek-V3's digit and CJK splits
+/// among them), then at most a `ByteLevel` step that adds no prefix space
+/// and runs no regex of its own. The model does not matter: each encodes
+/// every pre-token alone.
+pub(crate) fn hf_cuts_after_lines(json: &Value) -> bool {
+    let normalizer = json.get("normalizer").filter(|n| !n.is_null());
+    let normalizer_ok = match normalizer {
+        None => true,
+        Some(n) => match n.get("type").and_then(Value::as_str) {
+            Some("NFC") => true,
+            Some("Sequence") => {
+                n.get("normalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|steps| {
+                        steps
+                            .iter()
+                            .all(|s| s.get("type").and_then(Value::as_str) == Some("NFC"))
+                    })
+            }
+            _ => false,
+        },
     };
-    KNOWN_PATTERNS.contains(&pattern) || pattern == tiktoken_rs::O200K_BASE_PAT_STR
+    let Some(pre) = json.get("pre_tokenizer").filter(|p| !p.is_null()) else {
+        return false;
+    };
+    let steps: Vec<&Value> = match pre.get("type").and_then(Value::as_str) {
+        Some("Sequence") => pre
+            .get("pretokenizers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
+        _ => vec![pre],
+    };
+    // The canonical form (version 2.0) moves a `ByteLevel` step into the
+    // model; a file as written may still end with one.
+    let splits = match steps.split_last() {
+        Some((last, rest)) if last.get("type").and_then(Value::as_str) == Some("ByteLevel") => {
+            let plain = last.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
+                && last.get("use_regex").and_then(Value::as_bool) == Some(false);
+            if !plain {
+                return false;
+            }
+            rest
+        }
+        _ => &steps[..],
+    };
+    let splits_ok = !splits.is_empty()
+        && splits.iter().all(|step| {
+            let behavior = step.get("behavior").and_then(Value::as_str);
+            let invert = step.get("invert").and_then(Value::as_bool).unwrap_or(false);
+            let isolating = (behavior == Some("Isolated") && !invert)
+                || (behavior == Some("Removed") && invert);
+            step.get("type").and_then(Value::as_str) == Some("Split")
+                && isolating
+                && step
+                    .get("pattern")
+                    .and_then(|p| p.get("Regex"))
+                    .and_then(Value::as_str)
+                    .is_some_and(cuts_after_lines)
+        });
+    normalizer_ok && splits_ok
 }
 
 /// What a pre-tokenizer does, for classification.
@@ -351,6 +443,55 @@ pub(crate) fn classify_hf(json: &Value, normalized_added: bool) -> HfFacts {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Claim 357's gate: every known pattern but GPT-2's two spellings,
+    /// and a `tokenizer.json` only with its splits on those, at most a
+    /// plain `ByteLevel` after them, and no normalizer but NFC.
+    #[test]
+    fn line_cuts_follow_the_pattern_and_the_pipeline() {
+        use crate::backend::tiktoken::encodings::{
+            CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
+        };
+        for p in [CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN] {
+            assert!(cuts_after_lines(p), "{p}");
+        }
+        for p in [GPT2_PATTERN, KNOWN_PATTERNS[0], KNOWN_PATTERNS[1], r"\s+"] {
+            assert!(!cuts_after_lines(p), "{p}");
+        }
+        let split = |pattern: &str| json!({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false});
+        let byte_level = |prefix: bool, regex: bool| json!({"type": "ByteLevel", "add_prefix_space": prefix, "trim_offsets": true, "use_regex": regex});
+        let file = |normalizer: Value, steps: Vec<Value>| json!({"normalizer": normalizer, "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps}});
+        let nfc = json!({"type": "NFC"});
+        let lower = json!({"type": "Lowercase"});
+        let empty = json!({"type": "Sequence", "normalizers": []});
+        let llama = split(LLAMA3_PATTERN);
+        assert!(hf_cuts_after_lines(&file(Value::Null, vec![llama.clone()])));
+        assert!(hf_cuts_after_lines(&file(
+            nfc,
+            vec![llama.clone(), byte_level(false, false)]
+        )));
+        assert!(hf_cuts_after_lines(&file(empty, vec![llama.clone()])));
+        let deepseek: Vec<Value> = KNOWN_PATTERNS[7..10].iter().map(|p| split(p)).collect();
+        assert!(hf_cuts_after_lines(&file(Value::Null, deepseek)));
+        for refused in [
+            file(lower, vec![llama.clone()]),
+            file(Value::Null, vec![llama.clone(), byte_level(true, false)]),
+            file(Value::Null, vec![llama.clone(), byte_level(false, true)]),
+            file(Value::Null, vec![split(KNOWN_PATTERNS[0])]),
+            file(
+                Value::Null,
+                vec![
+                    json!({"type": "Digits", "individual_digits": true}),
+                    llama.clone(),
+                ],
+            ),
+            file(Value::Null, vec![byte_level(false, false)]),
+            file(Value::Null, vec![]),
+            json!({"normalizer": null, "pre_tokenizer": null}),
+        ] {
+            assert!(!hf_cuts_after_lines(&refused), "{refused}");
+        }
+    }
 
     #[test]
     fn classifies_the_shapes_we_ship() {

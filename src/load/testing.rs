@@ -56,6 +56,8 @@ pub enum FastRoute {
     Interim,
     /// CJK pre-tokens cut where no merge joins across (claim 351).
     CharCuts,
+    /// Line groups seen again answered from a per-thread memo (claim 357).
+    LineMemo,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -78,6 +80,7 @@ pub fn hf_json_route(
             routes.hold_model = on;
         }
         FastRoute::CharCuts => routes.cuts = on,
+        FastRoute::LineMemo => routes.lines = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
@@ -87,6 +90,7 @@ pub fn hf_json_route(
         FastRoute::LoneReplace => backend.lone_replace(),
         FastRoute::Interim => backend.interim_active(),
         FastRoute::CharCuts => backend.char_cuts(),
+        FastRoute::LineMemo => backend.line_memo(),
     };
     Ok((tokenizer, applies))
 }

@@ -229,6 +229,52 @@ pub fn chinese_repeats(per_file: usize) -> (String, String) {
     (text, changed)
 }
 
+/// The rounds the memo tests encode (claims 352 and 357): `text` five
+/// times (remembered at its second sighting, answered from its third),
+/// `changed` three times, then alternating.
+pub fn memo_rounds<'a>(text: &'a str, changed: &'a str) -> impl Iterator<Item = &'a str> {
+    std::iter::repeat_n(text, 5)
+        .chain(std::iter::repeat_n(changed, 3))
+        .chain([text, changed, text])
+}
+
+/// Lines seen again and changed (claim 357's tests): the first `per_file`
+/// bytes of every corpus file joined, and a copy with one line in seven
+/// changed where the line cut rules bite: `/` or a space-then-newline run
+/// after the newline, trailing spaces before it, CR LF, U+3000 indents, a
+/// special token's text at a line start, a digit run across the break.
+pub fn line_repeats(per_file: usize) -> (String, String) {
+    let mut text = String::new();
+    for (_, path) in corpus_files() {
+        text.push_str(prefix(&std::fs::read_to_string(path).unwrap(), per_file));
+        text.push('\n');
+    }
+    const EDITS: [&str; 10] = [
+        "\n/",
+        "\n \n",
+        "  \n",
+        "\r\n",
+        "\n\u{3000}\u{3000}",
+        "\n<|eot_id|>",
+        "\n\n\n",
+        "\t\n",
+        "12\n34",
+        ".\n/x",
+    ];
+    let mut changed = String::with_capacity(text.len() + text.len() / 16);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if i % 7 == 3 {
+            let edit = EDITS[(i / 7) % EDITS.len()];
+            let body = line.strip_suffix('\n').unwrap_or(line);
+            changed.push_str(body);
+            changed.push_str(edit);
+        } else {
+            changed.push_str(line);
+        }
+    }
+    (text, changed)
+}
+
 static ADVERSARIAL: LazyLock<PathBuf> = LazyLock::new(|| {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("adversarial");
     if !out.join("index.tsv").exists() {

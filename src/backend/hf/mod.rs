@@ -25,10 +25,10 @@ mod vocab;
 use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
-use crate::backend::char_cuts;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::backend::{char_cuts, line_memo};
 use crate::config::TokenizerConfig;
-use crate::encode::family::classify_hf;
+use crate::encode::family::{classify_hf, hf_cuts_after_lines};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
@@ -64,6 +64,9 @@ pub(crate) struct HfBackend {
     split: SplitSpec,
     /// The chunk encoder's warm scratch per thread.
     scratch: chunk::ScratchSlots,
+    /// Line groups seen again, per thread, where the pre-tokenizer lets a
+    /// text be cut after its lines (claim 357); `None` where it does not.
+    lines: Option<thread_local::ThreadLocal<std::cell::RefCell<line_memo::LineMemo>>>,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
     /// The chain is one `BertNormalizer`: normalized here, the common
@@ -139,6 +142,8 @@ pub(crate) struct Routes {
     pub hold_model: bool,
     /// CJK pre-tokens cut where no merge joins across (claim 351).
     pub cuts: bool,
+    /// Line groups seen again answered from a per-thread memo (claim 357).
+    pub lines: bool,
 }
 
 impl Default for Routes {
@@ -153,6 +158,7 @@ impl Default for Routes {
             interim: true,
             hold_model: false,
             cuts: true,
+            lines: true,
         }
     }
 }
@@ -526,6 +532,8 @@ impl HfBackend {
             file_padding,
             split,
             scratch: chunk::ScratchSlots::new(),
+            lines: (routes.lines && hf_cuts_after_lines(&value))
+                .then(thread_local::ThreadLocal::new),
             pieces,
             bert,
             nfc_only,
@@ -594,6 +602,11 @@ impl HfBackend {
     /// Whether CJK pre-tokens are cut for the model (claim 351).
     pub(crate) fn char_cuts(&self) -> bool {
         self.vocab.cuts.is_some()
+    }
+
+    /// Whether encodes go through the line memo (claim 357).
+    pub(crate) fn line_memo(&self) -> bool {
+        self.lines.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
@@ -674,12 +687,47 @@ impl HfBackend {
     /// lone NFC normalizer's text of any length, normalized by [`nfc`]
     /// (claim 321: faster from 64 bytes up); and text holding a Unicode 17
     /// code point where the file's splits run on `fancy-regex` (claim 325).
+    ///
+    /// A long text whose pre-tokenizer admits it is encoded line group by
+    /// line group through the per-thread memo of claim 357, which answers
+    /// groups seen again; the ids are the same.
     fn sequence_ids_with(
         &self,
         text: &str,
         capacity: usize,
         options: &EncodeOptions,
     ) -> Result<Vec<u32>> {
+        // `try_borrow_mut`: an encode on this thread already holding the memo
+        // (none does today) would go without it rather than panic.
+        if let Some(lines) = self.lines.as_ref()
+            && text.len() >= line_memo::MIN_TEXT
+            && let Ok(mut memo) = lines.get_or_default().try_borrow_mut()
+        {
+            let mut ids = Vec::with_capacity(capacity);
+            let mut tokens = Vec::new();
+            memo.encode(
+                text,
+                &mut ids,
+                |p| self.split.edges.allows(text, p),
+                |piece, ids| self.piece_ids(piece, piece.len() / 4 + 4, options, &mut tokens, ids),
+            )?;
+            return Ok(ids);
+        }
+        let mut ids = Vec::with_capacity(capacity);
+        self.piece_ids(text, capacity, options, &mut Vec::new(), &mut ids)?;
+        Ok(ids)
+    }
+
+    /// [`sequence_ids_with`](Self::sequence_ids_with) without the line
+    /// memo, appended to `ids` (`tokens`: a buffer for the pipeline's).
+    fn piece_ids(
+        &self,
+        text: &str,
+        capacity: usize,
+        options: &EncodeOptions,
+        tokens: &mut Vec<PipelineToken>,
+        ids: &mut Vec<u32>,
+    ) -> Result<()> {
         if self.nfc_only
             || self.added.is_some()
             || (self.vocab.cuts.is_some() && char_cuts::may_cut(text))
@@ -688,33 +736,38 @@ impl HfBackend {
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text))
         {
             let request = ChunkRequest::new(0, 0, false);
-            return self
-                .encode_chunk_impl(text, &request, false, options.encode_special_tokens)
-                .map(|chunk| chunk.ids);
+            let chunk =
+                self.encode_chunk_impl(text, &request, false, options.encode_special_tokens)?;
+            if ids.is_empty() {
+                *ids = chunk.ids;
+            } else {
+                ids.extend_from_slice(&chunk.ids);
+            }
+            return Ok(());
         }
-        let mut out: Vec<PipelineToken> = Vec::with_capacity(capacity);
+        tokens.clear();
+        tokens.reserve(capacity);
         self.pipe()?
-            .encode_into(text, options, &mut out)
+            .encode_into(text, options, tokens)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
-        // Same size and alignment: this collect reuses the allocation.
-        let ids: Vec<u32> = out.into_iter().map(u32::from).collect();
-        Ok(self.fix_folds(ids))
+        self.extend_fixed(ids, PipelineToken::cast_slice(tokens));
+        Ok(())
     }
 
-    /// Applies [`Vocab::fold_fixups`] (empty, and free, for most tokenizers).
-    fn fix_folds(&self, ids: Vec<u32>) -> Vec<u32> {
+    /// Appends `tokens` to `ids` with [`Vocab::fold_fixups`] applied (empty,
+    /// and free, for most tokenizers).
+    fn extend_fixed(&self, ids: &mut Vec<u32>, tokens: &[u32]) {
         let fixups = &self.vocab.fold_fixups;
-        if fixups.is_empty() || !ids.iter().any(|id| fixups.contains_key(id)) {
-            return ids;
+        if fixups.is_empty() || !tokens.iter().any(|id| fixups.contains_key(id)) {
+            ids.extend_from_slice(tokens);
+            return;
         }
-        let mut fixed = Vec::with_capacity(ids.len() + 8);
-        for id in ids {
-            match fixups.get(&id) {
-                Some(replacement) => fixed.extend_from_slice(replacement),
-                None => fixed.push(id),
+        for id in tokens {
+            match fixups.get(id) {
+                Some(replacement) => ids.extend_from_slice(replacement),
+                None => ids.push(*id),
             }
         }
-        fixed
     }
 
     fn encode_full_pipeline(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {

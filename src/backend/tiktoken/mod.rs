@@ -22,8 +22,9 @@ use std::sync::{Arc, OnceLock};
 use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
+use crate::backend::line_memo::{self, LineMemo};
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
-use crate::encode::family::is_known_pattern;
+use crate::encode::family::{cuts_after_lines, is_known_pattern};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
@@ -103,6 +104,9 @@ pub(crate) struct TiktokenBackend {
     split: SplitSpec,
     /// The regex path's regexes, built on first use.
     chunker: OnceLock<std::result::Result<Chunker, String>>,
+    /// Line groups seen again, per thread, where the pattern lets a segment
+    /// be cut after its lines (claim 357); `None` where it does not.
+    lines: Option<thread_local::ThreadLocal<std::cell::RefCell<LineMemo>>>,
 }
 
 /// What the regex path needs beyond the ranks.
@@ -380,6 +384,7 @@ impl TiktokenBackend {
             ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
             native,
+            lines: cuts_after_lines(pattern).then(thread_local::ThreadLocal::new),
         })
     }
 
@@ -660,8 +665,27 @@ impl TiktokenBackend {
         self.bytes.get(start as usize..(start + len) as usize)
     }
 
-    /// Ordinary (no specials) encode of one segment, appended to `out`.
+    /// Ordinary (no specials) encode of one segment, appended to `out`: a
+    /// long one line group by line group through the memo of claim 357
+    /// where the pattern admits it (the ids are the same).
     fn encode_segment(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        if let Some(lines) = self.lines.as_ref()
+            && text.len() >= line_memo::MIN_TEXT
+            && let Ok(mut memo) = lines.get_or_default().try_borrow_mut()
+        {
+            // A segment holds no special token, so any cut is an edge.
+            return memo.encode(
+                text,
+                out,
+                |_| true,
+                |piece, out| self.encode_piece(piece, out),
+            );
+        }
+        self.encode_piece(text, out)
+    }
+
+    /// [`encode_segment`](Self::encode_segment) without the line memo.
+    fn encode_piece(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         if text.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,270 @@
+//! Whole lines of text seen again, answered from a per-thread memo before
+//! the pre-tokenizer runs (DESIGN.md claim 357).
+//!
+//! A byte-level BPE encodes text it has seen before at the speed of its
+//! pre-tokenizer plus one word-cache probe per pre-token, each likely a
+//! cache miss. A router sees the same text again and again (a
+//! conversation's history with every turn, a system prompt, a document sent
+//! with each question), so this memo keeps the ids of whole groups of lines:
+//! one hash, one probe and one copy per group.
+//!
+//! **Where the text is cut.** A group ends after a `\n` after which no `\r`
+//! or `\n` comes before the next char that is not whitespace, and that char
+//! is not `/` (a [`safe_cut`]). Under the
+//! pre-tokenizer patterns `encode::family::cuts_after_lines` admits, that
+//! position is a pre-token boundary whatever text surrounds it, and the
+//! pre-tokens on either side are the same whether the other side is there
+//! or not (the argument is claim 357). So the ids of a group encoded alone
+//! are its ids inside the text, and a group seen again (the same bytes) has
+//! the same ids. The backend decides whether its pre-tokenizer is one of
+//! those; this module only cuts and remembers.
+
+use crate::backend::byte_memo::{self, ByteMemo, MemoCaps, SeenFilter, SeenRate};
+
+/// At most 2^15 slots (16,384 groups) and 4 MiB of group text and ids a
+/// thread; a group over 64 KiB is not remembered.
+const CAPS: MemoCaps = MemoCaps {
+    max_key: u16::MAX as usize,
+    max_bytes: 4 << 20,
+    min_slots: 1 << 8,
+    max_slots: 1 << 15,
+};
+/// Bytes a group must have to be looked up: below it, the probe and copy
+/// cost about what encoding it does.
+const MIN_GROUP: usize = 160;
+/// Texts shorter than this are encoded whole.
+pub(crate) const MIN_TEXT: usize = 4 << 10;
+/// Whether a group may end after the `\n` at `nl` (claim 357): what
+/// follows is a run of spaces, tabs and U+3000 (possibly empty), then an
+/// ASCII char that is neither whitespace nor `/`, or a CJK ideograph of
+/// U+4000..U+9FFF (lead byte 0xE4..=0xE9, none of them whitespace). So no
+/// `\r` or `\n` follows before the next char that is not whitespace.
+#[inline]
+pub(crate) fn safe_cut(bytes: &[u8], nl: usize) -> bool {
+    let mut at = nl + 1;
+    loop {
+        match bytes.get(at..) {
+            Some([b' ' | b'\t', ..]) => at += 1,
+            Some([0xE3, 0x80, 0x80, ..]) => at += 3,
+            Some([b, ..]) => {
+                return (b.is_ascii_graphic() && *b != b'/') || (0xE4..=0xE9).contains(b);
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// One thread's memo for one model: group bytes → ids in a [`ByteMemo`],
+/// behind a filter of groups seen (claim 352's rules: a group is looked up
+/// only when seen before while most recent groups were too).
+pub(crate) struct LineMemo {
+    table: ByteMemo<u32>,
+    seen: SeenFilter,
+    rate: SeenRate,
+}
+
+impl Default for LineMemo {
+    fn default() -> Self {
+        Self {
+            table: ByteMemo::new(CAPS),
+            seen: SeenFilter::default(),
+            rate: SeenRate::default(),
+        }
+    }
+}
+
+impl LineMemo {
+    /// Whether a group of hash `h` is worth a lookup; marks it seen.
+    #[inline]
+    fn look_up(&mut self, h: u64) -> bool {
+        let seen = self.seen.seen(h);
+        self.rate.look_up(seen)
+    }
+
+    /// `text`'s ids appended to `out`. `encode` appends the ids of a piece
+    /// of `text` (the whole text when no group is looked up); `edge(p)` says
+    /// whether the text may be cut at `p` (no added token across it). Where
+    /// the pattern admits it (claim 357) the ids are `encode(text)`'s.
+    pub(crate) fn encode<E>(
+        &mut self,
+        text: &str,
+        out: &mut Vec<u32>,
+        edge: impl Fn(usize) -> bool,
+        mut encode: impl FnMut(&str, &mut Vec<u32>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let bytes = text.as_bytes();
+        // Text before `done` is encoded; the next group starts at `start`.
+        let (mut done, mut start) = (0, 0);
+        // A group is whole lines, at least `MIN_GROUP` bytes: short lines
+        // join the next, so the search for its end starts `MIN_GROUP` bytes
+        // on (a line that long ends a group wherever the last one began, so
+        // texts that share lines share groups from there on).
+        let mut at = MIN_GROUP - 1;
+        while let Some(nl) = bytes
+            .get(at..)
+            .and_then(|rest| memchr::memchr(b'\n', rest))
+            .map(|i| at + i)
+        {
+            if !safe_cut(bytes, nl) {
+                at = nl + 1;
+                continue;
+            }
+            let (from, end) = (start, nl + 1);
+            start = end;
+            at = end + MIN_GROUP - 1;
+            let group = bytes.get(from..end).unwrap_or_default();
+            let h = byte_memo::hash(group);
+            if !self.look_up(h) || !(from == done || edge(from)) || !edge(end) {
+                continue;
+            }
+            if done < from {
+                encode(slice(text, done, from), out)?;
+            }
+            done = end;
+            if let Some(ids) = self.table.get_hashed(group, h) {
+                out.extend_from_slice(ids);
+                continue;
+            }
+            let first = out.len();
+            encode(slice(text, from, end), out)?;
+            let ids = out.get(first..).unwrap_or_default();
+            self.table.insert_hashed(group, h, ids);
+        }
+        if done < text.len() {
+            encode(slice(text, done, text.len()), out)?;
+        }
+        Ok(())
+    }
+}
+
+/// `text[a..b]`, where both are 0, the text's end or after a `\n` (char
+/// boundaries).
+fn slice(text: &str, a: usize, b: usize) -> &str {
+    text.get(a..b).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_cuts_need_a_char_that_ends_the_newline_run() {
+        let cut = |s: &str| safe_cut(s.as_bytes(), 0);
+        for ok in [
+            "\nx",
+            "\n}",
+            "\n#",
+            "\n    def",
+            "\n\t\tx",
+            "\n\u{3000}\u{3000}第",
+            "\n中",
+            "\n鿿",
+        ] {
+            assert!(cut(ok), "{ok:?}");
+        }
+        // A newline or CR ahead (whitespace runs join across them), `/`
+        // (o200k's punctuation runs take `[\r\n/]*`), other whitespace and
+        // chars outside the two classes, and the text's end.
+        for no in [
+            "\n",
+            "\n\n",
+            "\n \n",
+            "\n\r\n",
+            "\n/",
+            "\n  /",
+            "\n\u{a0}x",
+            "\n\u{2028}",
+            "\n\u{3001}",
+            "\né",
+            "\n ",
+            "\n\u{3000}",
+        ] {
+            assert!(!cut(no), "{no:?}");
+        }
+    }
+
+    /// Lines of `n` bytes or so, numbered, so texts built from them share
+    /// their lines.
+    fn lines(range: std::ops::Range<usize>) -> String {
+        range
+            .map(|i| format!("line {i} says something about the tokenizer and its memo, {i}\n"))
+            .collect()
+    }
+
+    /// Runs `memo` on `text` with a stand-in encoder (one id per byte, so
+    /// any cut gives the same ids) and returns the ids and the byte ranges
+    /// of the pieces it was handed.
+    fn run(
+        memo: &mut LineMemo,
+        text: &str,
+        edge: impl Fn(usize) -> bool,
+    ) -> (Vec<u32>, Vec<(usize, usize)>) {
+        let (mut out, mut calls) = (Vec::new(), Vec::new());
+        let base = text.as_ptr() as usize;
+        memo.encode(text, &mut out, edge, |piece, out| {
+            let at = piece.as_ptr() as usize - base;
+            calls.push((at, at + piece.len()));
+            out.extend(piece.bytes().map(u32::from));
+            Ok::<(), ()>(())
+        })
+        .expect("stand-in encoder");
+        (out, calls)
+    }
+
+    #[test]
+    fn text_seen_again_is_answered_and_ids_never_change() {
+        let text = lines(0..400);
+        let expected: Vec<u32> = text.bytes().map(u32::from).collect();
+        let mut memo = LineMemo::default();
+        let mut calls_per_run = Vec::new();
+        for _ in 0..6 {
+            let (ids, calls) = run(&mut memo, &text, |_| true);
+            assert!(ids == expected);
+            // Pieces in order, never overlapping.
+            assert!(calls.windows(2).all(|w| w[0].1 <= w[1].0));
+            calls_per_run.push(calls.len());
+        }
+        // Seen once: one call. Seen again: groups encoded alone and kept.
+        // Then the memo answers them: only the groups looked up before the
+        // rate had risen this run go to the encoder.
+        assert_eq!(calls_per_run[0], 1);
+        assert!(calls_per_run[2] > 10, "{calls_per_run:?}");
+        assert!(calls_per_run[5] <= 2, "{calls_per_run:?}");
+        // Text with a new first line and the rest shared is answered too.
+        let shifted = format!("a new first line\n{}", lines(3..400));
+        let (ids, calls) = run(&mut memo, &shifted, |_| true);
+        assert!(ids == shifted.bytes().map(u32::from).collect::<Vec<_>>());
+        assert!(calls.len() <= 3, "{calls:?}");
+    }
+
+    #[test]
+    fn new_text_goes_whole_and_refused_edges_are_never_cut() {
+        let text = lines(0..400);
+        let mut memo = LineMemo::default();
+        let (_, calls) = run(&mut memo, &text, |_| true);
+        assert_eq!(calls, [(0, text.len())]);
+        for _ in 0..6 {
+            // Every cut refused: the text stays one piece however often seen.
+            let (ids, calls) = run(&mut memo, &text, |_| false);
+            assert_eq!(calls, [(0, text.len())]);
+            assert_eq!(ids.len(), text.len());
+        }
+        // Cuts refused after every fifth line: no piece starts or ends there.
+        let refused = |p: usize| {
+            p > 0 && p < text.len() && text.get(..p).is_some_and(|h| h.lines().count() % 5 == 0)
+        };
+        let mut pieces = 0;
+        for _ in 0..6 {
+            let (ids, calls) = run(&mut memo, &text, |p| !refused(p));
+            assert_eq!(ids.len(), text.len());
+            for &(a, b) in &calls {
+                assert!(
+                    !refused(a) && !refused(b),
+                    "cut at a refused edge: {a}..{b}"
+                );
+            }
+            pieces += calls.len();
+        }
+        assert!(pieces > 12, "the memo never cut: {pieces}");
+    }
+}

@@ -1,0 +1,65 @@
+//! Line groups seen again answered from a per-thread memo (DESIGN.md claim
+//! 357), against the same files loaded without it: text encoded again,
+//! changed where the cut rules bite, and alternating, with special tokens
+//! parsed and as plain text, for every shared `tokenizer.json` whose
+//! pre-tokenizer admits the cut. `tests/tiktoken_fast.rs` checks the
+//! tiktoken encodings against `tiktoken-rs` the same way.
+
+mod common;
+
+use common::*;
+use router_tokenizer::__testing::FastRoute;
+
+const ADMITTED: [&str; 7] = [
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "openai/gpt-oss-20b",
+    "Xenova/gpt-3.5-turbo",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+];
+
+/// The GPT-2 regex (Command-R+'s `ByteLevel` with `use_regex`) ends a
+/// whitespace run before its newline only when a non-space follows, so a
+/// line's pre-tokens depend on the next line: refused. So are the files
+/// whose pre-tokenizer is not a regex split at all.
+#[test]
+fn the_pre_tokenizer_decides() {
+    for model in ADMITTED {
+        assert!(route_applies(model, FastRoute::LineMemo), "{model}");
+    }
+    for model in [
+        "CohereForAI/c4ai-command-r-plus",
+        "google/gemma-3-4b-it",
+        "mistralai/Mistral-7B-v0.1",
+        "sentence-transformers/all-MiniLM-L6-v2",
+    ] {
+        assert!(!route_applies(model, FastRoute::LineMemo), "{model}");
+    }
+}
+
+/// Each pair on a thread of its own (the memo is per thread, its rate
+/// starts low): the text five times, the changed text three times, then
+/// alternating; every encode against the load without the memo.
+#[test]
+fn repeated_and_changed_text_matches_the_load_without_it() {
+    let (text, changed) = line_repeats(12 << 10);
+    let pairs = route_pairs(&ADMITTED, FastRoute::LineMemo);
+    std::thread::scope(|scope| {
+        for (model, what, on, off) in &pairs {
+            let (text, changed) = (&text, &changed);
+            scope.spawn(move || {
+                for (round, t) in memo_rounds(text, changed).enumerate() {
+                    let a = on.encode_sequential(t, false).unwrap();
+                    let b = off.encode_sequential(t, false).unwrap();
+                    assert!(
+                        a.ids() == b.ids(),
+                        "{model} {what} round {round}: first difference at {}",
+                        first_difference(a.ids(), b.ids())
+                    );
+                }
+            });
+        }
+    });
+}
