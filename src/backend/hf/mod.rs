@@ -532,7 +532,9 @@ impl HfBackend {
             file_padding,
             split,
             scratch: chunk::ScratchSlots::new(),
-            lines: (routes.lines && hf_cuts_after_lines(&value))
+            // A file that keeps its padding has no LoPT edges (its spec is
+            // sequential), and the memo's cuts must be edges.
+            lines: (routes.lines && !file_padding && hf_cuts_after_lines(&value))
                 .then(thread_local::ThreadLocal::new),
             pieces,
             bert,
