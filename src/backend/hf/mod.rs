@@ -715,7 +715,9 @@ impl HfBackend {
             )?;
             return Ok(ids);
         }
-        let mut ids = Vec::with_capacity(capacity);
+        // One allocation, as before the memo: `piece_ids` hands the
+        // pipeline's buffer over as the ids.
+        let mut ids = Vec::new();
         self.piece_ids(text, capacity, options, &mut Vec::new(), &mut ids)?;
         Ok(ids)
     }
@@ -752,7 +754,13 @@ impl HfBackend {
         self.pipe()?
             .encode_into(text, options, tokens)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
-        self.extend_fixed(ids, PipelineToken::cast_slice(tokens));
+        if ids.capacity() == 0 && self.vocab.fold_fixups.is_empty() {
+            // Nothing allocated yet: same size and alignment, so this
+            // collect takes the pipeline's buffer over.
+            *ids = std::mem::take(tokens).into_iter().map(u32::from).collect();
+        } else {
+            self.extend_fixed(ids, PipelineToken::cast_slice(tokens));
+        }
         Ok(())
     }
 
