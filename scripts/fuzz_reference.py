@@ -7,7 +7,7 @@ the shared SentencePiece `.model` files against `sentencepiece`.
     pip install tokenizers==0.23.3 tiktoken==0.14.0 sentencepiece==0.2.3
     cargo build --release --example encode_jsonl
     python3 scripts/fuzz_reference.py [--shared ../shared] [--seed 1] [--count 2000] \\
-        [--only NAME,...] [--cjk]
+        [--only NAME,...] [--cjk | --lines]
 
 Texts join 1 to 80 pieces drawn from an alphabet of the classes the
 tokenizers tell apart (whitespace of every kind, contractions, letters of
@@ -18,6 +18,12 @@ the crate twice, in a fresh process (the first encodes run on what serves
 while the load's background builds go on) and after `warm_up`, and the ids
 must equal the reference's. Prints the first mismatches of each tokenizer
 and exits 1 if there was any. DESIGN.md claim 347 has what it found.
+
+`--lines`: long slices of the shared corpus, each followed by copies of
+itself, some edited where claim 357's line cuts bite (`/`, spaces or U+3000
+then a newline after a newline, trailing spaces, CR LF, `<|` and marks),
+so one process sees the same lines again and again and its line memo
+answers them.
 """
 
 import argparse
@@ -105,6 +111,35 @@ def cjk_texts(seed, count, shared):
     return out
 
 
+LINE_EDITS = ["\n", " ", "/", "a", "\u4e2d", "\n\n", " \n", "  \n", "\n/", "\n ", "\u3000",
+              "\n\u3000", "\t", "'s", "123", "<|", "\u00e9", "\r\n", "X", "\n\r", "\u2028",
+              "\u00a0\n", "e\u0301"]
+
+
+def line_texts(seed, count, shared):
+    """Corpus slices of 5 to 30 KB, each followed by three copies, three
+    edited copies and a copy without its first chars (claim 357's memo)."""
+    rng = random.Random(seed)
+    base = []
+    for cat in sorted(p for p in (shared / "corpus").iterdir() if p.is_dir()):
+        raw = b"".join(p.read_bytes() for p in sorted(cat.iterdir()) if p.is_file())
+        base.append(raw[:400_000].decode("utf-8", errors="ignore"))
+    out = []
+    while len(out) < count:
+        t = rng.choice(base)
+        a = rng.randrange(0, max(1, len(t) - 30_000))
+        s = t[a:a + rng.randrange(5_000, 30_000)]
+        out.append(s)
+        for _ in range(3):
+            out.append(s)
+            chars = list(s)
+            for _ in range(rng.randrange(1, 40)):
+                chars[rng.randrange(len(chars))] = rng.choice(LINE_EDITS)
+            out.append("".join(chars))
+            out.append(s[rng.randrange(0, 100):])
+    return out[:count]
+
+
 def snapshot(shared, model):
     d = shared / "hf-cache/hub" / ("models--" + model.replace("/", "--"))
     return d / "snapshots" / (d / "refs/main").read_text().strip() / "tokenizer.json"
@@ -143,6 +178,8 @@ def main():
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--only", help="comma-separated names (hub ids, encodings, .model files)")
     ap.add_argument("--cjk", action="store_true", help="texts of long CJK runs instead")
+    ap.add_argument("--lines", action="store_true",
+                    help="corpus slices seen again and edited (the line memo) instead")
     args = ap.parse_args()
     shared = pathlib.Path(args.shared)
     binary = ROOT / "target/release/examples/encode_jsonl"
@@ -152,7 +189,12 @@ def main():
     if args.only:
         wanted = set(args.only.split(","))
         cases = [c for c in cases if c[1] in wanted]
-    sample = cjk_texts(args.seed, args.count, shared) if args.cjk else texts(args.seed, args.count)
+    if args.lines:
+        sample = line_texts(args.seed, args.count, shared)
+    elif args.cjk:
+        sample = cjk_texts(args.seed, args.count, shared)
+    else:
+        sample = texts(args.seed, args.count)
     env = dict(os.environ, RTOK_SHARED_DIR=str(shared))
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
