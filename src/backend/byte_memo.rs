@@ -46,11 +46,10 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
     h.finish()
 }
 
-/// Which keys were seen before, for the memos that only remember what
-/// recurs (claims 352 and 357): one bit per hash in 2^20 (128 KiB), the
+/// Which keys were seen before: one bit per hash in 2^20 (128 KiB), the
 /// whole filter emptied once a sixteenth of its bits are set, so a key not
 /// seen passes for seen at most one time in sixteen.
-pub(crate) struct SeenFilter {
+struct SeenFilter {
     bits: Box<[u64]>,
     set: usize,
 }
@@ -70,7 +69,7 @@ impl Default for SeenFilter {
 impl SeenFilter {
     /// Whether a key of hash `h` was seen before; marks it seen.
     #[inline]
-    pub(crate) fn seen(&mut self, h: u64) -> bool {
+    fn seen(&mut self, h: u64) -> bool {
         let at = ((h >> 12) as usize) & (SEEN_BITS - 1);
         let (word, bit) = (at / 64, 1u64 << (at % 64));
         let Some(w) = self.bits.get_mut(word) else {
@@ -87,12 +86,6 @@ impl SeenFilter {
         }
         false
     }
-
-    /// Bits set (tests watch the filter start again).
-    #[cfg(test)]
-    pub(crate) fn set_bits(&self) -> usize {
-        self.set
-    }
 }
 
 /// How many of the recent keys were seen before: a moving average over
@@ -100,7 +93,7 @@ impl SeenFilter {
 /// fifteen in sixteen (text encoded again), since a lookup that misses costs
 /// more than the memo saves on text mostly new.
 #[derive(Default)]
-pub(crate) struct SeenRate(u32);
+struct SeenRate(u32);
 
 impl SeenRate {
     const ONE: u32 = 1 << 16;
@@ -108,9 +101,70 @@ impl SeenRate {
 
     /// Counts one key, `seen` or not; whether a seen key is worth a lookup.
     #[inline]
-    pub(crate) fn look_up(&mut self, seen: bool) -> bool {
+    fn look_up(&mut self, seen: bool) -> bool {
         self.0 = self.0 - self.0 / 32 + u32::from(seen) * (Self::ONE / 32);
         seen && self.0 >= Self::LOOKUP
+    }
+}
+
+/// Keys → ids that only remembers what recurs, the table of the byte-level
+/// BPEs' clause and line memos (claims 352 and 357): a key is worth a
+/// lookup only when seen before while most recent keys were too, so text
+/// seen once pays a filter bit per key, not a table entry. At most 2^15
+/// slots (16,384 keys: a bounded size on any input, since a router's
+/// thread keeps it for the process's life) and 4 MiB of keys and ids; a
+/// key over 64 KiB is not remembered.
+pub(crate) struct RecurringMemo {
+    table: ByteMemo<u32>,
+    seen: SeenFilter,
+    rate: SeenRate,
+}
+
+impl Default for RecurringMemo {
+    fn default() -> Self {
+        Self {
+            table: ByteMemo::new(MemoCaps {
+                max_key: u16::MAX as usize,
+                max_bytes: 4 << 20,
+                min_slots: 1 << 8,
+                max_slots: 1 << 15,
+            }),
+            seen: SeenFilter::default(),
+            rate: SeenRate::default(),
+        }
+    }
+}
+
+impl RecurringMemo {
+    /// Whether a key of hash `h` ([`hash`]) is worth a lookup; marks it
+    /// seen.
+    #[inline]
+    pub(crate) fn look_up(&mut self, h: u64) -> bool {
+        let seen = self.seen.seen(h);
+        self.rate.look_up(seen)
+    }
+
+    /// The ids kept for `key` (of hash `h`).
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8], h: u64) -> Option<&[u32]> {
+        self.table.get_hashed(key, h)
+    }
+
+    /// Keeps `key` (of hash `h`, absent) → `ids`.
+    pub(crate) fn insert(&mut self, key: &[u8], h: u64, ids: &[u32]) {
+        self.table.insert_hashed(key, h, ids);
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Bits the seen filter has set (tests watch it start again).
+    #[cfg(test)]
+    pub(crate) fn seen_bits(&self) -> usize {
+        self.seen.set
     }
 }
 

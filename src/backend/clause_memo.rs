@@ -13,59 +13,20 @@
 
 use tokenizers::pipeline::{PipelineToken, Span};
 
-use crate::backend::byte_memo::{self, ByteMemo, MemoCaps, SeenFilter, SeenRate};
+use crate::backend::byte_memo::{self, RecurringMemo};
 use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
 
-/// The table's caps: at most 2^15 slots, so 16,384 clauses (a bounded size
-/// on any input: a router's thread keeps it for the process's life), and
-/// 4 MiB of clause text and ids; a clause over 64 KiB is not remembered.
-const CAPS: MemoCaps = MemoCaps {
-    max_key: u16::MAX as usize,
-    max_bytes: 4 << 20,
-    min_slots: 1 << 8,
-    max_slots: 1 << 15,
-};
 /// Pre-tokens in a row without a CJK lead byte after which
 /// [`encode_spans`] searches for the next one at once.
 const PLAIN_RUN: u32 = 4;
-
-/// Clause bytes → ids in a [`ByteMemo`], behind a filter of clauses seen:
-/// only a clause seen before is looked up and remembered, so text seen once
-/// pays a bit, not a table entry (and its clauses stay in one model call);
-/// and only while most recent clauses were seen too (a lookup and a model
-/// call per clause cost more than the cut saves on text mostly new, claim
-/// 352).
-pub(crate) struct ClauseMemo {
-    table: ByteMemo<u32>,
-    seen: SeenFilter,
-    rate: SeenRate,
-}
-
-impl Default for ClauseMemo {
-    fn default() -> Self {
-        Self {
-            table: ByteMemo::new(CAPS),
-            seen: SeenFilter::default(),
-            rate: SeenRate::default(),
-        }
-    }
-}
-
-impl ClauseMemo {
-    /// Whether a clause of hash `h` ([`byte_memo::hash`]) is worth a lookup.
-    #[inline]
-    fn look_up(&mut self, h: u64) -> bool {
-        let seen = self.seen.seen(h);
-        self.rate.look_up(seen)
-    }
-}
 
 /// The working memory of [`encode_spans`] on one thread, for one model:
 /// the spans of the next model call and the memo (made on first use).
 #[derive(Default)]
 pub(crate) struct CutScratch {
     pieces: Vec<Span>,
-    memo: Option<Box<ClauseMemo>>,
+    /// Clause bytes → ids (claim 352).
+    memo: Option<Box<RecurringMemo>>,
 }
 
 impl CutScratch {
@@ -146,7 +107,7 @@ pub(crate) fn encode_spans<E>(
             model(pieces, out)?;
             pieces.clear();
         }
-        if let Some(ids) = memo.table.get_hashed(word, h) {
+        if let Some(ids) = memo.get(word, h) {
             out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
             continue;
         }
@@ -155,8 +116,7 @@ pub(crate) fn encode_spans<E>(
         model(pieces, out)?;
         pieces.clear();
         let ids = out.get(first..).unwrap_or_default();
-        memo.table
-            .insert_hashed(word, h, PipelineToken::cast_slice(ids));
+        memo.insert(word, h, PipelineToken::cast_slice(ids));
     }
     if !pieces.is_empty() {
         model(pieces, out)?;
@@ -170,7 +130,7 @@ mod tests {
 
     #[test]
     fn lookups_follow_the_seen_rate_and_the_filter_starts_again_when_full() {
-        let mut memo = ClauseMemo::default();
+        let mut memo = RecurringMemo::default();
         let abc = byte_memo::hash(b"abc");
         assert!(!memo.look_up(abc));
         // Seen, but the recent clauses were not: no lookup yet.
@@ -187,7 +147,7 @@ mod tests {
         }
         assert!(!memo.look_up(abc));
         let mut n = 64u32;
-        while memo.seen.set_bits() > 0 {
+        while memo.seen_bits() > 0 {
             memo.look_up(byte_memo::hash(&n.to_le_bytes()));
             n += 1;
         }
@@ -279,7 +239,7 @@ mod tests {
         // remembered, the memo answers them and the model gets the two runs
         // between them (`，` and `。ab `).
         assert_eq!(calls_per_encode[0], 1);
-        assert_eq!(scratch.memo.as_ref().map(|m| m.table.len()), Some(3));
+        assert_eq!(scratch.memo.as_ref().map(|m| m.len()), Some(3));
         assert_eq!(calls_per_encode.last(), Some(&2));
         // Without cuts, or without CJK, the spans go to the model as they are.
         let plain = [Span::new(0, 2), Span::new(2, 11)];

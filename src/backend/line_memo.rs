@@ -19,21 +19,15 @@
 //! the same ids. The backend decides whether its pre-tokenizer is one of
 //! those; this module only cuts and remembers.
 
-use crate::backend::byte_memo::{self, ByteMemo, MemoCaps, SeenFilter, SeenRate};
+use std::cell::RefCell;
 
-/// At most 2^15 slots (16,384 groups) and 4 MiB of group text and ids a
-/// thread; a group over 64 KiB is not remembered.
-const CAPS: MemoCaps = MemoCaps {
-    max_key: u16::MAX as usize,
-    max_bytes: 4 << 20,
-    min_slots: 1 << 8,
-    max_slots: 1 << 15,
-};
+use crate::backend::byte_memo::{self, RecurringMemo};
+
 /// Bytes a group must have to be looked up: below it, the probe and copy
 /// cost about what encoding it does.
 const MIN_GROUP: usize = 160;
 /// Texts shorter than this are encoded whole.
-pub(crate) const MIN_TEXT: usize = 4 << 10;
+const MIN_TEXT: usize = 4 << 10;
 /// Whether a group may end after the `\n` at `nl` (claim 357): what
 /// follows is a run of spaces, tabs and U+3000 (possibly empty), then an
 /// ASCII char that is neither whitespace nor `/`, or a CJK ideograph of
@@ -54,33 +48,37 @@ pub(crate) fn safe_cut(bytes: &[u8], nl: usize) -> bool {
     }
 }
 
-/// One thread's memo for one model: group bytes → ids in a [`ByteMemo`],
-/// behind a filter of groups seen (claim 352's rules: a group is looked up
-/// only when seen before while most recent groups were too).
-pub(crate) struct LineMemo {
-    table: ByteMemo<u32>,
-    seen: SeenFilter,
-    rate: SeenRate,
-}
+/// A backend's line memos, one per thread (made on first use), for the
+/// backends whose pre-tokenizer admits the cut.
+#[derive(Default)]
+pub(crate) struct LineMemos(thread_local::ThreadLocal<RefCell<LineMemo>>);
 
-impl Default for LineMemo {
-    fn default() -> Self {
-        Self {
-            table: ByteMemo::new(CAPS),
-            seen: SeenFilter::default(),
-            rate: SeenRate::default(),
+impl LineMemos {
+    /// `text`'s ids appended to `out`: through this thread's memo when
+    /// the text is long enough, else `encode(text, out)`. An encode on this
+    /// thread already holding the memo (none does today) goes without it
+    /// rather than panic.
+    pub(crate) fn encode<E>(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        edge: impl Fn(usize) -> bool,
+        mut encode: impl FnMut(&str, &mut Vec<u32>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if text.len() >= MIN_TEXT
+            && let Ok(mut memo) = self.0.get_or_default().try_borrow_mut()
+        {
+            return memo.encode(text, out, edge, encode);
         }
+        encode(text, out)
     }
 }
+
+/// One thread's memo for one model: group bytes → ids.
+#[derive(Default)]
+pub(crate) struct LineMemo(RecurringMemo);
 
 impl LineMemo {
-    /// Whether a group of hash `h` is worth a lookup; marks it seen.
-    #[inline]
-    fn look_up(&mut self, h: u64) -> bool {
-        let seen = self.seen.seen(h);
-        self.rate.look_up(seen)
-    }
-
     /// `text`'s ids appended to `out`. `encode` appends the ids of a piece
     /// of `text` (the whole text when no group is looked up); `edge(p)` says
     /// whether the text may be cut at `p` (no added token across it). Where
@@ -114,21 +112,21 @@ impl LineMemo {
             at = end + MIN_GROUP - 1;
             let group = bytes.get(from..end).unwrap_or_default();
             let h = byte_memo::hash(group);
-            if !self.look_up(h) || !(from == done || edge(from)) || !edge(end) {
+            if !self.0.look_up(h) || !(from == done || edge(from)) || !edge(end) {
                 continue;
             }
             if done < from {
                 encode(slice(text, done, from), out)?;
             }
             done = end;
-            if let Some(ids) = self.table.get_hashed(group, h) {
+            if let Some(ids) = self.0.get(group, h) {
                 out.extend_from_slice(ids);
                 continue;
             }
             let first = out.len();
             encode(slice(text, from, end), out)?;
             let ids = out.get(first..).unwrap_or_default();
-            self.table.insert_hashed(group, h, ids);
+            self.0.insert(group, h, ids);
         }
         if done < text.len() {
             encode(slice(text, done, text.len()), out)?;

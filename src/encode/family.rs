@@ -201,10 +201,8 @@ pub(crate) fn hf_cuts_after_lines(json: &Value) -> bool {
         && splits.iter().all(|step| {
             let behavior = step.get("behavior").and_then(Value::as_str);
             let invert = step.get("invert").and_then(Value::as_bool).unwrap_or(false);
-            let isolating = (behavior == Some("Isolated") && !invert)
-                || (behavior == Some("Removed") && invert);
             step.get("type").and_then(Value::as_str) == Some("Split")
-                && isolating
+                && behavior.is_some_and(|b| isolates(b, invert))
                 && step
                     .get("pattern")
                     .and_then(|p| p.get("Regex"))
@@ -300,6 +298,14 @@ fn normalizer_facts(value: Option<&Value>) -> NormFacts {
     facts
 }
 
+/// Whether a regex `Split` with this behaviour keeps every match as its
+/// own pre-token. `Removed` + `invert` keeps the matches and drops the
+/// gaps, which for the known patterns (total: every char matches
+/// something) is `Isolated`.
+fn isolates(behavior: &str, invert: bool) -> bool {
+    (behavior == "Isolated" && !invert) || (behavior == "Removed" && invert)
+}
+
 fn split_kind(v: &Value, norm: &NormFacts) -> PreKind {
     let behavior = v
         .get("behavior")
@@ -308,10 +314,7 @@ fn split_kind(v: &Value, norm: &NormFacts) -> PreKind {
     let invert = v.get("invert").and_then(Value::as_bool).unwrap_or(false);
     let pattern = v.get("pattern");
     if let Some(regex) = pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str) {
-        // `Removed` + `invert` keeps the matches and drops the gaps, which for
-        // these total patterns (every char matches something) is `Isolated`.
-        let isolating = (behavior == "Isolated" && !invert) || (behavior == "Removed" && invert);
-        return if is_known_pattern(regex) && isolating {
+        return if is_known_pattern(regex) && isolates(behavior, invert) {
             PreKind::Regex
         } else {
             PreKind::Unknown("pre-tokenizer regex without a lossless cut argument")

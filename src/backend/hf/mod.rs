@@ -25,8 +25,9 @@ mod vocab;
 use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
+use crate::backend::char_cuts;
+use crate::backend::line_memo::LineMemos;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
-use crate::backend::{char_cuts, line_memo};
 use crate::config::TokenizerConfig;
 use crate::encode::family::{classify_hf, hf_cuts_after_lines};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
@@ -66,7 +67,7 @@ pub(crate) struct HfBackend {
     scratch: chunk::ScratchSlots,
     /// Line groups seen again, per thread, where the pre-tokenizer lets a
     /// text be cut after its lines (claim 357); `None` where it does not.
-    lines: Option<thread_local::ThreadLocal<std::cell::RefCell<line_memo::LineMemo>>>,
+    lines: Option<LineMemos>,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
     /// The chain is one `BertNormalizer`: normalized here, the common
@@ -535,7 +536,7 @@ impl HfBackend {
             // A file that keeps its padding has no LoPT edges (its spec is
             // sequential), and the memo's cuts must be edges.
             lines: (routes.lines && !file_padding && hf_cuts_after_lines(&value))
-                .then(thread_local::ThreadLocal::new),
+                .then(LineMemos::default),
             pieces,
             bert,
             nfc_only,
@@ -679,8 +680,8 @@ impl HfBackend {
         self.vocab.kind
     }
 
-    fn sequence_ids(&self, text: &str, capacity: usize) -> Result<Vec<u32>> {
-        self.sequence_ids_with(text, capacity, &self.options)
+    fn sequence_ids(&self, text: &str) -> Result<Vec<u32>> {
+        self.sequence_ids_with(text, &self.options)
     }
 
     /// The ids of `text` without template tokens. A BERT normalizer's text
@@ -693,32 +694,18 @@ impl HfBackend {
     /// A long text whose pre-tokenizer admits it is encoded line group by
     /// line group through the per-thread memo of claim 357, which answers
     /// groups seen again; the ids are the same.
-    fn sequence_ids_with(
-        &self,
-        text: &str,
-        capacity: usize,
-        options: &EncodeOptions,
-    ) -> Result<Vec<u32>> {
-        // `try_borrow_mut`: an encode on this thread already holding the memo
-        // (none does today) would go without it rather than panic.
-        if let Some(lines) = self.lines.as_ref()
-            && text.len() >= line_memo::MIN_TEXT
-            && let Ok(mut memo) = lines.get_or_default().try_borrow_mut()
-        {
-            let mut ids = Vec::with_capacity(capacity);
-            let mut tokens = Vec::new();
-            memo.encode(
-                text,
-                &mut ids,
-                |p| self.split.edges.allows(text, p),
-                |piece, ids| self.piece_ids(piece, piece.len() / 4 + 4, options, &mut tokens, ids),
-            )?;
-            return Ok(ids);
-        }
-        // One allocation, as before the memo: `piece_ids` hands the
+    fn sequence_ids_with(&self, text: &str, options: &EncodeOptions) -> Result<Vec<u32>> {
+        // One allocation where the text goes whole: `piece_ids` hands the
         // pipeline's buffer over as the ids.
-        let mut ids = Vec::new();
-        self.piece_ids(text, capacity, options, &mut Vec::new(), &mut ids)?;
+        let (mut ids, mut tokens) = (Vec::new(), Vec::new());
+        let mut piece =
+            |piece: &str, ids: &mut Vec<u32>| self.piece_ids(piece, options, &mut tokens, ids);
+        match &self.lines {
+            Some(lines) => {
+                lines.encode(text, &mut ids, |p| self.split.edges.allows(text, p), piece)?;
+            }
+            None => piece(text, &mut ids)?,
+        }
         Ok(ids)
     }
 
@@ -727,7 +714,6 @@ impl HfBackend {
     fn piece_ids(
         &self,
         text: &str,
-        capacity: usize,
         options: &EncodeOptions,
         tokens: &mut Vec<PipelineToken>,
         ids: &mut Vec<u32>,
@@ -750,7 +736,7 @@ impl HfBackend {
             return Ok(());
         }
         tokens.clear();
-        tokens.reserve(capacity);
+        tokens.reserve(text.len() / 4 + 4);
         self.pipe()?
             .encode_into(text, options, tokens)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
@@ -873,7 +859,7 @@ impl Encoder for HfBackend {
                 route.encode(text, !self.specials_as_text, &mut ids);
                 ids
             }
-            Err(_) => self.sequence_ids(text, text.len() / 4 + 4)?,
+            Err(_) => self.sequence_ids(text)?,
         };
         if !add_special_tokens || (self.prefix.is_empty() && self.suffix.is_empty()) {
             return Ok(Encoding::from_ids(ids));
@@ -936,7 +922,7 @@ impl Encoder for HfBackend {
             truncation: Override::Off,
         };
         Some(
-            self.sequence_ids_with(text, text.len() / 4 + 4, &options)
+            self.sequence_ids_with(text, &options)
                 .map(Encoding::from_ids),
         )
     }

@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
-use crate::backend::line_memo::{self, LineMemo};
+use crate::backend::line_memo::LineMemos;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::{cuts_after_lines, is_known_pattern};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
@@ -106,7 +106,7 @@ pub(crate) struct TiktokenBackend {
     chunker: OnceLock<std::result::Result<Chunker, String>>,
     /// Line groups seen again, per thread, where the pattern lets a segment
     /// be cut after its lines (claim 357); `None` where it does not.
-    lines: Option<thread_local::ThreadLocal<std::cell::RefCell<LineMemo>>>,
+    lines: Option<LineMemos>,
 }
 
 /// What the regex path needs beyond the ranks.
@@ -384,7 +384,7 @@ impl TiktokenBackend {
             ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
             native,
-            lines: cuts_after_lines(pattern).then(thread_local::ThreadLocal::new),
+            lines: cuts_after_lines(pattern).then(LineMemos::default),
         })
     }
 
@@ -669,19 +669,16 @@ impl TiktokenBackend {
     /// long one line group by line group through the memo of claim 357
     /// where the pattern admits it (the ids are the same).
     fn encode_segment(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        if let Some(lines) = self.lines.as_ref()
-            && text.len() >= line_memo::MIN_TEXT
-            && let Ok(mut memo) = lines.get_or_default().try_borrow_mut()
-        {
+        match &self.lines {
             // A segment holds no special token, so any cut is an edge.
-            return memo.encode(
+            Some(lines) => lines.encode(
                 text,
                 out,
                 |_| true,
                 |piece, out| self.encode_piece(piece, out),
-            );
+            ),
+            None => self.encode_piece(text, out),
         }
-        self.encode_piece(text, out)
     }
 
     /// [`encode_segment`](Self::encode_segment) without the line memo.
