@@ -50,15 +50,7 @@ fn repeated_and_changed_text_matches_the_load_without_it() {
         for (model, what, on, off) in &pairs {
             let (text, changed) = (&text, &changed);
             scope.spawn(move || {
-                for (round, t) in memo_rounds(text, changed).enumerate() {
-                    let a = on.encode_sequential(t, false).unwrap();
-                    let b = off.encode_sequential(t, false).unwrap();
-                    assert!(
-                        a.ids() == b.ids(),
-                        "{model} {what} round {round}: first difference at {}",
-                        first_difference(a.ids(), b.ids())
-                    );
-                }
+                assert_memo_rounds(&format!("{model} {what}"), on, off, text, changed)
             });
         }
     });

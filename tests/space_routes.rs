@@ -1,6 +1,8 @@
 //! Gemma-3's space handling on the crate's routes: pieces that skip a
-//! pre-tokenizer that cannot split (DESIGN.md claim 338) and the lone
-//! `Replace(" " → "▁")` normalizer run by the crate (claim 339). Gemma-3
+//! pre-tokenizer that cannot split (DESIGN.md claim 338), the lone
+//! `Replace(" " → "▁")` normalizer run by the crate (claim 339), and those
+//! pieces cut where no vocabulary entry joins two chars, remembered whole
+//! when seen again (claim 358). Gemma-3
 //! replaces every `" "` by `"▁"` and then splits on `" "`, which it can no
 //! longer find. The file loaded with each route must encode as the same
 //! file with that route off: ids and offsets, special tokens parsed and as
@@ -16,13 +18,18 @@ use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
 use std::sync::OnceLock;
 
 const GEMMA: &str = "google/gemma-3-4b-it";
-const ROUTES: [FastRoute; 2] = [FastRoute::WholePieces, FastRoute::LoneReplace];
+const ROUTES: [FastRoute; 3] = [
+    FastRoute::WholePieces,
+    FastRoute::LoneReplace,
+    FastRoute::JoinCuts,
+];
 const POLICIES: [SpecialTokenPolicy; 2] =
     [SpecialTokenPolicy::Parse, SpecialTokenPolicy::PlainText];
 
 /// (route on, route off) for Gemma-3 under `policy`.
 fn pair(route: usize, policy: usize) -> &'static (Tokenizer, Tokenizer) {
-    static PAIRS: [[OnceLock<(Tokenizer, Tokenizer)>; 2]; 2] = [
+    static PAIRS: [[OnceLock<(Tokenizer, Tokenizer)>; 2]; 3] = [
+        [OnceLock::new(), OnceLock::new()],
         [OnceLock::new(), OnceLock::new()],
         [OnceLock::new(), OnceLock::new()],
     ];
@@ -53,6 +60,8 @@ fn only_gemma_takes_them() {
         ("Qwen/Qwen3-8B", false),
         ("CohereForAI/c4ai-command-r-plus", false),
         ("sentence-transformers/all-MiniLM-L6-v2", false),
+        ("deepseek-ai/DeepSeek-V3", false),
+        ("openai/gpt-oss-20b", false),
     ] {
         for route in ROUTES {
             assert_eq!(route_applies(model, route), takes, "{model} {route:?}");
@@ -82,6 +91,12 @@ fn space_heavy_texts() {
         texts.push(format!("<start_of_turn>{run}user{run}<end_of_turn>"));
     }
     texts.push("nospacesatall中文".to_owned());
+    // Punctuation, CJK and scripts whose pairs some entry joins, byte
+    // fallback chars and chars past the BMP beside spaces.
+    texts.push("a.b,c;d:e!f?g(h)i[j]k{l}m\"n'o-p_q=r+s*t/u\\v|w<x>y~z`".to_owned());
+    texts.push("中文字幕的研究，日本語のテキスト。한국어 텍스트 ไทย ภาษา".to_owned());
+    texts.push("\u{e000}\u{10ffff} 😀 a😀b \u{1F600}\u{2581}x \u{fffd} \u{0}".to_owned());
+    texts.push("<0x41> <0x41>\u{2581}>\u{2581}> a>\u{2581}b".to_owned());
     texts.push(" \t \n \r\n \u{a0} \u{3000} ".to_owned());
     for (what, on, off) in pairs() {
         for t in &texts {
@@ -90,7 +105,7 @@ fn space_heavy_texts() {
     }
 }
 
-const ALPHABET: [&str; 12] = [
+const ALPHABET: [&str; 20] = [
     " ",
     "  ",
     "\u{2581}",
@@ -103,7 +118,29 @@ const ALPHABET: [&str; 12] = [
     "🦀",
     "<start_of_turn>",
     "<mask>",
+    ".",
+    ">",
+    "ing",
+    "文字",
+    "\u{e000}",
+    "é",
+    "the",
+    "<0x0A>",
 ];
+
+/// Each route's pair on a thread of its own (claim 358's memo is per thread
+/// and its rate starts low): corpus lines five times, then a changed copy,
+/// then alternating; every encode against the load without the route.
+#[test]
+fn repeated_and_changed_text_matches() {
+    let (text, changed) = line_repeats(8 << 10);
+    std::thread::scope(|scope| {
+        for (what, on, off) in pairs() {
+            let (text, changed) = (&text, &changed);
+            scope.spawn(move || assert_memo_rounds(&what, on, off, text, changed));
+        }
+    });
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(proptest_cases(64)))]

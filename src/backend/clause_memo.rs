@@ -1,5 +1,6 @@
-//! The ids of whole CJK pre-tokens, remembered per thread after they were
-//! encoded cut (DESIGN.md claim 352).
+//! The ids of whole pre-tokens, remembered per thread after they were
+//! encoded cut: CJK clauses of a byte-level BPE (DESIGN.md claim 352) and
+//! the whole pieces of a character BPE (claim 358).
 //!
 //! [`CharCuts`] lets a clause of Chinese text be merged as pieces of one or
 //! two chars, which is what makes text seen once fast (claim 351). Text seen
@@ -7,6 +8,7 @@
 //! model's word cache used to answer the whole clause in one. The model's
 //! cache cannot be handed the whole clause's ids, so this table keeps them:
 //! a clause seen before is one probe here, no cut and no piece probes.
+//! [`JoinCuts`] does the same for a character BPE's lines (Gemma-3).
 //!
 //! The ids are the model's, so the table belongs to one model: it lives in
 //! the per-thread scratch of the engine that owns the cuts.
@@ -15,6 +17,7 @@ use tokenizers::pipeline::{PipelineToken, Span};
 
 use crate::backend::byte_memo::{self, RecurringMemo};
 use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
+use crate::backend::join_cuts::JoinCuts;
 
 /// Pre-tokens in a row without a CJK lead byte after which
 /// [`encode_spans`] searches for the next one at once.
@@ -37,23 +40,48 @@ impl CutScratch {
 }
 
 /// The model's ids for `spans` of `text`, appended to `out`, where `model`
-/// encodes a list of spans. Without `cuts`, or without a CJK lead byte in
-/// `text`, that is one `model` call. Otherwise a CJK pre-token seen for the
-/// first time is cut by `cuts` and encoded with the spans around it; seen
-/// again (while most clauses are), it is encoded alone and remembered;
-/// after that, the memo answers it. The ids are the same as `model` on
-/// `spans` (claim 351 for the cut, claim 352 for the memo).
+/// encodes a list of spans. Without `cuts`, or with CJK cuts and no CJK
+/// lead byte in `text`, that is one `model` call. Otherwise a pre-token the
+/// cuts apply to, seen for the first time, is cut and encoded with the
+/// spans around it; seen again (while most are), it is encoded alone and
+/// remembered; after that, the memo answers it. The ids are the same as
+/// `model` on `spans` (claims 351 and 358 for the cuts, 352 for the memo).
 pub(crate) fn encode_spans<E>(
-    cuts: Option<&CharCuts>,
+    cuts: Option<WordCuts<'_>>,
+    scratch: &mut CutScratch,
+    text: &str,
+    spans: &[Span],
+    out: &mut Vec<PipelineToken>,
+    model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+) -> Result<(), E> {
+    match cuts {
+        None => {
+            let mut model = model;
+            model(spans, out)
+        }
+        Some(WordCuts::Cjk(cuts)) => encode_cjk(cuts, scratch, text, spans, out, model),
+        Some(WordCuts::Joins(cuts)) => encode_joined(cuts, scratch, text, spans, out, model),
+    }
+}
+
+/// What cuts a model's words (one kind per model).
+#[derive(Clone, Copy)]
+pub(crate) enum WordCuts<'a> {
+    /// A byte-level BPE's CJK clauses (claim 351).
+    Cjk(&'a CharCuts),
+    /// A character BPE's whole pieces (claim 358).
+    Joins(&'a JoinCuts),
+}
+
+/// [`encode_spans`] with CJK cuts.
+fn encode_cjk<E>(
+    cuts: &CharCuts,
     scratch: &mut CutScratch,
     text: &str,
     spans: &[Span],
     out: &mut Vec<PipelineToken>,
     mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let Some(cuts) = cuts else {
-        return model(spans, out);
-    };
     let bytes = text.as_bytes();
     // No CJK lead byte lies before `clear_to` (after the last span looked
     // at): the spans that end there go to the model as they are.
@@ -98,29 +126,88 @@ pub(crate) fn encode_spans<E>(
             pieces.push(*span);
             continue;
         }
-        let h = byte_memo::hash(word);
-        if !memo.look_up(h) {
+        remember(memo, pieces, word, out, &mut model, |pieces| {
+            cuts.cut_span(bytes, *span, pieces)
+        })?;
+    }
+    flush(pieces, out, &mut model)
+}
+
+/// [`encode_spans`] with a character BPE's cuts: each span cut where no
+/// entry joins (claim 358); a span seen again (while most are) is encoded
+/// alone and remembered, and after that the memo answers it, as for CJK
+/// clauses.
+fn encode_joined<E>(
+    cuts: &JoinCuts,
+    scratch: &mut CutScratch,
+    text: &str,
+    spans: &[Span],
+    out: &mut Vec<PipelineToken>,
+    mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+) -> Result<(), E> {
+    let bytes = text.as_bytes();
+    let CutScratch { pieces, memo } = scratch;
+    let memo = memo.get_or_insert_with(Box::default);
+    pieces.clear();
+    for span in spans {
+        let word = bytes.get(span.range()).unwrap_or_default();
+        if word.len() < MIN_JOINED_WORD {
             cuts.cut_span(bytes, *span, pieces);
             continue;
         }
-        if !pieces.is_empty() {
-            model(pieces, out)?;
-            pieces.clear();
-        }
-        if let Some(ids) = memo.get(word, h) {
-            out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
-            continue;
-        }
-        let first = out.len();
-        cuts.cut_span(bytes, *span, pieces);
-        model(pieces, out)?;
-        pieces.clear();
-        let ids = out.get(first..).unwrap_or_default();
-        memo.insert(word, h, PipelineToken::cast_slice(ids));
+        remember(memo, pieces, word, out, &mut model, |pieces| {
+            cuts.cut_span(bytes, *span, pieces)
+        })?;
+    }
+    flush(pieces, out, &mut model)
+}
+
+/// Words shorter than this are cut and encoded, never remembered: a word
+/// cache probe per piece costs about what the memo's would.
+const MIN_JOINED_WORD: usize = 32;
+
+/// What is queued in `pieces`, encoded.
+fn flush<E>(
+    pieces: &[Span],
+    out: &mut Vec<PipelineToken>,
+    model: &mut impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+) -> Result<(), E> {
+    if pieces.is_empty() {
+        return Ok(());
+    }
+    model(pieces, out)
+}
+
+/// One word that may be remembered: its pieces (`cut` appends them) queued
+/// in `pieces` when it is not worth a lookup; else what is queued is
+/// encoded, then the word is answered by `memo` or encoded cut and kept.
+fn remember<E>(
+    memo: &mut RecurringMemo,
+    pieces: &mut Vec<Span>,
+    word: &[u8],
+    out: &mut Vec<PipelineToken>,
+    model: &mut impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    cut: impl FnOnce(&mut Vec<Span>),
+) -> Result<(), E> {
+    let h = byte_memo::hash(word);
+    if !memo.look_up(h) {
+        cut(pieces);
+        return Ok(());
     }
     if !pieces.is_empty() {
         model(pieces, out)?;
+        pieces.clear();
     }
+    if let Some(ids) = memo.get(word, h) {
+        out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
+        return Ok(());
+    }
+    let first = out.len();
+    cut(pieces);
+    model(pieces, out)?;
+    pieces.clear();
+    let ids = out.get(first..).unwrap_or_default();
+    memo.insert(word, h, PipelineToken::cast_slice(ids));
     Ok(())
 }
 
@@ -166,17 +253,24 @@ mod tests {
         spans: &[Span],
     ) -> (Vec<u32>, Vec<Vec<Span>>) {
         let (mut out, mut calls) = (Vec::new(), Vec::new());
-        encode_spans(cuts, scratch, text, spans, &mut out, |sp, o| {
-            calls.push(sp.to_vec());
-            for s in sp {
-                o.extend(
-                    text[s.range()]
-                        .chars()
-                        .map(|c| PipelineToken::from(u32::from(c))),
-                );
-            }
-            Ok::<(), ()>(())
-        })
+        encode_spans(
+            cuts.map(WordCuts::Cjk),
+            scratch,
+            text,
+            spans,
+            &mut out,
+            |sp, o| {
+                calls.push(sp.to_vec());
+                for s in sp {
+                    o.extend(
+                        text[s.range()]
+                            .chars()
+                            .map(|c| PipelineToken::from(u32::from(c))),
+                    );
+                }
+                Ok::<(), ()>(())
+            },
+        )
         .expect("stand-in model");
         (PipelineToken::cast_slice(&out).to_vec(), calls)
     }

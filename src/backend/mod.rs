@@ -12,6 +12,7 @@ pub(crate) mod clause_memo;
 pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;
+pub(crate) mod join_cuts;
 pub(crate) mod line_memo;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;

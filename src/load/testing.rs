@@ -58,6 +58,8 @@ pub enum FastRoute {
     CharCuts,
     /// Line groups seen again answered from a per-thread memo (claim 357).
     LineMemo,
+    /// A character BPE's whole pieces cut where no entry joins (claim 358).
+    JoinCuts,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -81,6 +83,7 @@ pub fn hf_json_route(
         }
         FastRoute::CharCuts => routes.cuts = on,
         FastRoute::LineMemo => routes.lines = on,
+        FastRoute::JoinCuts => routes.joins = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
@@ -91,6 +94,7 @@ pub fn hf_json_route(
         FastRoute::Interim => backend.interim_active(),
         FastRoute::CharCuts => backend.char_cuts(),
         FastRoute::LineMemo => backend.line_memo(),
+        FastRoute::JoinCuts => backend.join_cuts(),
     };
     Ok((tokenizer, applies))
 }

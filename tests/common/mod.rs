@@ -238,6 +238,21 @@ pub fn memo_rounds<'a>(text: &'a str, changed: &'a str) -> impl Iterator<Item = 
         .chain([text, changed, text])
 }
 
+/// [`memo_rounds`] of `text` and `changed` on `on` and `off`, whose ids must
+/// agree on every round (`what` names the pair in a failure). Run it on a
+/// thread of its own: the memos are per thread.
+pub fn assert_memo_rounds(what: &str, on: &Tokenizer, off: &Tokenizer, text: &str, changed: &str) {
+    for (round, t) in memo_rounds(text, changed).enumerate() {
+        let a = on.encode_sequential(t, false).unwrap();
+        let b = off.encode_sequential(t, false).unwrap();
+        assert!(
+            a.ids() == b.ids(),
+            "{what} round {round}: first difference at {}",
+            first_difference(a.ids(), b.ids())
+        );
+    }
+}
+
 /// Lines seen again and changed (claim 357's tests): the first `per_file`
 /// bytes of every corpus file joined, and a copy with one line in seven
 /// changed where the line cut rules bite: `/` or a space-then-newline run

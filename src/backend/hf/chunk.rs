@@ -29,7 +29,7 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 
 use super::HfBackend;
 use super::align::align;
-use crate::backend::clause_memo::{self, CutScratch};
+use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -717,13 +717,20 @@ impl HfBackend {
                     self.place_all(&piece, &to_full, scratch, out)?;
                 } else {
                     let model = &mut scratch.model;
+                    let encode = |spans: &[Span], out: &mut Vec<PipelineToken>| {
+                        self.tokenize_spans(text, spans, model, out)
+                    };
+                    let cuts = match &self.joins {
+                        Some(joins) => Some(WordCuts::Joins(joins)),
+                        None => self.vocab.cuts.as_ref().map(WordCuts::Cjk),
+                    };
                     clause_memo::encode_spans(
-                        self.vocab.cuts.as_ref(),
+                        cuts,
                         &mut scratch.cuts,
                         text,
                         &scratch.spans,
                         &mut out.tokens,
-                        |spans, out| self.tokenize_spans(text, spans, model, out),
+                        encode,
                     )?;
                     self.fix_folds_from(&mut out.tokens, first);
                 }

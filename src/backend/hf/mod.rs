@@ -26,6 +26,7 @@ use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
 use crate::backend::char_cuts;
+use crate::backend::join_cuts::JoinCuts;
 use crate::backend::line_memo::LineMemos;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::config::TokenizerConfig;
@@ -85,6 +86,8 @@ pub(crate) struct HfBackend {
     /// The pre-tokenizer can only split on a char the normalizer replaced
     /// everywhere: each piece is one pre-token (claim 338).
     whole_pieces: bool,
+    /// Where such a piece may be cut for a character BPE (claim 358).
+    joins: Option<JoinCuts>,
     /// The lone one-char `Replace` normalizer, run by the crate on the
     /// chunk walk (claim 339).
     lone_replace: Option<replace::LoneReplace>,
@@ -145,6 +148,8 @@ pub(crate) struct Routes {
     pub cuts: bool,
     /// Line groups seen again answered from a per-thread memo (claim 357).
     pub lines: bool,
+    /// A character BPE's whole pieces cut where no entry joins (claim 358).
+    pub joins: bool,
 }
 
 impl Default for Routes {
@@ -160,6 +165,7 @@ impl Default for Routes {
             hold_model: false,
             cuts: true,
             lines: true,
+            joins: true,
         }
     }
 }
@@ -200,6 +206,25 @@ fn split_finds_nothing(value: &serde_json::Value) -> bool {
                 .and_then(|c| c.as_str())
                 .is_some_and(|c| !c.contains(split_on.as_str()))
     })
+}
+
+/// Whether the model is a character BPE in which a word's ids are its
+/// merges' alone (no byte level, `ignore_merges`, dropout, or word prefix
+/// or suffix), so [`JoinCuts`] may cut its words (claim 358).
+fn char_bpe(value: &serde_json::Value) -> bool {
+    let Some(model) = value.get("model").and_then(|m| m.as_object()) else {
+        return false;
+    };
+    model.get("type").and_then(|t| t.as_str()) == Some("BPE")
+        && model.iter().all(|(key, v)| match key.as_str() {
+            "type" | "vocab" | "merges" | "unk_token" | "fuse_unk" | "byte_fallback" => true,
+            "dropout" => v.is_null(),
+            "continuing_subword_prefix" | "end_of_word_suffix" => {
+                v.is_null() || v.as_str() == Some("")
+            }
+            "ignore_merges" | "byte_level" => v.as_bool() == Some(false),
+            _ => false,
+        })
 }
 
 /// Runs a `tokenizers` call that may panic on a file validation missed.
@@ -504,6 +529,10 @@ impl HfBackend {
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
         let whole_pieces = routes.whole_pieces && split_finds_nothing(&value);
+        // Only whole pieces are cut: the one shape where a word is a line.
+        let joins = (routes.joins && whole_pieces && char_bpe(&value))
+            .then(|| JoinCuts::build(vocab.tokens.iter().flatten().map(|t| &**t)))
+            .flatten();
         let lone_replace = value
             .get("normalizer")
             .filter(|_| routes.lone_replace)
@@ -543,6 +572,7 @@ impl HfBackend {
             added,
             regex_split,
             whole_pieces,
+            joins,
             lone_replace,
             spm,
         })
@@ -610,6 +640,11 @@ impl HfBackend {
     /// Whether encodes go through the line memo (claim 357).
     pub(crate) fn line_memo(&self) -> bool {
         self.lines.is_some()
+    }
+
+    /// Whether whole pieces are cut where no entry joins (claim 358).
+    pub(crate) fn join_cuts(&self) -> bool {
+        self.joins.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
@@ -721,6 +756,7 @@ impl HfBackend {
         if self.nfc_only
             || self.added.is_some()
             || (self.vocab.cuts.is_some() && char_cuts::may_cut(text))
+            || self.joins.is_some()
             || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text))

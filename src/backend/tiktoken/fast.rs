@@ -30,7 +30,7 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
 use crate::backend::byte_level;
 use crate::backend::char_cuts::CharCuts;
-use crate::backend::clause_memo::{self, CutScratch};
+use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -345,7 +345,7 @@ impl FastBpe {
         scratch.tokens.clear();
         let model = &mut scratch.model;
         clause_memo::encode_spans(
-            self.cuts.as_ref(),
+            self.cuts.as_ref().map(WordCuts::Cjk),
             &mut scratch.cuts,
             text,
             &scratch.spans,
