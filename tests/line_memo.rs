@@ -55,3 +55,55 @@ fn repeated_and_changed_text_matches_the_load_without_it() {
         }
     });
 }
+
+/// SentencePiece BPE on the native engine (claim 359): three `.model` files
+/// and Mistral-7B's `tokenizer.json` on its route. The reference is each
+/// text encoded once on a thread of its own, where no memo has seen it (so
+/// none answers); then, on one thread per tokenizer, the text five times,
+/// the changed copy, and alternating must give those ids every round, and
+/// so must the text behind a new first line (its first group, which carries
+/// the dummy prefix where it starts the text, is now inside it).
+#[test]
+fn sentencepiece_lines_seen_again_match_a_fresh_encode() {
+    const SOURCES: [&str; 4] = [
+        "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+        "fixtures/sentencepiece/mistral_instruct_tokenizer_240323.model.v3",
+        "fixtures/sentencepiece/mistral_instruct_tokenizer_241114.model.v7",
+        "mistralai/Mistral-7B-v0.1",
+    ];
+    let (text, changed) = line_repeats(8 << 10);
+    std::thread::scope(|scope| {
+        for source in SOURCES {
+            let (text, changed) = (&text, &changed);
+            scope.spawn(move || {
+                let tok = tokenizer(source);
+                let fresh = |t: &str| {
+                    std::thread::scope(|s| {
+                        s.spawn(|| tok.encode_sequential(t, false).unwrap().ids().to_vec())
+                            .join()
+                            .unwrap()
+                    })
+                };
+                // One line longer than a group: the text's first group is the
+                // second one here.
+                let shifted = format!("{}\n{text}", "A new first line. ".repeat(12));
+                let (want_text, want_changed) = (fresh(text), fresh(changed));
+                let want_shifted = fresh(&shifted);
+                let rounds = memo_rounds(text, changed).chain([&shifted[..]; 3]);
+                for (round, t) in rounds.enumerate() {
+                    let want = match t {
+                        t if t == text => &want_text,
+                        t if t == changed => &want_changed,
+                        _ => &want_shifted,
+                    };
+                    let got = tok.encode_sequential(t, false).unwrap();
+                    assert!(
+                        got.ids() == &want[..],
+                        "{source} round {round}: first difference at {}",
+                        first_difference(got.ids(), want)
+                    );
+                }
+            });
+        }
+    });
+}

@@ -17,7 +17,8 @@
 //! or not (the argument is claim 357). So the ids of a group encoded alone
 //! are its ids inside the text, and a group seen again (the same bytes) has
 //! the same ids. The backend decides whether its pre-tokenizer is one of
-//! those; this module only cuts and remembers.
+//! those; this module only cuts and remembers. The SentencePiece engine
+//! uses it too, with its own edge rule (claim 359).
 
 use std::cell::RefCell;
 
@@ -27,7 +28,7 @@ use crate::backend::byte_memo::{self, RecurringMemo};
 /// cost about what encoding it does.
 const MIN_GROUP: usize = 160;
 /// Texts shorter than this are encoded whole.
-const MIN_TEXT: usize = 4 << 10;
+pub(crate) const MIN_TEXT: usize = 4 << 10;
 /// Whether a group may end after the `\n` at `nl` (claim 357): what
 /// follows is a run of spaces, tabs and U+3000 (possibly empty), then an
 /// ASCII char that is neither whitespace nor `/`, or a CJK ideograph of
@@ -81,7 +82,9 @@ pub(crate) struct LineMemo(RecurringMemo);
 impl LineMemo {
     /// `text`'s ids appended to `out`. `encode` appends the ids of a piece
     /// of `text` (the whole text when no group is looked up); `edge(p)` says
-    /// whether the text may be cut at `p` (no added token across it). Where
+    /// whether the text may be cut at `p` (no added token across it), and
+    /// `edge(0)` whether the group at the text's start may be answered
+    /// (not where the start encodes differently: a dummy prefix). Where
     /// the pattern admits it (claim 357) the ids are `encode(text)`'s.
     pub(crate) fn encode<E>(
         &mut self,
@@ -112,7 +115,7 @@ impl LineMemo {
             at = end + MIN_GROUP - 1;
             let group = bytes.get(from..end).unwrap_or_default();
             let h = byte_memo::hash(group);
-            if !self.0.look_up(h) || !(from == done || edge(from)) || !edge(end) {
+            if !self.0.look_up(h) || !((from == done && from > 0) || edge(from)) || !edge(end) {
                 continue;
             }
             if done < from {

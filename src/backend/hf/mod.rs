@@ -737,7 +737,9 @@ impl HfBackend {
             |piece: &str, ids: &mut Vec<u32>| self.piece_ids(piece, options, &mut tokens, ids);
         match &self.lines {
             Some(lines) => {
-                lines.encode(text, &mut ids, |p| self.split.edges.allows(text, p), piece)?;
+                // The start is no cut, and encodes as any group does.
+                let edge = |p| p == 0 || self.split.edges.allows(text, p);
+                lines.encode(text, &mut ids, edge, piece)?;
             }
             None => piece(text, &mut ids)?,
         }

@@ -14,6 +14,7 @@ use super::simple;
 use super::trie::Trie;
 use super::unigram::{Unigram, UnigramScratch};
 use super::utf8::{SPACE_MARK, push_bytes_lossy};
+use crate::backend::line_memo::{self, LineMemo};
 
 /// sentencepiece's id `-1` ("no such piece").
 pub(crate) const NO_ID: u32 = u32::MAX;
@@ -140,6 +141,38 @@ struct Scratch {
     bpe: BpeScratch,
     unigram: UnigramScratch,
     memo: InputMemo,
+    lines: ModelLines,
+}
+
+/// The line memos (claim 359) of the last few models a thread encoded
+/// with, by model uid.
+#[derive(Default)]
+struct ModelLines(Vec<(u64, LineMemo)>);
+
+impl std::fmt::Debug for ModelLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelLines")
+            .field("models", &self.0.len())
+            .finish()
+    }
+}
+
+impl ModelLines {
+    /// The memo of model `uid`, made (dropping the oldest of four) if new.
+    fn for_model(&mut self, uid: u64) -> &mut LineMemo {
+        const MAX_MODELS: usize = 4;
+        let at = match self.0.iter().position(|(u, _)| *u == uid) {
+            Some(at) => at,
+            None => {
+                if self.0.len() == MAX_MODELS {
+                    self.0.remove(0);
+                }
+                self.0.push((uid, LineMemo::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[at].1
+    }
 }
 
 impl Scratch {
@@ -636,7 +669,9 @@ impl SentencePieceModel {
     /// Like [`encode`](Self::encode), writing into `ids` (cleared first) so
     /// the caller can reuse its buffer. Work buffers and memos are per
     /// thread; the last four inputs of 256 B to 64 KiB are remembered (and
-    /// compared byte for byte) so a repeated prompt costs a copy.
+    /// compared byte for byte) so a repeated prompt costs a copy, and on the
+    /// raw BPE path groups of lines seen again are answered whole (DESIGN.md
+    /// claim 359).
     pub fn encode_into(&self, text: &str, ids: &mut Vec<u32>) {
         ids.clear();
         self.encode_append(text, ids);
@@ -656,6 +691,7 @@ impl SentencePieceModel {
                 bpe,
                 unigram,
                 memo,
+                lines,
                 ..
             } = s;
             let memoize = (InputMemo::MIN_LEN..=InputMemo::MAX_LEN).contains(&text.len());
@@ -665,7 +701,29 @@ impl SentencePieceModel {
                     return;
                 }
             }
-            self.encode_uncached(text, ids, normalized, bpe, unigram);
+            match self
+                .raw_engine()
+                .filter(|_| text.len() >= line_memo::MIN_TEXT)
+            {
+                // Line groups seen again answered whole (claim 359).
+                Some(b) => {
+                    let bytes = text.as_bytes();
+                    let base = bytes.as_ptr() as usize;
+                    let result = lines.for_model(self.uid).encode(
+                        text,
+                        ids,
+                        |p| b.cuts_after_newline(bytes, p),
+                        |piece, ids| {
+                            // The dummy prefix belongs to the text's start only.
+                            let at = piece.as_ptr() as usize - base;
+                            self.encode_raw_ids(b, piece, at == 0, bpe, ids);
+                            Ok::<(), std::convert::Infallible>(())
+                        },
+                    );
+                    let Ok(()) = result;
+                }
+                None => self.encode_uncached(text, ids, normalized, bpe, unigram),
+            }
             if memoize {
                 memo.put(
                     self.uid,
@@ -693,6 +751,32 @@ impl SentencePieceModel {
             self.add_dummy_prefix,
             scratch,
             sink,
+        );
+    }
+
+    /// The raw path's ids of `text` (a piece of a longer text when not
+    /// `at_start`: no dummy prefix), appended to `ids`.
+    fn encode_raw_ids(
+        &self,
+        b: &Bpe,
+        text: &str,
+        at_start: bool,
+        scratch: &mut BpeScratch,
+        ids: &mut Vec<u32>,
+    ) {
+        ids.reserve(text.len() / 4);
+        let mut sink = IdSink {
+            model: self,
+            ids,
+            is_prev_unk: false,
+        };
+        b.encode_raw(
+            &self.vocab,
+            &self.matcher,
+            text.as_bytes(),
+            at_start && self.add_dummy_prefix,
+            scratch,
+            &mut sink,
         );
     }
 
