@@ -63,8 +63,9 @@ fn only_gemma_takes_them() {
         ("deepseek-ai/DeepSeek-V3", false),
         ("openai/gpt-oss-20b", false),
     ] {
-        for route in ROUTES {
-            assert_eq!(route_applies(model, route), takes, "{model} {route:?}");
+        // `tests/join_cuts.rs` says which files take the cuts.
+        for route in &ROUTES[..2] {
+            assert_eq!(route_applies(model, *route), takes, "{model} {route:?}");
         }
     }
 }

@@ -58,7 +58,8 @@ pub enum FastRoute {
     CharCuts,
     /// Line groups seen again answered from a per-thread memo (claim 357).
     LineMemo,
-    /// A character BPE's whole pieces cut where no entry joins (claim 358).
+    /// A character BPE's whole segments cut where no entry joins (claim
+    /// 358); both loads leave the SentencePiece route off.
     JoinCuts,
 }
 
@@ -83,7 +84,12 @@ pub fn hf_json_route(
         }
         FastRoute::CharCuts => routes.cuts = on,
         FastRoute::LineMemo => routes.lines = on,
-        FastRoute::JoinCuts => routes.joins = on,
+        FastRoute::JoinCuts => {
+            // Off the SentencePiece route, where a file it takes (Mistral-7B)
+            // runs on the pipeline and the cuts apply.
+            routes.joins = on;
+            routes.spm = false;
+        }
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {

@@ -529,8 +529,13 @@ impl HfBackend {
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
         let whole_pieces = routes.whole_pieces && split_finds_nothing(&value);
-        // Only whole pieces are cut: the one shape where a word is a line.
-        let joins = (routes.joins && whole_pieces && char_bpe(&value))
+        // Only where each segment is one word (a line): whole pieces, or no
+        // pre-tokenizer at all (a SentencePiece conversion off its route).
+        let segment_words = whole_pieces
+            || value
+                .get("pre_tokenizer")
+                .is_none_or(serde_json::Value::is_null);
+        let joins = (routes.joins && segment_words && char_bpe(&value))
             .then(|| JoinCuts::build(vocab.tokens.iter().flatten().map(|t| &**t)))
             .flatten();
         let lone_replace = value
