@@ -317,8 +317,10 @@ fn nfc_shortcut(c: &mut Criterion) {
     route_on_off(c, "Qwen/Qwen3-8B", FastRoute::Nfc, "nfc/Qwen3", &categories);
 }
 
-/// Gemma-3's space routes (DESIGN.md claims 338, 339): pieces that skip
-/// the pre-tokenizer, and the lone `Replace` run by the crate.
+/// Gemma-3's space routes (DESIGN.md claims 338, 339, 358): pieces that
+/// skip the pre-tokenizer, the lone `Replace` run by the crate, and pieces
+/// cut where no entry joins (text seen again here: the figures for text
+/// seen once come from `scripts/bench_peers.py --unseen`).
 fn space_routes(c: &mut Criterion) {
     use router_tokenizer::__testing::FastRoute;
     let categories = ["code", "en-prose", "zh"];
@@ -326,6 +328,7 @@ fn space_routes(c: &mut Criterion) {
     for (route, group) in [
         (FastRoute::WholePieces, "whole_pieces/Gemma3"),
         (FastRoute::LoneReplace, "lone_replace/Gemma3"),
+        (FastRoute::JoinCuts, "join_cuts/Gemma3"),
     ] {
         route_on_off(c, model, route, group, &categories);
     }
