@@ -148,14 +148,53 @@ pub(crate) fn cuts_after_lines(pattern: &str) -> bool {
     LINE_CUT_PATTERNS.contains(&escaped(pattern).as_ref())
 }
 
-/// Whether a `tokenizer.json`'s `normalizer` and `pre_tokenizer` let a text
-/// be encoded line group by line group (claim 357): no normalizer but NFC
-/// (an empty `Sequence` is none), and a pre-tokenizer made of isolating
-/// splits on [`LINE_CUT_PATTERNS`] (DeepSeek-V3's digit and CJK splits
-/// among them), then at most a `ByteLevel` step that adds no prefix space
-/// and runs no regex of its own. The model does not matter: each encodes
-/// every pre-token alone.
+/// Whether a `tokenizer.json` lets a text be encoded line group by line
+/// group: by its pre-tokenizer (claim 357) or by a `\n` added token
+/// (claim 360).
 pub(crate) fn hf_cuts_after_lines(json: &Value) -> bool {
+    pattern_cuts_after_lines(json) || newline_token_cuts_segments(json)
+}
+
+/// Whether `\n` is an added token that always ends a segment (claim 360):
+/// not special (so extracted under both special-token policies), matched on
+/// the raw text, nothing stripped or word-bounded; and every added token
+/// that holds a `\n` is a run of them. A cut right after a `\n` that the
+/// next char does not continue is then a segment boundary whatever the
+/// normalizer, pre-tokenizer and model (Gemma-3's whole-line BPE words).
+fn newline_token_cuts_segments(json: &Value) -> bool {
+    let Some(tokens) = json.get("added_tokens").and_then(Value::as_array) else {
+        return false;
+    };
+    let mut splits = false;
+    for t in tokens {
+        let Some(content) = t.get("content").and_then(Value::as_str) else {
+            return false;
+        };
+        if !content.contains('\n') {
+            continue;
+        }
+        if !content.bytes().all(|b| b == b'\n') {
+            return false;
+        }
+        if content == "\n" {
+            let flag = |k: &str| t.get(k).and_then(Value::as_bool) == Some(true);
+            splits = !flag("special")
+                && !flag("normalized")
+                && !flag("lstrip")
+                && !flag("rstrip")
+                && !flag("single_word");
+        }
+    }
+    splits
+}
+
+/// Whether the `normalizer` and `pre_tokenizer` let a text be cut after its
+/// lines (claim 357): no normalizer but NFC (an empty `Sequence` is none),
+/// and a pre-tokenizer made of isolating splits on [`LINE_CUT_PATTERNS`]
+/// (DeepSeek-V3's digit and CJK splits among them), then at most a
+/// `ByteLevel` step that adds no prefix space and runs no regex of its own.
+/// The model does not matter: each encodes every pre-token alone.
+fn pattern_cuts_after_lines(json: &Value) -> bool {
     let normalizer = json.get("normalizer").filter(|n| !n.is_null());
     let normalizer_ok = match normalizer {
         None => true,
@@ -493,6 +532,39 @@ mod tests {
             json!({"normalizer": null, "pre_tokenizer": null}),
         ] {
             assert!(!hf_cuts_after_lines(&refused), "{refused}");
+        }
+    }
+
+    /// A `\n` added token that always ends a segment admits any file
+    /// (claim 360); stripping, special or normalized, or another added
+    /// token holding a `\n` beside other chars, does not.
+    #[test]
+    fn a_newline_token_cuts_segments() {
+        let token = |content: &str, special: bool, normalized: bool, rstrip: bool| {
+            json!({"id": 0, "content": content, "single_word": false, "lstrip": false,
+                   "rstrip": rstrip, "normalized": normalized, "special": special})
+        };
+        let file = |tokens: Vec<Value>| {
+            json!({"normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"},
+                   "pre_tokenizer": null, "added_tokens": tokens})
+        };
+        let nl = || token("\n", false, false, false);
+        assert!(hf_cuts_after_lines(&file(vec![nl()])));
+        assert!(hf_cuts_after_lines(&file(vec![
+            token("<b>", true, false, false),
+            nl(),
+            token("\n\n", false, false, false),
+        ])));
+        for refused in [
+            vec![],
+            vec![token("\n", true, false, false)],
+            vec![token("\n", false, true, false)],
+            vec![token("\n", false, false, true)],
+            vec![nl(), token("\n\t", false, false, false)],
+            vec![nl(), token("a\nb", true, false, false)],
+        ] {
+            let f = file(refused);
+            assert!(!hf_cuts_after_lines(&f), "{f}");
         }
     }
 
