@@ -708,15 +708,15 @@ impl SentencePieceModel {
                 // Line groups seen again answered whole (claim 359).
                 Some(b) => {
                     let bytes = text.as_bytes();
-                    let base = bytes.as_ptr() as usize;
                     let result = lines.for_model(self.uid).encode(
                         text,
                         ids,
                         |p| b.cuts_after_newline(bytes, p),
                         |piece, ids| {
-                            // The dummy prefix belongs to the text's start only.
-                            let at = piece.as_ptr() as usize - base;
-                            self.encode_raw_ids(b, piece, at == 0, bpe, ids);
+                            // The dummy prefix belongs to the text's start only
+                            // (the pieces are slices of `text`).
+                            let at_start = std::ptr::eq(piece.as_ptr(), bytes.as_ptr());
+                            self.encode_raw_ids(b, piece, at_start, bpe, ids);
                             Ok::<(), std::convert::Infallible>(())
                         },
                     );
