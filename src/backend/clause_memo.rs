@@ -52,13 +52,10 @@ pub(crate) fn encode_spans<E>(
     text: &str,
     spans: &[Span],
     out: &mut Vec<PipelineToken>,
-    model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
 ) -> Result<(), E> {
     match cuts {
-        None => {
-            let mut model = model;
-            model(spans, out)
-        }
+        None => model(spans, out),
         Some(WordCuts::Cjk(cuts)) => encode_cjk(cuts, scratch, text, spans, out, model),
         Some(WordCuts::Joins(cuts)) => encode_joined(cuts, scratch, text, spans, out, model),
     }

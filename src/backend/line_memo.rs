@@ -79,6 +79,12 @@ impl LineMemos {
 #[derive(Default)]
 pub(crate) struct LineMemo(RecurringMemo);
 
+impl std::fmt::Debug for LineMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LineMemo").finish_non_exhaustive()
+    }
+}
+
 impl LineMemo {
     /// `text`'s ids appended to `out`. `encode` appends the ids of a piece
     /// of `text` (the whole text when no group is looked up); `edge(p)` says

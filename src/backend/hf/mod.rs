@@ -208,25 +208,6 @@ fn split_finds_nothing(value: &serde_json::Value) -> bool {
     })
 }
 
-/// Whether the model is a character BPE in which a word's ids are its
-/// merges' alone (no byte level, `ignore_merges`, dropout, or word prefix
-/// or suffix), so [`JoinCuts`] may cut its words (claim 358).
-fn char_bpe(value: &serde_json::Value) -> bool {
-    let Some(model) = value.get("model").and_then(|m| m.as_object()) else {
-        return false;
-    };
-    model.get("type").and_then(|t| t.as_str()) == Some("BPE")
-        && model.iter().all(|(key, v)| match key.as_str() {
-            "type" | "vocab" | "merges" | "unk_token" | "fuse_unk" | "byte_fallback" => true,
-            "dropout" => v.is_null(),
-            "continuing_subword_prefix" | "end_of_word_suffix" => {
-                v.is_null() || v.as_str() == Some("")
-            }
-            "ignore_merges" | "byte_level" => v.as_bool() == Some(false),
-            _ => false,
-        })
-}
-
 /// Runs a `tokenizers` call that may panic on a file validation missed.
 fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {
@@ -535,7 +516,10 @@ impl HfBackend {
             || value
                 .get("pre_tokenizer")
                 .is_none_or(serde_json::Value::is_null);
-        let joins = (routes.joins && segment_words && char_bpe(&value))
+        let char_bpe = value
+            .get("model")
+            .is_some_and(|m| spm_route::check_char_bpe(m).is_ok());
+        let joins = (routes.joins && segment_words && char_bpe)
             .then(|| JoinCuts::build(vocab.tokens.iter().flatten().map(|t| &**t)))
             .flatten();
         let lone_replace = value

@@ -195,11 +195,21 @@ fn check_decoder(d: Option<&Value>) -> Result<(), Refusal> {
 
 /// BPE with byte fallback and nothing that changes how a word merges.
 fn check_model_options(model: &Value) -> Result<(), Refusal> {
+    check_char_bpe(model)?;
+    if model.get("byte_fallback").and_then(Value::as_bool) != Some(true) {
+        return Err("no byte fallback".into());
+    }
+    Ok(())
+}
+
+/// A character BPE in which a word's ids are its merges' alone: no byte
+/// level, `ignore_merges`, dropout, or word prefix or suffix (what this
+/// route and claim 358's cuts both need).
+pub(super) fn check_char_bpe(model: &Value) -> Result<(), Refusal> {
     let obj = typed(model, "BPE").ok_or("the model is not BPE")?;
     for (key, v) in obj {
         let ok = match key.as_str() {
-            "type" | "vocab" | "merges" | "unk_token" | "fuse_unk" => true,
-            "byte_fallback" => v.as_bool() == Some(true),
+            "type" | "vocab" | "merges" | "unk_token" | "fuse_unk" | "byte_fallback" => true,
             "dropout" => v.is_null(),
             "continuing_subword_prefix" | "end_of_word_suffix" => {
                 v.is_null() || v.as_str() == Some("")
@@ -210,9 +220,6 @@ fn check_model_options(model: &Value) -> Result<(), Refusal> {
         if !ok {
             return Err(format!("model option {key:?} = {v}"));
         }
-    }
-    if obj.get("byte_fallback").and_then(Value::as_bool) != Some(true) {
-        return Err("no byte fallback".into());
     }
     Ok(())
 }

@@ -43,6 +43,7 @@ use super::cache::{CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCach
 use super::model::{NO_ID, PieceSink, Vocab};
 use super::normalizer::PrefixMatcher;
 use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
+use crate::backend::line_memo::LineMemo;
 
 /// Segments with more symbols than this use the heap instead of scanning.
 const SMALL_SEGMENT: usize = 64;
@@ -604,6 +605,23 @@ impl Bpe {
             return None;
         }
         self.merges.get((u64::from(a.id) << 32) | u64::from(b.id))
+    }
+
+    /// This model's line memo on this thread (claim 359), taken out of its
+    /// memo set so that the encodes it drives can use `scratch`; given back
+    /// with [`put_lines`](Self::put_lines).
+    pub(crate) fn take_lines(&self, scratch: &mut BpeScratch) -> Box<LineMemo> {
+        scratch
+            .caches
+            .for_model(self.uid)
+            .lines
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Gives back what [`take_lines`](Self::take_lines) took.
+    pub(crate) fn put_lines(&self, scratch: &mut BpeScratch, lines: Box<LineMemo>) {
+        scratch.caches.for_model(self.uid).lines = Some(lines);
     }
 
     /// Whether [`encode_raw`](Self::encode_raw) of `text` may be cut at

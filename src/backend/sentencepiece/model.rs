@@ -14,7 +14,7 @@ use super::simple;
 use super::trie::Trie;
 use super::unigram::{Unigram, UnigramScratch};
 use super::utf8::{SPACE_MARK, push_bytes_lossy};
-use crate::backend::line_memo::{self, LineMemo};
+use crate::backend::line_memo;
 
 /// sentencepiece's id `-1` ("no such piece").
 pub(crate) const NO_ID: u32 = u32::MAX;
@@ -141,38 +141,6 @@ struct Scratch {
     bpe: BpeScratch,
     unigram: UnigramScratch,
     memo: InputMemo,
-    lines: ModelLines,
-}
-
-/// The line memos (claim 359) of the last few models a thread encoded
-/// with, by model uid.
-#[derive(Default)]
-struct ModelLines(Vec<(u64, LineMemo)>);
-
-impl std::fmt::Debug for ModelLines {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelLines")
-            .field("models", &self.0.len())
-            .finish()
-    }
-}
-
-impl ModelLines {
-    /// The memo of model `uid`, made (dropping the oldest of four) if new.
-    fn for_model(&mut self, uid: u64) -> &mut LineMemo {
-        const MAX_MODELS: usize = 4;
-        let at = match self.0.iter().position(|(u, _)| *u == uid) {
-            Some(at) => at,
-            None => {
-                if self.0.len() == MAX_MODELS {
-                    self.0.remove(0);
-                }
-                self.0.push((uid, LineMemo::default()));
-                self.0.len() - 1
-            }
-        };
-        &mut self.0[at].1
-    }
 }
 
 impl Scratch {
@@ -691,7 +659,6 @@ impl SentencePieceModel {
                 bpe,
                 unigram,
                 memo,
-                lines,
                 ..
             } = s;
             let memoize = (InputMemo::MIN_LEN..=InputMemo::MAX_LEN).contains(&text.len());
@@ -708,7 +675,8 @@ impl SentencePieceModel {
                 // Line groups seen again answered whole (claim 359).
                 Some(b) => {
                     let bytes = text.as_bytes();
-                    let result = lines.for_model(self.uid).encode(
+                    let mut lines = b.take_lines(bpe);
+                    let result = lines.encode(
                         text,
                         ids,
                         |p| b.cuts_after_newline(bytes, p),
@@ -720,6 +688,7 @@ impl SentencePieceModel {
                             Ok::<(), std::convert::Infallible>(())
                         },
                     );
+                    b.put_lines(bpe, lines);
                     let Ok(()) = result;
                 }
                 None => self.encode_uncached(text, ids, normalized, bpe, unigram),
@@ -742,13 +711,21 @@ impl SentencePieceModel {
         }
     }
 
-    /// Runs the raw BPE path over `text` into `sink`.
-    fn run_raw<S: PieceSink>(&self, b: &Bpe, text: &str, scratch: &mut BpeScratch, sink: &mut S) {
+    /// Runs the raw BPE path over `text` into `sink`; `text` is a piece of a
+    /// longer text when not `at_start` (no dummy prefix).
+    fn run_raw<S: PieceSink>(
+        &self,
+        b: &Bpe,
+        text: &str,
+        at_start: bool,
+        scratch: &mut BpeScratch,
+        sink: &mut S,
+    ) {
         b.encode_raw(
             &self.vocab,
             &self.matcher,
             text.as_bytes(),
-            self.add_dummy_prefix,
+            at_start && self.add_dummy_prefix,
             scratch,
             sink,
         );
@@ -770,14 +747,7 @@ impl SentencePieceModel {
             ids,
             is_prev_unk: false,
         };
-        b.encode_raw(
-            &self.vocab,
-            &self.matcher,
-            text.as_bytes(),
-            at_start && self.add_dummy_prefix,
-            scratch,
-            &mut sink,
-        );
+        self.run_raw(b, text, at_start, scratch, &mut sink);
     }
 
     fn encode_uncached(
@@ -788,16 +758,16 @@ impl SentencePieceModel {
         bpe: &mut BpeScratch,
         unigram: &mut UnigramScratch,
     ) {
+        if let Some(b) = self.raw_engine() {
+            self.encode_raw_ids(b, text, true, bpe, ids);
+            return;
+        }
         ids.reserve(text.len() / 4);
         let mut sink = IdSink {
             model: self,
             ids,
             is_prev_unk: false,
         };
-        if let Some(b) = self.raw_engine() {
-            self.run_raw(b, text, bpe, &mut sink);
-            return;
-        }
         self.normalizer
             .normalize(text.as_bytes(), normalized, None, Some(&self.matcher));
         self.run_model(normalized, bpe, unigram, &mut sink);
@@ -854,7 +824,7 @@ impl SentencePieceModel {
                     map: PosMap::Raw(RawCursor::new(text.as_bytes(), self.add_dummy_prefix)),
                     is_prev_unk: false,
                 };
-                self.run_raw(b, text, bpe, &mut sink);
+                self.run_raw(b, text, true, bpe, &mut sink);
                 return;
             }
             self.normalizer
