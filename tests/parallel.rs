@@ -14,7 +14,7 @@ use router_tokenizer::{
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 // ---------------------------------------------------------------- data ----
 
@@ -1046,4 +1046,85 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
         Some(&1),
         "{counts:?}"
     );
+}
+
+/// Under `Auto`, a long text that comes back (a conversation sent again
+/// with a new turn) is encoded whole from its second send on: the first
+/// whole encode keeps its line groups in this thread's memo and the next
+/// answers them, where chunks would encode them every time (claim 362).
+/// New text still goes to the chunks, and the ids never change.
+#[test]
+fn a_text_that_comes_back_is_not_cut_into_chunks() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let (history, _) = common::line_repeats(8 << 10);
+    let (fresh, _) = common::line_repeats(24 << 10);
+    let fresh = fresh.get(history.len()..).unwrap_or_default().to_owned();
+    assert!(fresh.len() > 64 << 10, "{}", fresh.len());
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap(),
+    );
+    for source in [LLAMA3, "o200k_base", SPM_V1, MISTRAL] {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let name = if source.starts_with("fixtures/") {
+            shared_dir().join(source).to_string_lossy().into_owned()
+        } else {
+            source.to_owned()
+        };
+        let t = metrics::with_local_recorder(&recorder, || {
+            LoadOptions {
+                bypass_registry: true,
+                parallel: ParallelOptions {
+                    min_bytes: Some(16 << 10),
+                    pool: Some(pool.clone()),
+                    ..ParallelOptions::default()
+                },
+                ..common::offline_options()
+            }
+            .load(&name)
+            .unwrap()
+        });
+        t.warm_up();
+        // The reference: another handle (its own memos), sequential.
+        let reference = tok(source);
+        // A snapshot reports what the counter gained since the last one.
+        let seen = std::cell::Cell::new(0);
+        let parallel_encodes = || {
+            let gained = snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find_map(|(key, _, _, value)| match value {
+                    DebugValue::Counter(n) if key.key().name() == "rtok_parallel_encodes_total" => {
+                        Some(n)
+                    }
+                    _ => None,
+                })
+                .unwrap_or(0);
+            seen.set(seen.get() + gained);
+            seen.get()
+        };
+        let check = |text: &str| {
+            let ids = t.encode(text, false).unwrap();
+            let want = reference.encode_sequential(text, false).unwrap();
+            assert!(ids.ids() == want.ids(), "{source}");
+        };
+        let mut conversation = history.clone();
+        check(&conversation);
+        assert_eq!(parallel_encodes(), 1, "{source}: new text goes to chunks");
+        for turn in 0..3 {
+            conversation.push_str(&format!("\nAnd question {turn} about all of that?\n"));
+            check(&conversation);
+            assert_eq!(parallel_encodes(), 1, "{source}: turn {turn} comes back");
+        }
+        check(&fresh);
+        assert_eq!(
+            parallel_encodes(),
+            2,
+            "{source}: new text goes to chunks again"
+        );
+    }
 }

@@ -172,6 +172,19 @@ impl RecurringMemo {
         self.rate.look_up(seen)
     }
 
+    /// Marks a key of hash `h` seen, without counting it in the rate;
+    /// whether it was seen before.
+    #[inline]
+    pub(crate) fn mark_seen(&mut self, h: u64) -> bool {
+        self.seen.seen(h)
+    }
+
+    /// The next keys come back (a caller found it so): they are looked up
+    /// from the first, without waiting for the rate to rise.
+    pub(crate) fn expect_recurring(&mut self) {
+        self.rate.0 = SeenRate::ONE;
+    }
+
     /// The ids kept for `key` (of hash `h`).
     #[inline]
     pub(crate) fn get(&self, key: &[u8], h: u64) -> Option<&[u32]> {

@@ -73,6 +73,17 @@ impl LineMemos {
         }
         encode(text, out)
     }
+
+    /// [`LineMemo::recurs`] on this thread's memo; `false` for a text the
+    /// memo would not take.
+    pub(crate) fn recurs(&self, text: &str, want: usize) -> bool {
+        text.len() >= MIN_TEXT
+            && self
+                .0
+                .get_or_default()
+                .try_borrow_mut()
+                .is_ok_and(|mut m| m.recurs(text, want))
+    }
 }
 
 /// One thread's memo for one model: group bytes → ids.
@@ -100,25 +111,9 @@ impl LineMemo {
         mut encode: impl FnMut(&str, &mut Vec<u32>) -> Result<(), E>,
     ) -> Result<(), E> {
         let bytes = text.as_bytes();
-        // Text before `done` is encoded; the next group starts at `start`.
-        let (mut done, mut start) = (0, 0);
-        // A group is whole lines, at least `MIN_GROUP` bytes: short lines
-        // join the next, so the search for its end starts `MIN_GROUP` bytes
-        // on (a line that long ends a group wherever the last one began, so
-        // texts that share lines share groups from there on).
-        let mut at = MIN_GROUP - 1;
-        while let Some(nl) = bytes
-            .get(at..)
-            .and_then(|rest| memchr::memchr(b'\n', rest))
-            .map(|i| at + i)
-        {
-            if !safe_cut(bytes, nl) {
-                at = nl + 1;
-                continue;
-            }
-            let (from, end) = (start, nl + 1);
-            start = end;
-            at = end + MIN_GROUP - 1;
+        // Text before `done` is encoded.
+        let mut done = 0;
+        for (from, end) in Groups::new(bytes) {
             let group = bytes.get(from..end).unwrap_or_default();
             let h = byte_memo::hash(group);
             if !self.0.look_up(h) || !((from == done && from > 0) || edge(from)) || !edge(end) {
@@ -141,6 +136,94 @@ impl LineMemo {
             encode(slice(text, done, text.len()), out)?;
         }
         Ok(())
+    }
+
+    /// Whether `text` comes back: whether its groups this memo holds or
+    /// has seen make up `want` of its bytes or more, estimated on the
+    /// groups whose first bytes' hash picks one in [`SAMPLE`] (a text sent
+    /// again picks the same ones), which it marks seen. When it answers
+    /// `true` for a text the memo does not hold yet, every group is marked
+    /// seen and the rate set high, so the encode that follows looks every
+    /// group up and keeps it, and the next answers them (claim 362).
+    pub(crate) fn recurs(&mut self, text: &str, want: usize) -> bool {
+        let bytes = text.as_bytes();
+        let (mut sampled, mut recurring, mut held) = (0u128, 0u128, 0u128);
+        for (from, end) in Groups::new(bytes) {
+            let group = bytes.get(from..end).unwrap_or_default();
+            let head = group.get(..SAMPLE_HEAD).unwrap_or(group);
+            if byte_memo::hash(head) >> (64 - SAMPLE.trailing_zeros()) != 0 {
+                continue;
+            }
+            let h = byte_memo::hash(group);
+            let len = group.len() as u128;
+            sampled += len;
+            let seen = self.0.mark_seen(h);
+            if self.0.get(group, h).is_some() {
+                held += len;
+                recurring += len;
+            } else if seen {
+                recurring += len;
+            }
+        }
+        // share / sampled ≥ want / len, in integers.
+        let enough =
+            |share: u128| sampled > 0 && share * bytes.len() as u128 >= want as u128 * sampled;
+        let recurs = enough(recurring);
+        // Held already: the encode answers it; nothing to prepare.
+        if recurs && !enough(held) {
+            for (from, end) in Groups::new(bytes) {
+                let group = bytes.get(from..end).unwrap_or_default();
+                self.0.mark_seen(byte_memo::hash(group));
+            }
+            self.0.expect_recurring();
+        }
+        recurs
+    }
+}
+
+/// [`LineMemo::recurs`] looks at one group in this many (a power of two)...
+const SAMPLE: u32 = 8;
+/// ...picked by the hash of its first this many bytes.
+const SAMPLE_HEAD: usize = 16;
+
+/// The line groups of a text, as `(start, end)`: whole lines, each ending
+/// at a [`safe_cut`], of at least `MIN_GROUP` bytes. Short lines join the
+/// next, so the search for a group's end starts `MIN_GROUP` bytes on (a line
+/// that long ends a group wherever the last one began, so texts that share
+/// lines share groups from there on). What follows the last group is none.
+struct Groups<'a> {
+    bytes: &'a [u8],
+    /// Where the next group starts.
+    start: usize,
+    /// Where the search for its closing `\n` goes on.
+    at: usize,
+}
+
+impl<'a> Groups<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            start: 0,
+            at: MIN_GROUP - 1,
+        }
+    }
+}
+
+impl Iterator for Groups<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        loop {
+            let at = self.at;
+            let nl = at + memchr::memchr(b'\n', self.bytes.get(at..)?)?;
+            self.at = nl + 1;
+            if safe_cut(self.bytes, nl) {
+                let group = (self.start, nl + 1);
+                self.start = nl + 1;
+                self.at = nl + MIN_GROUP;
+                return Some(group);
+            }
+        }
     }
 }
 
@@ -242,6 +325,32 @@ mod tests {
         let (ids, calls) = run(&mut memo, &shifted, |_| true);
         assert!(ids == shifted.bytes().map(u32::from).collect::<Vec<_>>());
         assert!(calls.len() <= 3, "{calls:?}");
+    }
+
+    #[test]
+    fn a_text_recurs_once_its_sampled_groups_were_seen() {
+        let text = lines(0..400);
+        let mut memo = LineMemo::default();
+        // Seen for the first time: marks its sample, recurs the next time.
+        assert!(!memo.recurs(&text, text.len() / 2));
+        assert!(memo.recurs(&text, text.len() / 2));
+        // That answer marked every group: the next encode keeps them all
+        // (groups encoded alone), and the one after answers them.
+        let (_, calls) = run(&mut memo, &text, |_| true);
+        assert!(calls.len() > 100, "{}", calls.len());
+        let (ids, calls) = run(&mut memo, &text, |_| true);
+        assert!(calls.len() <= 1, "{calls:?}");
+        assert!(ids == text.bytes().map(u32::from).collect::<Vec<_>>());
+        // The same text with as much again appended: half of it recurs.
+        let longer = format!("{text}{}", lines(1000..1400));
+        assert!(memo.recurs(&longer, longer.len() * 2 / 5));
+        assert!(!memo.recurs(&lines(5000..5400), 1000));
+        // A share above what recurs is refused (the appended half is now
+        // marked seen, so it is asked of a text with a third part new).
+        let third = format!("{longer}{}", lines(7000..7800));
+        assert!(!memo.recurs(&third, third.len() * 3 / 4));
+        // No newline, no group: never.
+        assert!(!memo.recurs(&"x".repeat(10_000), 1));
     }
 
     #[test]

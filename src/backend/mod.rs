@@ -84,6 +84,19 @@ pub trait Encoder: Send + Sync {
         None
     }
 
+    /// Whether `text` comes back: whether this thread's memo of line groups
+    /// (claims 357, 359) has seen or holds `want` of its bytes or more,
+    /// estimated on a sample of its groups, which it marks seen. The
+    /// parallel encoder then leaves the text to [`encode`](Encoder::encode),
+    /// which keeps its groups and then answers them from the memo, where
+    /// chunks (encoded without it) would encode them every time (claim 362).
+    /// It picks a path only: the ids are the same either way. The default
+    /// is `false`.
+    fn text_recurs(&self, text: &str, want: usize) -> bool {
+        let _ = (text, want);
+        false
+    }
+
     /// Encodes one chunk of a longer text for the parallel encoder: ids with
     /// no BOS/EOS, spans and pre-token boundaries near both ends.
     ///

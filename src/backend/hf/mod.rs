@@ -958,6 +958,13 @@ impl Encoder for HfBackend {
         Some(&self.split)
     }
 
+    fn text_recurs(&self, text: &str, want: usize) -> bool {
+        match &self.spm {
+            Ok(route) => route.text_recurs(text, want),
+            Err(_) => self.lines.as_ref().is_some_and(|l| l.recurs(text, want)),
+        }
+    }
+
     /// Waits for a pipeline the load left building (claims 306, 340, 344),
     /// and makes the streaming table.
     fn warm_up(&self) {

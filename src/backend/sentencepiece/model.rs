@@ -704,6 +704,23 @@ impl SentencePieceModel {
     }
 
     /// The BPE engine when the raw path applies (identity normalizer).
+    /// [`LineMemo::recurs`](crate::backend::line_memo::LineMemo::recurs) on
+    /// this thread's line memo (claim 359); `false` off the raw BPE path.
+    pub(crate) fn text_recurs(&self, text: &str, want: usize) -> bool {
+        let Some(b) = self.raw_engine() else {
+            return false;
+        };
+        if text.len() < line_memo::MIN_TEXT {
+            return false;
+        }
+        with_scratch(|s| {
+            let mut lines = b.take_lines(&mut s.bpe);
+            let recurs = lines.recurs(text, want);
+            b.put_lines(&mut s.bpe, lines);
+            recurs
+        })
+    }
+
     fn raw_engine(&self) -> Option<&Bpe> {
         match &self.engine {
             Engine::Bpe(b) if self.raw_bpe => Some(b),

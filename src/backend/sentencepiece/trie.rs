@@ -6,14 +6,63 @@
 //! breadth-first order edge `k` leads to node `k + 1` (every node but the
 //! root is the end of one edge, and both are numbered in the same walk), so
 //! an edge stores only its byte.
+//!
+//! A node with more than [`SCAN_EDGES`] edges also gets a 256-bit map of its
+//! edge bytes with the popcount before each of its four words, so the edge
+//! index is a rank: one step costs the same at a CJK lead byte (up to 64
+//! continuation bytes below it) as at a Latin letter, where a binary search
+//! took half of a Chinese Unigram encode (claim 361).
 
 const NONE: u32 = u32::MAX;
+
+/// Up to this many edges a node's bytes are scanned; past it they are ranked
+/// in the node's [`EdgeMap`].
+const SCAN_EDGES: usize = 8;
 
 #[derive(Debug, Clone, Copy)]
 struct Node {
     first_edge: u32,
     n_edges: u32,
     value: u32,
+    /// Index into [`Trie::maps`] for a node with more than [`SCAN_EDGES`]
+    /// edges, else [`NONE`].
+    map: u32,
+}
+
+/// The edge bytes of one wide node as a 256-bit set, with the number of
+/// edges before each 64-bit word (the rank's base).
+#[derive(Debug, Clone, Copy)]
+struct EdgeMap {
+    bits: [u64; 4],
+    before: [u16; 4],
+}
+
+impl EdgeMap {
+    fn new(bytes: &[u8]) -> Self {
+        let mut bits = [0u64; 4];
+        for &b in bytes {
+            bits[usize::from(b >> 6)] |= 1u64 << (b & 63);
+        }
+        let mut before = [0u16; 4];
+        let mut total = 0u16;
+        for (w, slot) in bits.iter().zip(before.iter_mut()) {
+            *slot = total;
+            total += w.count_ones() as u16;
+        }
+        Self { bits, before }
+    }
+
+    /// The index of `byte` among the node's sorted edge bytes, if present.
+    #[inline]
+    fn rank(&self, byte: u8) -> Option<usize> {
+        let word = usize::from(byte >> 6);
+        let bit = 1u64 << (byte & 63);
+        let w = self.bits[word];
+        if w & bit == 0 {
+            return None;
+        }
+        Some(usize::from(self.before[word]) + (w & (bit - 1)).count_ones() as usize)
+    }
 }
 
 /// An immutable byte trie mapping keys to `u32` values.
@@ -21,6 +70,7 @@ struct Node {
 pub(crate) struct Trie {
     nodes: Vec<Node>,
     edge_bytes: Vec<u8>,
+    maps: Vec<EdgeMap>,
     root: Box<[u32; 256]>,
     len: usize,
 }
@@ -75,17 +125,26 @@ impl Trie {
         }
         let mut nodes = Vec::with_capacity(order.len());
         let mut edge_bytes = Vec::with_capacity(order.len());
+        let mut maps = Vec::new();
         for &n in &order {
             let node = &tmp[n];
-            nodes.push(Node {
-                first_edge: edge_bytes.len() as u32,
-                n_edges: node.children.len() as u32,
-                value: node.value,
-            });
+            let first = edge_bytes.len();
             for &(b, c) in &node.children {
                 edge_bytes.push(b);
                 debug_assert_eq!(new_id[c] as usize, edge_bytes.len());
             }
+            let map = if node.children.len() > SCAN_EDGES {
+                maps.push(EdgeMap::new(&edge_bytes[first..]));
+                (maps.len() - 1) as u32
+            } else {
+                NONE
+            };
+            nodes.push(Node {
+                first_edge: first as u32,
+                n_edges: node.children.len() as u32,
+                value: node.value,
+                map,
+            });
         }
         let mut root = Box::new([NONE; 256]);
         for &(b, c) in &tmp[0].children {
@@ -94,6 +153,7 @@ impl Trie {
         Self {
             nodes,
             edge_bytes,
+            maps,
             root,
             len,
         }
@@ -113,12 +173,12 @@ impl Trie {
         }
         let n = self.nodes.get(node as usize)?;
         let s = n.first_edge as usize;
-        let e = s + n.n_edges as usize;
-        let bytes = self.edge_bytes.get(s..e)?;
-        let i = if bytes.len() <= 8 {
+        let i = if n.map == NONE {
+            let e = s + n.n_edges as usize;
+            let bytes = self.edge_bytes.get(s..e)?;
             bytes.iter().position(|&b| b == byte)?
         } else {
-            bytes.binary_search(&byte).ok()?
+            self.maps.get(n.map as usize)?.rank(byte)?
         };
         // Edge `s + i` leads to node `s + i + 1` (breadth-first order).
         u32::try_from(s + i + 1).ok()
@@ -164,6 +224,67 @@ impl Trie {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Every key that is a prefix of `text`, shortest first, the last
+    /// value of a duplicated key winning (what `for_each_prefix` promises).
+    fn naive_prefixes(keys: &[(Vec<u8>, u32)], text: &[u8]) -> Vec<(usize, u32)> {
+        let mut found: Vec<(usize, u32)> = Vec::new();
+        for (k, v) in keys {
+            if !k.is_empty() && text.starts_with(k) {
+                found.retain(|&(l, _)| l != k.len());
+                found.push((k.len(), *v));
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+
+    #[test]
+    fn a_wide_node_ranks_every_byte() {
+        let keys: Vec<Vec<u8>> = (0..=255u8).step_by(3).map(|b| vec![b'A', b]).collect();
+        let t = Trie::build(
+            keys.iter()
+                .enumerate()
+                .map(|(i, k)| (k.as_slice(), i as u32)),
+        );
+        assert_eq!(t.maps.len(), 1);
+        for b in 0..=255u8 {
+            let want = (b % 3 == 0).then(|| u32::from(b) / 3);
+            assert_eq!(t.get(&[b'A', b]), want, "byte {b:#04x}");
+        }
+    }
+
+    proptest! {
+        /// Narrow nodes (scanned) and wide ones (ranked in their edge map)
+        /// answer as a plain list of keys does: keys over a small alphabet
+        /// give deep narrow paths, single bytes over all 256 give a wide
+        /// root and wide inner nodes, with bytes in all four map words.
+        #[test]
+        fn prefixes_match_a_plain_key_list(
+            keys in proptest::collection::vec(
+                (prop_oneof![
+                    proptest::collection::vec(0u8..4, 0..5),
+                    proptest::collection::vec(any::<u8>(), 0..3),
+                    proptest::collection::vec(prop_oneof![Just(0xE4u8), 0x80u8..0xC0], 1..4),
+                ], any::<u32>().prop_map(|v| v % 1000)),
+                0..300,
+            ),
+            texts in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 1..20),
+        ) {
+            let t = Trie::build(keys.iter().map(|(k, v)| (k.as_slice(), *v)));
+            let mut probes = texts;
+            probes.extend(keys.iter().map(|(k, _)| k.clone()));
+            for text in &probes {
+                let mut seen = Vec::new();
+                t.for_each_prefix(text, |l, v| {
+                    seen.push((l, v));
+                    true
+                });
+                prop_assert_eq!(seen, naive_prefixes(&keys, text));
+            }
+        }
+    }
 
     #[test]
     fn prefixes_and_lookup() {

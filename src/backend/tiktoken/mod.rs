@@ -813,6 +813,10 @@ impl Encoder for TiktokenBackend {
         Some(&self.split)
     }
 
+    fn text_recurs(&self, text: &str, want: usize) -> bool {
+        self.lines.as_ref().is_some_and(|l| l.recurs(text, want))
+    }
+
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         self.encode_chunk_impl(text, request)
     }
