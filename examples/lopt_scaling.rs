@@ -13,12 +13,16 @@
 //! Variants: `auto` is the handle's default policy (`ParallelMode::Auto`),
 //! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB, `oK` is `auto`
 //! as it was before DESIGN.md claim 336 for a threshold of `K` KiB. Every timed
-//! encode takes its own slice (one char further in), sequential and parallel
+//! encode takes text no encode saw before (the next slice of the whole shared
+//! corpus, `common/fresh.rs`: text seen again is answered by the line memos
+//! on the sequential side only, claim 363), sequential and parallel
 //! interleaved in rotating order, the prompt cache off; each variant's ids
 //! are checked against the sequential ids of the same slice. One JSON
 //! object per line (DESIGN.md claim 322 has what it measured).
 
 mod common;
+#[path = "common/fresh.rs"]
+mod fresh;
 
 use router_tokenizer::{
     ParallelMode, ParallelOptions, ParallelReport, PromptCacheOptions, Tokenizer,
@@ -165,7 +169,7 @@ fn fail(e: &router_tokenizer::Error) -> ! {
 
 fn main() {
     let args = args();
-    let text = common::corpus_text(args.sizes.iter().copied().max().unwrap_or(0) + 4096);
+    let mut slices = fresh::FreshSlices::new(&common::shared_dir());
     for source in &args.sources {
         let mut options = common::options();
         options.prompt_cache = PromptCacheOptions::off();
@@ -178,10 +182,6 @@ fn main() {
         };
         tok.warm_up();
         for &size in &args.sizes {
-            let mut end = size.min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
             for &threads in &args.threads {
                 let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
                     eprintln!("cannot build a pool of {threads}");
@@ -190,7 +190,8 @@ fn main() {
                 run(
                     &tok,
                     source,
-                    &text[..end],
+                    size,
+                    &mut slices,
                     &Arc::new(pool),
                     &args.variants,
                     args.budget_ms,
@@ -201,16 +202,20 @@ fn main() {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     tok: &Tokenizer,
     source: &str,
-    text: &str,
+    size: usize,
+    slices: &mut fresh::FreshSlices,
     pool: &Arc<rayon::ThreadPool>,
     variants: &[Variant],
     budget_ms: f64,
     warm_pool: bool,
 ) {
     let threads = pool.current_num_threads();
+    // Warm-up text only: every timed encode below takes a fresh slice.
+    let text = &slices.next(size).to_owned();
     let handles: Vec<Tokenizer> = variants
         .iter()
         .map(|v| {
@@ -239,12 +244,7 @@ fn run(
         std::hint::black_box(h.encode(text, false).unwrap_or_else(|e| fail(&e)));
     }
     let rounds = ((budget_ms / seq_ms0.max(1e-3)) as usize).clamp(5, 41);
-    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).take(4096).collect();
-    let mut next = 0usize;
-    let mut slice = || {
-        next += 1;
-        &text[starts.get(next % starts.len()).copied().unwrap_or(0)..]
-    };
+    let mut slice = || slices.next(size).to_owned();
     let mut seq = Vec::new();
     let mut par: Vec<Vec<f64>> = vec![Vec::new(); handles.len()];
     let mut reports: Vec<Option<ParallelReport>> = vec![None; handles.len()];
@@ -254,7 +254,7 @@ fn run(
         let order = round % (handles.len() + 1);
         for k in 0..=handles.len() {
             let which = (k + order) % (handles.len() + 1);
-            let s = slice();
+            let s = &slice();
             if which == handles.len() {
                 let t = Instant::now();
                 let e = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
@@ -287,15 +287,20 @@ fn run(
     let mut ceil_seq = Vec::new();
     for round in 0..rounds.min(15) {
         for k in 0..2 {
-            let s = slice();
+            // One fresh slice per concurrent encode.
+            let texts: Vec<String> = (0..threads).map(|_| slice()).collect();
             let t = Instant::now();
             if (k + round) % 2 == 0 {
-                std::hint::black_box(tok.encode_sequential(s, false).map(|e| e.len()).ok());
+                std::hint::black_box(
+                    tok.encode_sequential(&texts[0], false)
+                        .map(|e| e.len())
+                        .ok(),
+                );
                 ceil_seq.push(ms(t));
             } else {
                 pool.scope(|scope| {
-                    for _ in 0..threads {
-                        scope.spawn(|_| {
+                    for s in &texts {
+                        scope.spawn(move |_| {
                             std::hint::black_box(
                                 tok.encode_sequential(s, false).map(|e| e.len()).ok(),
                             );

@@ -1048,6 +1048,41 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
     );
 }
 
+/// `rtok_parallel_encodes_total` as a handle made under `recorder` counts
+/// it, summed over the snapshots (each reports what the counter gained
+/// since the one before).
+struct ParallelEncodes {
+    snapshotter: metrics_util::debugging::Snapshotter,
+    total: u64,
+}
+
+impl ParallelEncodes {
+    fn new(recorder: &metrics_util::debugging::DebuggingRecorder) -> Self {
+        Self {
+            snapshotter: recorder.snapshotter(),
+            total: 0,
+        }
+    }
+
+    fn now(&mut self) -> u64 {
+        self.total += self
+            .snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find_map(|(key, _, _, value)| match value {
+                metrics_util::debugging::DebugValue::Counter(n)
+                    if key.key().name() == "rtok_parallel_encodes_total" =>
+                {
+                    Some(n)
+                }
+                _ => None,
+            })
+            .unwrap_or(0);
+        self.total
+    }
+}
+
 /// Under `Auto`, a long text that comes back (a conversation sent again
 /// with a new turn) is encoded whole from its second send on: the first
 /// whole encode keeps its line groups in this thread's memo and the next
@@ -1055,7 +1090,7 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
 /// New text still goes to the chunks, and the ids never change.
 #[test]
 fn a_text_that_comes_back_is_not_cut_into_chunks() {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use metrics_util::debugging::DebuggingRecorder;
     let (history, _) = common::line_repeats(8 << 10);
     let (fresh, _) = common::line_repeats(24 << 10);
     let fresh = fresh.get(history.len()..).unwrap_or_default().to_owned();
@@ -1068,7 +1103,7 @@ fn a_text_that_comes_back_is_not_cut_into_chunks() {
     );
     for source in [LLAMA3, "o200k_base", SPM_V1, MISTRAL] {
         let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
+        let mut count = ParallelEncodes::new(&recorder);
         let name = if source.starts_with("fixtures/") {
             shared_dir().join(source).to_string_lossy().into_owned()
         } else {
@@ -1090,23 +1125,6 @@ fn a_text_that_comes_back_is_not_cut_into_chunks() {
         t.warm_up();
         // The reference: another handle (its own memos), sequential.
         let reference = tok(source);
-        // A snapshot reports what the counter gained since the last one.
-        let seen = std::cell::Cell::new(0);
-        let parallel_encodes = || {
-            let gained = snapshotter
-                .snapshot()
-                .into_vec()
-                .into_iter()
-                .find_map(|(key, _, _, value)| match value {
-                    DebugValue::Counter(n) if key.key().name() == "rtok_parallel_encodes_total" => {
-                        Some(n)
-                    }
-                    _ => None,
-                })
-                .unwrap_or(0);
-            seen.set(seen.get() + gained);
-            seen.get()
-        };
         let check = |text: &str| {
             let ids = t.encode(text, false).unwrap();
             let want = reference.encode_sequential(text, false).unwrap();
@@ -1114,17 +1132,76 @@ fn a_text_that_comes_back_is_not_cut_into_chunks() {
         };
         let mut conversation = history.clone();
         check(&conversation);
-        assert_eq!(parallel_encodes(), 1, "{source}: new text goes to chunks");
+        assert_eq!(count.now(), 1, "{source}: new text goes to chunks");
         for turn in 0..3 {
             conversation.push_str(&format!("\nAnd question {turn} about all of that?\n"));
             check(&conversation);
-            assert_eq!(parallel_encodes(), 1, "{source}: turn {turn} comes back");
+            assert_eq!(count.now(), 1, "{source}: turn {turn} comes back");
         }
         check(&fresh);
-        assert_eq!(
-            parallel_encodes(),
-            2,
-            "{source}: new text goes to chunks again"
-        );
+        assert_eq!(count.now(), 2, "{source}: new text goes to chunks again");
+    }
+}
+
+/// `Auto`'s threshold follows the engine (claim 363): Gemma-3 on the join
+/// cuts and Mistral-7B's `tokenizer.json` on the SentencePiece route split
+/// from 256 KiB, where a whole-text BPE on neither route (Gemma-3 with the
+/// join cuts off, one BPE word per line) keeps the family's 64 KiB.
+#[test]
+fn the_auto_threshold_follows_the_engine() {
+    use metrics_util::debugging::DebuggingRecorder;
+    use router_tokenizer::__testing::{FastRoute, hf_json_route};
+    // Two texts with no line in common: the second is not one that comes
+    // back (claim 362).
+    let text =
+        std::fs::read_to_string(shared_dir().join("corpus/en-prose/pride-and-prejudice.txt"))
+            .unwrap();
+    let floor = |mut n: usize| {
+        while !text.is_char_boundary(n) {
+            n -= 1;
+        }
+        n
+    };
+    let (a, b) = (floor(128 << 10), floor(428 << 10));
+    let (mid, long) = (&text[..a], &text[a..b]);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap(),
+    );
+    let gemma = common::snapshot_file(GEMMA, "tokenizer.json");
+    let policy = router_tokenizer::SpecialTokenPolicy::Parse;
+    // Loaded under the recorder, so the handle counts into it.
+    let load = |which| match which {
+        Some(joins) => {
+            hf_json_route(&gemma, policy, FastRoute::JoinCuts, joins)
+                .unwrap()
+                .0
+        }
+        None => LoadOptions {
+            bypass_registry: true,
+            ..common::offline_options()
+        }
+        .load(MISTRAL)
+        .unwrap(),
+    };
+    for (what, which, splits_mid) in [
+        ("Gemma-3 on the join cuts", Some(true), false),
+        ("Gemma-3 without them", Some(false), true),
+        ("Mistral-7B on the SentencePiece route", None, false),
+    ] {
+        let recorder = DebuggingRecorder::new();
+        let mut count = ParallelEncodes::new(&recorder);
+        let t = metrics::with_local_recorder(&recorder, || {
+            load(which).with_parallel(ParallelOptions {
+                pool: Some(pool.clone()),
+                ..ParallelOptions::default()
+            })
+        });
+        t.encode(mid, false).unwrap();
+        assert_eq!(count.now(), u64::from(splits_mid), "{what}: 128 KiB");
+        t.encode(long, false).unwrap();
+        assert_eq!(count.now(), u64::from(splits_mid) + 1, "{what}: 300 KiB");
     }
 }
