@@ -73,6 +73,31 @@ pub(crate) struct Trie {
     maps: Vec<EdgeMap>,
     root: Box<[u32; 256]>,
     len: usize,
+    /// [`with_char_jump`](Self::with_char_jump)'s table: the node after
+    /// each three-byte sequence `E0..=EF, 80..=BF, 80..=BF`, by [`jump_at`].
+    jump: Option<Box<[u32]>>,
+}
+
+/// The index of a three-byte sequence in [`Trie::jump`]: the low four bits
+/// of the lead byte and six of each continuation byte, one to one over the
+/// sequences the table covers (a code point of U+0800..U+FFFF, or an
+/// overlong or surrogate form of one).
+#[inline]
+fn jump_at(b0: u8, b1: u8, b2: u8) -> usize {
+    (usize::from(b0 & 0x0F) << 12) | (usize::from(b1 & 0x3F) << 6) | usize::from(b2 & 0x3F)
+}
+
+/// [`Trie::with_char_jump`] keeps its table only when at least this many
+/// three-byte chars start a key.
+const MIN_JUMP_STARTS: usize = 1024;
+
+/// Whether `bytes` starts with a sequence [`Trie::jump`] covers.
+#[inline]
+fn jumpable(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [b0 @ 0xE0..=0xEF, b1 @ 0x80..=0xBF, b2 @ 0x80..=0xBF, ..] => Some(jump_at(*b0, *b1, *b2)),
+        _ => None,
+    }
 }
 
 struct BuildNode {
@@ -156,7 +181,61 @@ impl Trie {
             maps,
             root,
             len,
+            jump: None,
         }
+    }
+
+    /// This trie with a table that takes a prefix search over a
+    /// three-byte char (CJK, kana, most of the BMP) in one load instead of
+    /// three steps (claim 364), where that gives the same answers: when no
+    /// key ends inside such a char (its first one or two bytes), whose
+    /// value the jump would skip, and where at least [`MIN_JUMP_STARTS`]
+    /// such chars start a key. 256 KiB; worth it for a Unigram lattice,
+    /// which searches at every char of the text.
+    pub(crate) fn with_char_jump(self) -> Self {
+        self.char_jump(MIN_JUMP_STARTS)
+    }
+
+    /// [`with_char_jump`](Self::with_char_jump) with the table kept from
+    /// `min_starts` chars that start a key.
+    fn char_jump(mut self, min_starts: usize) -> Self {
+        let ends_inside = (0xE0..=0xEFu8).any(|b0| {
+            let Some(n1) = self.child(0, b0) else {
+                return false;
+            };
+            self.value(n1).is_some()
+                || (0x80..=0xBFu8)
+                    .filter_map(|b1| self.child(n1, b1))
+                    .any(|n2| self.value(n2).is_some())
+        });
+        if ends_inside {
+            return self;
+        }
+        let mut jump = vec![NONE; 1 << 16].into_boxed_slice();
+        for b0 in 0xE0..=0xEFu8 {
+            let Some(n1) = self.child(0, b0) else {
+                continue;
+            };
+            for b1 in 0x80..=0xBFu8 {
+                let Some(n2) = self.child(n1, b1) else {
+                    continue;
+                };
+                for b2 in 0x80..=0xBFu8 {
+                    if let (Some(n3), Some(slot)) =
+                        (self.child(n2, b2), jump.get_mut(jump_at(b0, b1, b2)))
+                    {
+                        *slot = n3;
+                    }
+                }
+            }
+        }
+        // Few chars start a key (a vocabulary of another script): the
+        // byte walk fails at once where the table would be a cache miss.
+        let starts = jump.iter().filter(|&&n| n != NONE).count();
+        if starts >= min_starts {
+            self.jump = Some(jump);
+        }
+        self
     }
 
     /// Number of keys.
@@ -207,7 +286,21 @@ impl Trie {
     #[inline]
     pub(crate) fn for_each_prefix(&self, text: &[u8], mut f: impl FnMut(usize, u32) -> bool) {
         let mut n = 0u32;
-        for (i, &b) in text.iter().enumerate() {
+        let mut skip = 0;
+        if let (Some(jump), Some(at)) = (&self.jump, jumpable(text)) {
+            // No key ends inside the char (checked when the table was made).
+            match jump.get(at) {
+                Some(&c) if c != NONE => n = c,
+                _ => return,
+            }
+            if let Some(v) = self.value(n) {
+                if !f(3, v) {
+                    return;
+                }
+            }
+            skip = 3;
+        }
+        for (i, &b) in text.iter().enumerate().skip(skip) {
             match self.child(n, b) {
                 Some(c) => n = c,
                 None => return,
@@ -225,6 +318,21 @@ impl Trie {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// ASCII `a`/`b`, or a three-byte sequence over a few lead and
+    /// continuation bytes.
+    fn unit() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(vec![b'a']),
+            Just(vec![b'b']),
+            (
+                prop_oneof![Just(0xE0u8), Just(0xE4), Just(0xED), Just(0xEF)],
+                0x80u8..0x84,
+                prop_oneof![0x80u8..0x84, Just(0xBF)],
+            )
+                .prop_map(|(a, b, c)| vec![a, b, c]),
+        ]
+    }
 
     /// Every key that is a prefix of `text`, shortest first, the last
     /// value of a duplicated key winning (what `for_each_prefix` promises).
@@ -255,7 +363,64 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_char_jump_is_made_only_where_no_key_ends_inside_a_char() {
+        let whole: Vec<(&[u8], u32)> = vec![("中".as_bytes(), 1), ("中文".as_bytes(), 2)];
+        assert!(Trie::build(whole.clone()).char_jump(1).jump.is_some());
+        assert!(Trie::build(whole.clone()).char_jump(2).jump.is_none());
+        for inside in [&b"\xE4"[..], b"\xE4\xB8"] {
+            let mut keys = whole.clone();
+            keys.push((inside, 3));
+            assert!(Trie::build(keys).char_jump(0).jump.is_none());
+        }
+    }
+
     proptest! {
+        /// The char jump answers as the byte walk does: keys of whole
+        /// units (ASCII, three-byte sequences in valid, overlong and
+        /// surrogate forms over few continuation bytes, so keys share
+        /// prefixes), sometimes with keys ending inside a char (no table
+        /// then); texts of the same units cut anywhere and stray bytes.
+        #[test]
+        fn the_char_jump_matches_the_byte_walk(
+            keys in proptest::collection::vec(
+                (proptest::collection::vec(unit(), 1..4).prop_map(|u| u.concat()),
+                 any::<u32>().prop_map(|v| v % 100)),
+                0..200,
+            ),
+            inside in proptest::option::of(proptest::collection::vec(0x80u8..0x84, 0..2)),
+            texts in proptest::collection::vec(
+                (proptest::collection::vec(unit(), 0..5).prop_map(|u| u.concat()),
+                 0usize..3, proptest::collection::vec(any::<u8>(), 0..2)),
+                1..30,
+            ),
+        ) {
+            let mut keys = keys;
+            if let Some(tail) = inside {
+                keys.push(([&[0xE4u8][..], &tail].concat(), 7));
+            }
+            let texts: Vec<Vec<u8>> = texts
+                .into_iter()
+                .map(|(t, cut, stray)| [&t[t.len().min(cut)..], &stray[..]].concat())
+                .collect();
+            let walk = Trie::build(keys.iter().map(|(k, v)| (k.as_slice(), *v)));
+            let jump = walk.clone().char_jump(0);
+            let mut probes = texts;
+            probes.extend(keys.iter().map(|(k, _)| k.clone()));
+            for text in &probes {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                walk.for_each_prefix(text, |l, v| {
+                    a.push((l, v));
+                    true
+                });
+                jump.for_each_prefix(text, |l, v| {
+                    b.push((l, v));
+                    true
+                });
+                prop_assert_eq!(a, b);
+            }
+        }
+
         /// Narrow nodes (scanned) and wide ones (ranked in their edge map)
         /// answer as a plain list of keys does: keys over a small alphabet
         /// give deep narrow paths, single bytes over all 256 give a wide

@@ -151,7 +151,8 @@ impl Unigram {
             }
         }
         Self {
-            trie,
+            // The lattice searches from every char (claim 364).
+            trie: trie.with_char_jump(),
             unk_score: min_score - UNK_PENALTY,
             flavor,
         }
