@@ -73,6 +73,8 @@ pub(crate) struct Trie {
     maps: Vec<EdgeMap>,
     root: Box<[u32; 256]>,
     len: usize,
+    /// The longest key, in bytes.
+    max_key_len: usize,
     /// [`with_char_jump`](Self::with_char_jump)'s table: the node after
     /// each three-byte sequence `E0..=EF, 80..=BF, 80..=BF`, by [`jump_at`].
     jump: Option<Box<[u32]>>,
@@ -113,7 +115,9 @@ impl Trie {
             value: NONE,
         }];
         let mut len = 0usize;
+        let mut max_key_len = 0usize;
         for (key, value) in entries {
+            max_key_len = max_key_len.max(key.len());
             let mut n = 0usize;
             for &b in key {
                 let next = match tmp[n].children.binary_search_by_key(&b, |c| c.0) {
@@ -181,6 +185,7 @@ impl Trie {
             maps,
             root,
             len,
+            max_key_len,
             jump: None,
         }
     }
@@ -241,6 +246,12 @@ impl Trie {
     /// Number of keys.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The longest key, in bytes: no prefix
+    /// [`for_each_prefix`](Self::for_each_prefix) reports is longer.
+    pub(crate) fn max_key_len(&self) -> usize {
+        self.max_key_len
     }
 
     /// The child of `node` along `byte`, if any.

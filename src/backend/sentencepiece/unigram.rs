@@ -64,6 +64,11 @@ pub(crate) enum Flavor {
 
 const UNK_PENALTY: f32 = 10.0;
 const SCORE_RESET_THRESHOLD: f64 = 100_000.0;
+/// The sentencepiece flavor's lattice emits its settled part at the first
+/// position every path passes through once it holds this many positions
+/// (claim 365): 48 KiB of nodes, where a whole text's lattice was 12 bytes a
+/// byte of text.
+const WINDOW: usize = 4096;
 
 /// A lattice position: `u32` in the scratch (a node of 12 bytes, as
 /// sentencepiece's `BestPathNode`), `usize` for a text of 4 GiB or more.
@@ -134,6 +139,8 @@ pub(crate) struct Unigram {
     trie: Trie,
     unk_score: f32,
     flavor: Flavor,
+    /// [`WINDOW`]; the tests vary it.
+    window: usize,
 }
 
 impl Unigram {
@@ -155,6 +162,7 @@ impl Unigram {
             trie: trie.with_char_jump(),
             unk_score: min_score - UNK_PENALTY,
             flavor,
+            window: WINDOW,
         }
     }
 
@@ -208,7 +216,34 @@ impl Unigram {
                 starts_at: P::NONE,
             }
         };
-        best.resize(size + 1, unreached);
+        // sentencepiece's lattice in a window over `base..` (claim 365):
+        // `best[i]` is position `base + i`. llama.cpp's flavor keeps the
+        // whole text, since a position no edge reached there sends the path
+        // back to 0.
+        let window = if llama { usize::MAX } else { self.window };
+        let windowed = window != usize::MAX;
+        // No edge is longer than this.
+        let reach = self.trie.max_key_len().max(4);
+        let mut base = 0usize;
+        // Settled parts are emitted from `flush_from` on; nodes exist up to
+        // `covered` (exclusive).
+        let mut covered = if windowed {
+            (size + 1).min(window.saturating_mul(2).saturating_add(reach + 1))
+        } else {
+            size + 1
+        };
+        let mut flush_from = window;
+        // The position from which either needs a look: one compare a char.
+        let next_check = |flush_from: usize, covered: usize| {
+            let grow_from = if covered > size {
+                usize::MAX
+            } else {
+                covered.saturating_sub(reach)
+            };
+            flush_from.min(grow_from)
+        };
+        let mut check_at = next_check(flush_from, covered);
+        best.resize(covered, unreached);
         best[0].score = 0.0;
         // Whether `candidate` replaces the best path ending at `target`.
         let better = |target: &BestNode<P>, candidate: f64| {
@@ -230,12 +265,37 @@ impl Unigram {
         let mut starts_at = 0usize;
         let mut max_frontier = 0usize;
         while starts_at < size {
-            let mut till_here = f64::from(best[starts_at].score);
+            if starts_at >= check_at {
+                // Every path passes through `starts_at` when no edge from
+                // before it ends past it: the path up to it is settled.
+                if starts_at >= flush_from && max_frontier <= starts_at {
+                    Self::emit_settled(best, base, starts_at, normalized, path, sink);
+                    // Past the frontier every node is still unreached: the
+                    // nodes from `starts_at` on move to the front as they are.
+                    best.copy_within(starts_at - base.., 0);
+                    best.truncate(covered - starts_at);
+                    base = starts_at;
+                    flush_from = base.saturating_add(window);
+                }
+                // Nodes as far as an edge from here can end.
+                if (starts_at + reach).min(size) >= covered {
+                    let to = (starts_at + reach + window).min(size) + 1;
+                    best.resize(to - base, unreached);
+                    covered = to;
+                }
+                check_at = next_check(flush_from, covered);
+            }
+            let mut till_here = f64::from(best[starts_at - base].score);
             if !llama && !(-SCORE_RESET_THRESHOLD..=SCORE_RESET_THRESHOLD).contains(&till_here) {
                 let offset = till_here as f32;
                 let hi = max_frontier.min(size);
-                for (i, node) in best.iter_mut().enumerate().take(hi + 1).skip(starts_at) {
-                    if i == starts_at || node.starts_at != P::NONE {
+                for (i, node) in best
+                    .iter_mut()
+                    .enumerate()
+                    .take(hi - base + 1)
+                    .skip(starts_at - base)
+                {
+                    if i == starts_at - base || node.starts_at != P::NONE {
                         node.score -= offset;
                     }
                 }
@@ -260,7 +320,7 @@ impl Unigram {
                     _ => vocab.score(id),
                 };
                 let candidate = add(till_here, score);
-                let target = &mut best[key_pos];
+                let target = &mut best[key_pos - base];
                 if better(target, candidate) {
                     target.score = candidate as f32;
                     target.starts_at = P::at(starts_at);
@@ -274,7 +334,7 @@ impl Unigram {
             if !has_single_node {
                 max_frontier = max_frontier.max(starts_at + mblen);
                 let candidate = add(till_here, self.unk_score);
-                let target = &mut best[starts_at + mblen];
+                let target = &mut best[starts_at + mblen - base];
                 if better(target, candidate) {
                     target.score = candidate as f32;
                     target.starts_at = P::at(starts_at);
@@ -283,13 +343,29 @@ impl Unigram {
             }
             starts_at += mblen;
         }
+        Self::emit_settled(best, base, size, normalized, path, sink);
+    }
+
+    /// Emits the best path from `base` to `end` (positions `best` holds
+    /// from `base` on), back from `end` and then in order.
+    fn emit_settled<P: Position, S: PieceSink>(
+        best: &[BestNode<P>],
+        base: usize,
+        end: usize,
+        normalized: &[u8],
+        path: &mut Vec<(usize, usize, u32)>,
+        sink: &mut S,
+    ) {
         path.clear();
-        let mut ends_at = size;
-        while ends_at > 0 {
-            let node = best[ends_at];
+        let mut ends_at = end;
+        while ends_at > base {
+            let Some(node) = best.get(ends_at - base) else {
+                break;
+            };
             let starts_at = node.starts_at.get();
-            if starts_at >= ends_at {
-                // Unreachable for a well-formed lattice; stop rather than loop.
+            if starts_at >= ends_at || starts_at < base {
+                // Unreachable for a well-formed lattice (and a settled
+                // window never starts inside an edge); stop rather than loop.
                 break;
             }
             path.push((starts_at, ends_at, node.id));
@@ -357,6 +433,62 @@ mod tests {
         pieces
     }
 
+    /// The lattice in windows emits what the whole lattice does (claim
+    /// 365): windows from one position up, over texts that re-base the
+    /// scores (sentencepiece) many times, with unknown, user-defined and
+    /// unused edges and pieces that span where a window might end.
+    #[test]
+    fn windows_give_the_whole_lattice_path() {
+        let table = Table(vec![
+            ("<unk>", 0.0, PieceType::Unknown),
+            ("a", -900.0, PieceType::Normal),
+            ("b", -950.0, PieceType::Normal),
+            ("ab", -1500.0, PieceType::Normal),
+            ("abc", -2100.0, PieceType::Normal),
+            ("ba", -1700.0, PieceType::Normal),
+            ("c", -1000.0, PieceType::Normal),
+            ("cab", -2500.0, PieceType::Unused),
+            ("ca", -1.0, PieceType::UserDefined),
+            ("é", -1200.0, PieceType::Normal),
+            ("▁", -3.0, PieceType::Normal),
+            ("▁ab", -4.0, PieceType::Normal),
+            ("abcabcab", -7000.0, PieceType::Normal),
+            ("éé", -2399.5, PieceType::Normal),
+        ]);
+        let trie = Trie::build(
+            table
+                .0
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(id, (p, _, _))| (p.as_bytes(), id as u32)),
+        );
+        let parts = [
+            "ab", "c", "abc", "ba", "é", "x", "cab", "€", "▁", "▁ab", "abcabcab", "éé",
+        ];
+        let whole = Unigram {
+            window: usize::MAX,
+            ..Unigram::new(&table, trie)
+        };
+        for seed in 0..40usize {
+            let text: String = (0..200 + seed * 37)
+                .map(|i| parts[(i * (seed + 3) + i / (seed + 2)) % parts.len()])
+                .collect();
+            let want = best_path::<u32>(&whole, &table, &text);
+            for window in [1, 2, 3, 5, 8, 64, 4096] {
+                let uni = Unigram {
+                    window,
+                    ..whole.clone()
+                };
+                assert_eq!(
+                    best_path::<u32>(&uni, &table, &text).0,
+                    want.0,
+                    "seed {seed}, window {window}"
+                );
+            }
+        }
+    }
+
     /// The lattice keeps positions in `u32` below 4 GiB and in `usize`
     /// above; both widths give the same path, in both flavors.
     #[test]
@@ -391,6 +523,16 @@ mod tests {
                 best_path::<usize>(&uni, &table, &text),
             );
             assert_eq!(narrow.0, wide.0, "{flavor:?}");
+            // The whole lattice at once gives the same path (claim 365).
+            let whole = Unigram {
+                window: usize::MAX,
+                ..uni.clone()
+            };
+            assert_eq!(
+                best_path::<u32>(&whole, &table, &text).0,
+                narrow.0,
+                "{flavor:?}"
+            );
             // The path covers the text, with unknown edges for `x` and `€`.
             assert_eq!(narrow.0.iter().map(|p| p.1).sum::<usize>(), text.len());
             assert!(narrow.0.iter().any(|p| p.2 == 0));
