@@ -433,12 +433,10 @@ mod tests {
         pieces
     }
 
-    /// The lattice in windows emits what the whole lattice does (claim
-    /// 365): windows from one position up, over texts that re-base the
-    /// scores (sentencepiece) many times, with unknown, user-defined and
-    /// unused edges and pieces that span where a window might end.
-    #[test]
-    fn windows_give_the_whole_lattice_path() {
+    /// Pieces with scores low enough that a long text re-bases the scores
+    /// (sentencepiece) many times, unused and user-defined pieces, pieces
+    /// with `▁`, a long piece, and the trie over them.
+    fn table_and_trie() -> (Table, Trie) {
         let table = Table(vec![
             ("<unk>", 0.0, PieceType::Unknown),
             ("a", -900.0, PieceType::Normal),
@@ -463,6 +461,16 @@ mod tests {
                 .skip(1)
                 .map(|(id, (p, _, _))| (p.as_bytes(), id as u32)),
         );
+        (table, trie)
+    }
+
+    /// The lattice in windows emits what the whole lattice does (claim
+    /// 365): windows from one position up, over texts that re-base the
+    /// scores (sentencepiece) many times, with unknown, user-defined and
+    /// unused edges and pieces that span where a window might end.
+    #[test]
+    fn windows_give_the_whole_lattice_path() {
+        let (table, trie) = table_and_trie();
         let parts = [
             "ab", "c", "abc", "ba", "é", "x", "cab", "€", "▁", "▁ab", "abcabcab", "éé",
         ];
@@ -493,26 +501,7 @@ mod tests {
     /// above; both widths give the same path, in both flavors.
     #[test]
     fn both_position_widths_give_the_same_path() {
-        let table = Table(vec![
-            ("<unk>", 0.0, PieceType::Unknown),
-            ("a", -900.0, PieceType::Normal),
-            ("b", -950.0, PieceType::Normal),
-            ("ab", -1500.0, PieceType::Normal),
-            ("abc", -2100.0, PieceType::Normal),
-            ("ba", -1700.0, PieceType::Normal),
-            ("c", -1000.0, PieceType::Normal),
-            ("cab", -2500.0, PieceType::Unused),
-            ("ca", -1.0, PieceType::UserDefined),
-            ("é", -1200.0, PieceType::Normal),
-        ]);
-        let trie = Trie::build(
-            table
-                .0
-                .iter()
-                .enumerate()
-                .skip(1)
-                .map(|(id, (p, _, _))| (p.as_bytes(), id as u32)),
-        );
+        let (table, trie) = table_and_trie();
         let text: String = (0..3000)
             .map(|i| ["ab", "c", "abc", "ba", "é", "x", "cab", "€"][(i * 7 + i / 5) % 8])
             .collect();
