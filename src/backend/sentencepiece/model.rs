@@ -703,7 +703,6 @@ impl SentencePieceModel {
         });
     }
 
-    /// The BPE engine when the raw path applies (identity normalizer).
     /// [`LineMemo::recurs`](crate::backend::line_memo::LineMemo::recurs) on
     /// this thread's line memo (claim 359); `false` off the raw BPE path.
     pub(crate) fn text_recurs(&self, text: &str, want: usize) -> bool {
@@ -721,6 +720,7 @@ impl SentencePieceModel {
         })
     }
 
+    /// The BPE engine when the raw path applies (identity normalizer).
     fn raw_engine(&self) -> Option<&Bpe> {
         match &self.engine {
             Engine::Bpe(b) if self.raw_bpe => Some(b),
