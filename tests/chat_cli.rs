@@ -301,3 +301,53 @@ fn chat_encode_prints_ids_with_each_special_token_policy() {
     let from_cli = ids(&ok(&rtok(&args, HI)));
     assert_eq!(from_cli, tok.encode(&text, false).unwrap().into_ids());
 }
+
+#[test]
+fn messages_and_tools_may_be_given_inline_as_json() {
+    let llama = "meta-llama/Llama-3.2-1B-Instruct";
+    let tools = r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]"#;
+    let dir = std::env::temp_dir().join(format!("rtok-inline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools_file = dir.join("tools.json");
+    std::fs::write(&tools_file, tools).unwrap();
+    let now = "2024-09-03T12:34:56Z";
+    let from_files = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            llama,
+            "--messages",
+            "-",
+            "--tools",
+            tools_file.to_str().unwrap(),
+            "--now",
+            now,
+        ],
+        HI,
+    ));
+    let inline = ok(&rtok(
+        &[
+            "chat",
+            "-t",
+            llama,
+            "--messages",
+            HI,
+            "--tools",
+            tools,
+            "--now",
+            now,
+        ],
+        "",
+    ));
+    assert_eq!(inline, from_files);
+    assert!(inline.contains("get_weather"), "{inline}");
+    // Not JSON and not a file: the error names what was read.
+    let out = rtok(&["chat", "-t", llama, "--messages", "no-such-file"], "");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reading no-such-file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -284,13 +284,14 @@ enum Command {
     Chat {
         #[command(flatten)]
         source: Source,
-        /// A JSON list of OpenAI-style messages (or an object with `messages`); `-` reads stdin.
+        /// A JSON list of OpenAI-style messages (or an object with `messages`): a file,
+        /// `-` for stdin, or the JSON text itself.
         #[arg(long)]
         messages: PathBuf,
-        /// A JSON list of tool schemas.
+        /// A JSON list of tool schemas: a file, `-` for stdin, or the JSON text itself.
         #[arg(long)]
         tools: Option<PathBuf>,
-        /// A JSON list of documents.
+        /// A JSON list of documents: a file, `-` for stdin, or the JSON text itself.
         #[arg(long)]
         documents: Option<PathBuf>,
         /// End with the assistant header.
@@ -601,8 +602,15 @@ fn run(cli: Cli) -> Result<()> {
                     let mut text = String::new();
                     std::io::stdin()
                         .read_to_string(&mut text)
-                        .context("reading messages from stdin")?;
+                        .context("reading stdin")?;
                     return Ok(text);
+                }
+                // JSON text given inline (`--messages '[{"role": ...}]'`), unless a
+                // file of that name exists.
+                if let Some(inline) = p.to_str().filter(|t| {
+                    t.trim_start().starts_with(['[', '{']) && !std::path::Path::new(t).exists()
+                }) {
+                    return Ok(inline.to_owned());
                 }
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
             };

@@ -38,7 +38,13 @@ impl Slot {
     }
 }
 
-static REGISTRY: LazyLock<DashMap<String, Arc<Slot>>> = LazyLock::new(DashMap::new);
+/// Shards of [`REGISTRY`]: a fixed count, since `DashMap::new` sizes them
+/// from `available_parallelism`, whose cgroup reads were 14 % of a small
+/// model's first load; loads are rare, so few shards do.
+const REGISTRY_SHARDS: usize = 8;
+
+static REGISTRY: LazyLock<DashMap<String, Arc<Slot>>> =
+    LazyLock::new(|| DashMap::with_shard_amount(REGISTRY_SHARDS));
 
 /// The key: the source and every option that changes the result (not the token).
 fn key(source: &str, o: &LoadOptions) -> String {

@@ -473,14 +473,13 @@ impl SentencePieceModel {
                 }
                 // Exactly the pieces of `vocab.pieces` (UNIGRAM keeps the
                 // others in `reserved`; a duplicate was refused above).
-                let mut entries: Vec<(&[u8], u32)> = (0..n as u32)
+                let entries: Vec<(&[u8], u32)> = (0..n as u32)
                     .filter(|&id| vocab.mergeable(id))
                     .map(|id| (vocab.piece(id), id))
                     .collect();
                 if entries.is_empty() {
                     return Err(SpmError::NoNormalPieces);
                 }
-                entries.sort_unstable();
                 let trie = Trie::build(entries);
                 Engine::Unigram(Unigram::new(&vocab, trie))
             }

@@ -40,6 +40,9 @@ pub(crate) struct CharsMap {
     normalized: Vec<u8>,
     /// The walk's first step for every ASCII byte but NUL (claim 356).
     ascii: Box<[AsciiStep; 128]>,
+    /// Bit `cp`: the three-byte char `cp` starts no key and holds none, so
+    /// the charsmap leaves it as it is whatever follows (claim 366).
+    identity3: Box<[u64; 1024]>,
 }
 
 /// What the charsmap holds for a key starting with an ASCII byte `b`: the
@@ -109,8 +112,10 @@ impl CharsMap {
             units,
             normalized,
             ascii: Box::new([AsciiStep::default(); 128]),
+            identity3: Box::new([0; 1024]),
         };
         map.ascii = Box::new(std::array::from_fn(|b| map.ascii_step(b as u8)));
+        map.identity3 = map.identity3();
         Ok(map)
     }
 
@@ -172,6 +177,78 @@ impl CharsMap {
         }
     }
 
+    /// [`Self::identity3`], read off the double array: the walk of a
+    /// three-byte char that leaves the trie before its last byte, passing
+    /// no value, finds no match at it whatever follows. The walk is cut
+    /// short where a whole lead or lead and second byte leaves the trie.
+    fn identity3(&self) -> Box<[u64; 1024]> {
+        let mut bits = Box::new([0u64; 1024]);
+        let Some(root) = self.units.first().map(|&u| offset(u)) else {
+            return bits;
+        };
+        let mut set = |cp: usize| {
+            // Overlong forms and surrogates decode to these code points;
+            // `valid_decode` does not copy them as they are.
+            if cp >= 0x800 && !(0xD800..0xE000).contains(&cp) {
+                if let Some(w) = bits.get_mut(cp / 64) {
+                    *w |= 1 << (cp % 64);
+                }
+            }
+        };
+        let value_at = |pos: usize, unit: u32| has_leaf(unit) || self.units.get(pos).is_none();
+        for b0 in 0xE0..=0xEFu8 {
+            let base0 = usize::from(b0 & 0x0F) << 12;
+            let (p1, u1) = match self.step(root, b0) {
+                Some(Some(edge)) => edge,
+                Some(None) => {
+                    (0..0x1000).for_each(|low| set(base0 | low));
+                    continue;
+                }
+                None => continue,
+            };
+            if value_at(p1, u1) {
+                continue;
+            }
+            for b1 in 0x80..=0xBFu8 {
+                let base1 = base0 | (usize::from(b1 & 0x3F) << 6);
+                let (p2, u2) = match self.step(p1, b1) {
+                    Some(Some(edge)) => edge,
+                    Some(None) => {
+                        (0..0x40).for_each(|low| set(base1 | low));
+                        continue;
+                    }
+                    None => continue,
+                };
+                if value_at(p2, u2) {
+                    continue;
+                }
+                for b2 in 0x80..=0xBFu8 {
+                    if let Some(None) = self.step(p2, b2) {
+                        set(base1 | usize::from(b2 & 0x3F));
+                    }
+                }
+            }
+        }
+        bits
+    }
+
+    /// Whether the three bytes at the start of `input` are a char the
+    /// charsmap leaves as it is ([`Self::identity3`]).
+    #[inline(always)]
+    fn is_identity3(&self, input: &[u8]) -> bool {
+        let [b0, b1, b2, ..] = *input else {
+            return false;
+        };
+        if b0 & 0xF0 != 0xE0 || b1 & 0xC0 != 0x80 || b2 & 0xC0 != 0x80 {
+            return false;
+        }
+        let cp =
+            (usize::from(b0 & 0x0F) << 12) | (usize::from(b1 & 0x3F) << 6) | usize::from(b2 & 0x3F);
+        self.identity3
+            .get(cp / 64)
+            .is_some_and(|w| (w >> (cp % 64)) & 1 != 0)
+    }
+
     /// The longest match at an ASCII byte `input[0]` when the table
     /// settles it: `Some(None)` for no match, `Some(Some(value))` for the
     /// one-byte key; `None` when the walk must run.
@@ -193,11 +270,19 @@ impl CharsMap {
 
     /// How many bytes at the start of `input` the charsmap leaves as they
     /// are, one char each: ASCII bytes other than `' '` with no rule of
-    /// their own that the next byte cannot extend (claim 356).
+    /// their own that the next byte cannot extend (claim 356), and
+    /// three-byte chars that start no rule (claim 366).
     #[inline]
     fn identity_run(&self, input: &[u8]) -> usize {
         let mut i = 0;
         while let Some(&b) = input.get(i) {
+            if b >= 0x80 {
+                if self.is_identity3(input.get(i..).unwrap_or_default()) {
+                    i += 3;
+                    continue;
+                }
+                break;
+            }
             let Some(step) = self
                 .ascii
                 .get(usize::from(b))
@@ -505,7 +590,13 @@ impl Normalizer {
             if run > 0 {
                 out.extend_from_slice(&input[..run]);
                 if let Some(m) = n2o.as_deref_mut() {
-                    m.extend(consumed..consumed + run);
+                    // Every byte of a char maps to the char's start.
+                    let mut j = 0;
+                    while j < run {
+                        let len = if input[j] < 0x80 { 1 } else { 3 };
+                        m.extend(std::iter::repeat_n(consumed + j, len));
+                        j += len;
+                    }
                 }
                 consumed += run;
                 input = &input[run..];
@@ -667,6 +758,50 @@ mod tests {
             .collect()
     }
 
+    /// A three-byte char the table leaves as it is has no match at it,
+    /// whatever follows (nothing, another char, a combining mark, the bytes
+    /// that continue some key), and the table keeps most of CJK but not the
+    /// chars NFKC rewrites (claim 366).
+    #[test]
+    fn identity3_chars_have_no_match() {
+        for (name, spec) in charsmap_specs() {
+            let cm =
+                CharsMap::from_blob(&spec.precompiled_charsmap, "normalizer_spec").expect(name);
+            let tails: Vec<Vec<u8>> = [
+                "", "x", " ", "\u{301}", "\u{3099}", "\u{ff9e}", "\u{4e00}", "\u{0}",
+            ]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .chain((0x80..=0xBFu8).map(|b| vec![b]))
+            .collect();
+            let mut kept = 0;
+            for c in (0x800..=0xFFFFu32).filter_map(char::from_u32) {
+                let bytes = c.to_string().into_bytes();
+                if !cm.is_identity3(&bytes) {
+                    continue;
+                }
+                kept += 1;
+                for t in &tails {
+                    let key = [&bytes[..], t].concat();
+                    for llama in [false, true] {
+                        assert_eq!(cm.longest_prefix(&key, llama), None, "{name}: {c:?}");
+                    }
+                }
+            }
+            for c in ['\u{4e2d}', '\u{6587}', '\u{3042}', '\u{ac00}'] {
+                assert!(cm.is_identity3(c.to_string().as_bytes()), "{name}: {c:?}");
+            }
+            for c in ['\u{3000}', '\u{ff26}', '\u{f900}', '\u{2460}', '\u{fb01}'] {
+                assert!(!cm.is_identity3(c.to_string().as_bytes()), "{name}: {c:?}");
+            }
+            // Surrogates and overlong forms are never kept.
+            for bad in [[0xED, 0xA0, 0x80], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF]] {
+                assert!(!cm.is_identity3(&bad), "{name}: {bad:?}");
+            }
+            assert!(kept > 50_000, "{name}: {kept}");
+        }
+    }
+
     /// The ASCII table settles a step only where the walk gives the same
     /// match: every ASCII byte followed by every byte or by nothing, for
     /// every shared model with a charsmap and in both flavors' walks.
@@ -745,6 +880,17 @@ mod tests {
             "\u{fb01}",
             "\u{4e2d}\u{6587}",
             "\u{ff76}\u{ff9e}",
+            "\u{3042}\u{30fc}\u{30ab}",
+            "\u{f900}",
+            "\u{2460}",
+            "\u{2581}",
+            "\u{fffd}",
+            "\u{e000}",
+            "\u{ffff}",
+            "\u{304b}\u{3099}",
+            "\u{1100}\u{1161}",
+            "\u{ac00}",
+            "\u{2028}\u{4e00}",
             "1,000",
             "x\u{200b}y",
             "\u{1f600}",

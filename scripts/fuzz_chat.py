@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Differential fuzz of `rtok chat` against transformers' `apply_chat_template`
+on random conversations, for every shared tokenizer with a chat template.
+
+    pip install transformers jinja2
+    cargo build --release --bin rtok
+    python3 scripts/fuzz_chat.py [--shared ../shared] [--seed 1] [--count 50] [--only ID,...]
+
+Conversations mix system, user, assistant and tool turns whose contents join
+pieces that templates and tokenizers treat specially: empty and
+whitespace-only text, leading and trailing spaces, CR LF, U+2028, Jinja
+delimiters, other models' special tokens, `<think>` blocks, combining marks,
+CJK, emoji, JSON-looking words. Assistant turns may carry tool calls (their
+arguments a dict, a JSON string or nested values) and `reasoning_content`;
+requests may carry tools, documents, `enable_thinking`,
+`add_generation_prompt` or `continue_final_message`. `date_string` is fixed so
+the templates that read the clock render the same in both. A render must be
+identical, byte for byte, or both sides must refuse the request. Prints the
+first differences and exits 1 if there was any.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+MODELS = [
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "mistralai/Mistral-7B-v0.1",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "google/gemma-3-4b-it",
+    "openai/gpt-oss-20b",
+    "CohereForAI/c4ai-command-r-plus",
+]
+
+PIECES = [
+    "Hello", "", " ", "\n", "\n\n", "  lead", "trail  ", "{{ x }}", "{% if %}", "<|im_end|>",
+    "<|eot_id|>", "[INST]", "</s>", "<end_of_turn>", "\u4e2d\u6587", "e\u0301", "\U0001F600",
+    "\t", "\\n", "'quote'", '"dq"', "a" * 50, "<think>x</think>", "<think>\n\n</think>\n\n",
+    "\r\n", "\u2028", "&amp;", "null", "True",
+]
+
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the weather \u00e9 \"now\"",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City"},
+                "n": {"type": "integer", "enum": [1, 2]},
+            },
+            "required": ["city"],
+        },
+    },
+}]
+
+
+def text(r):
+    return "".join(r.choice(PIECES) for _ in range(r.choice([0, 1, 2, 3, 6])))
+
+
+def conversation(r):
+    msgs = []
+    if r.random() < 0.4:
+        msgs.append({"role": "system", "content": text(r)})
+    turns = r.choice([1, 2, 3, 4, 5])
+    for i in range(turns):
+        msgs.append({"role": "user", "content": text(r)})
+        if r.random() < 0.3:
+            args = r.choice([{"a": 1, "b": "x\u00e9"}, "{\"q\": \"s\"}", {},
+                             {"nested": {"k": [1, 2.5, None, True]}}])
+            msgs.append({
+                "role": "assistant",
+                "content": r.choice(["", None, text(r)]),
+                "tool_calls": [{"id": f"call_{i}", "type": "function",
+                                "function": {"name": r.choice(["get_weather", "f"]),
+                                             "arguments": args}}],
+            })
+            msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "name": "get_weather",
+                         "content": text(r)})
+            msgs.append({"role": "user", "content": text(r)})
+        if i < turns - 1 or r.random() < 0.3:
+            m = {"role": "assistant", "content": text(r)}
+            if r.random() < 0.2:
+                m["reasoning_content"] = text(r)
+            msgs.append(m)
+    return msgs
+
+
+def request(r):
+    msgs = conversation(r)
+    last = msgs[-1]
+    cont = (last["role"] == "assistant" and isinstance(last.get("content"), str)
+            and last["content"].strip() != "" and r.random() < 0.5)
+    kwargs = {"date_string": "26 Jul 2024"}
+    if r.random() < 0.3:
+        kwargs["enable_thinking"] = r.random() < 0.5
+    return {
+        "messages": msgs,
+        "add_generation_prompt": (not cont) and r.random() < 0.5,
+        "continue_final_message": cont,
+        "tools": TOOLS if r.random() < 0.4 else None,
+        "documents": ([{"title": "T\u00e9", "text": text(r)}, {"title": "x", "text": "y"}]
+                      if r.random() < 0.3 else None),
+        "kwargs": kwargs,
+    }
+
+
+def reference(tok, req):
+    try:
+        return tok.apply_chat_template(
+            req["messages"], tools=req["tools"], documents=req["documents"], tokenize=False,
+            add_generation_prompt=req["add_generation_prompt"],
+            continue_final_message=req["continue_final_message"], **req["kwargs"])
+    except Exception:  # noqa: BLE001 - a refusal is compared as a refusal
+        return None
+
+
+def crate(rtok, name, req, env):
+    args = [rtok, "chat", "-t", name, "--messages", "-", "--kwargs", json.dumps(req["kwargs"])]
+    if req["add_generation_prompt"]:
+        args.append("--add-generation-prompt")
+    if req["continue_final_message"]:
+        args.append("--continue-final-message")
+    if req["tools"]:
+        args += ["--tools", json.dumps(req["tools"])]
+    if req["documents"]:
+        args += ["--documents", json.dumps(req["documents"])]
+    p = subprocess.run(args, input=json.dumps(req["messages"]).encode(), capture_output=True,
+                       env=env)
+    return (p.stdout.decode("utf-8") if p.returncode == 0 else None), p.stderr.decode()[:200]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared", default=str(Path(__file__).resolve().parent.parent.parent / "shared"))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=50)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    env = dict(os.environ, HF_HOME=str(Path(args.shared) / "hf-cache"), HF_HUB_OFFLINE="1")
+    os.environ.update(HF_HOME=env["HF_HOME"], HF_HUB_OFFLINE="1")
+    from transformers import PreTrainedTokenizerFast
+
+    rtok = str(Path(__file__).resolve().parent.parent / "target/release/rtok")
+    names = [n for n in args.only.split(",") if n] or MODELS
+    total = bad = 0
+    for name in names:
+        tok = PreTrainedTokenizerFast.from_pretrained(name)
+        r = random.Random(args.seed)
+        differ = refused = 0
+        for k in range(args.count):
+            req = request(r)
+            want = reference(tok, req)
+            got, err = crate(rtok, name, req, env)
+            total += 1
+            refused += want is None and got is None
+            if want != got:
+                differ += 1
+                if differ <= 3:
+                    print(f"DIFF {name} #{k}: {json.dumps(req)[:400]}")
+                    print("  transformers:", "refused" if want is None else repr(want)[:400])
+                    print("  rtok:        ", ("refused: " + err) if got is None else repr(got)[:400])
+        bad += differ
+        print(f"{name}: {differ} of {args.count} differ ({refused} refused by both)")
+    print(f"total {total}, differ {bad}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
