@@ -4,7 +4,7 @@ on random conversations, for every shared tokenizer with a chat template.
 
     pip install transformers jinja2
     cargo build --release --bin rtok
-    python3 scripts/fuzz_chat.py [--shared ../shared] [--seed 1] [--count 50] [--only ID,...]
+    python3 scripts/fuzz_chat.py [--shared ../shared] [--seed 1] [--count 50] [--only ID,...] [--encode]
 
 Conversations mix system, user, assistant and tool turns whose contents join
 pieces that templates and tokenizers treat specially: empty and
@@ -15,8 +15,11 @@ arguments a dict, a JSON string or nested values) and `reasoning_content`;
 requests may carry tools, documents, `enable_thinking`,
 `add_generation_prompt` or `continue_final_message`. `date_string` is fixed so
 the templates that read the clock render the same in both. A render must be
-identical, byte for byte, or both sides must refuse the request. Prints the
-first differences and exits 1 if there was any.
+identical, byte for byte, or both sides must refuse the request. With
+`--encode` the ids are compared instead: `rtok chat --encode --special-tokens
+parse` against `apply_chat_template(..., tokenize=True)` (which parses special
+tokens in the render, as `parse` does). Prints the first differences and exits
+1 if there was any.
 """
 
 import argparse
@@ -114,18 +117,24 @@ def request(r):
     }
 
 
-def reference(tok, req):
+def reference(tok, req, encode):
     try:
-        return tok.apply_chat_template(
-            req["messages"], tools=req["tools"], documents=req["documents"], tokenize=False,
+        out = tok.apply_chat_template(
+            req["messages"], tools=req["tools"], documents=req["documents"], tokenize=encode,
             add_generation_prompt=req["add_generation_prompt"],
             continue_final_message=req["continue_final_message"], **req["kwargs"])
     except Exception:  # noqa: BLE001 - a refusal is compared as a refusal
         return None
+    if encode:
+        ids = out["input_ids"] if not isinstance(out, list) else out
+        return " ".join(map(str, ids))
+    return out
 
 
-def crate(rtok, name, req, env):
+def crate(rtok, name, req, env, encode):
     args = [rtok, "chat", "-t", name, "--messages", "-", "--kwargs", json.dumps(req["kwargs"])]
+    if encode:
+        args += ["--encode", "--special-tokens", "parse"]
     if req["add_generation_prompt"]:
         args.append("--add-generation-prompt")
     if req["continue_final_message"]:
@@ -136,7 +145,10 @@ def crate(rtok, name, req, env):
         args += ["--documents", json.dumps(req["documents"])]
     p = subprocess.run(args, input=json.dumps(req["messages"]).encode(), capture_output=True,
                        env=env)
-    return (p.stdout.decode("utf-8") if p.returncode == 0 else None), p.stderr.decode()[:200]
+    if p.returncode != 0:
+        return None, p.stderr.decode()[:200]
+    out = p.stdout.decode("utf-8")
+    return (" ".join(out.split()) if encode else out), ""
 
 
 def main():
@@ -145,6 +157,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=50)
     ap.add_argument("--only", default="")
+    ap.add_argument("--encode", action="store_true", help="compare ids, not the rendered text")
     args = ap.parse_args()
     env = dict(os.environ, HF_HOME=str(Path(args.shared) / "hf-cache"), HF_HUB_OFFLINE="1")
     os.environ.update(HF_HOME=env["HF_HOME"], HF_HUB_OFFLINE="1")
@@ -159,8 +172,8 @@ def main():
         differ = refused = 0
         for k in range(args.count):
             req = request(r)
-            want = reference(tok, req)
-            got, err = crate(rtok, name, req, env)
+            want = reference(tok, req, args.encode)
+            got, err = crate(rtok, name, req, env, args.encode)
             total += 1
             refused += want is None and got is None
             if want != got:

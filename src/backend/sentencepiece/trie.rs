@@ -118,8 +118,9 @@ impl Trie {
             keys.sort_by(|a, b| a.0.cmp(b.0));
         }
         let max_key_len = keys.iter().map(|k| k.0.len()).max().unwrap_or(0);
-        // (first key, end, depth) of every node, in breadth-first order.
-        let mut queue: Vec<(usize, usize, usize)> = vec![(0, keys.len(), 0)];
+        // (first key, end, depth) of every node, in breadth-first order
+        // (`u32`: node ids are `u32` too, and the queue holds every node).
+        let mut queue: Vec<(u32, u32, u32)> = vec![(0, keys.len() as u32, 0)];
         let mut nodes = Vec::with_capacity(keys.len() * 2);
         let mut edge_bytes = Vec::with_capacity(keys.len() * 2);
         let mut maps = Vec::new();
@@ -127,6 +128,7 @@ impl Trie {
         let mut at = 0;
         while let Some(&(lo, hi, depth)) = queue.get(at) {
             at += 1;
+            let (lo, hi, depth) = (lo as usize, hi as usize, depth as usize);
             let mut i = lo;
             let mut value = NONE;
             while let Some(&(key, v)) = keys.get(i).filter(|_| i < hi) {
@@ -147,7 +149,7 @@ impl Trie {
                     j += 1;
                 }
                 edge_bytes.push(b);
-                queue.push((i, j, depth + 1));
+                queue.push((i as u32, j as u32, depth as u32 + 1));
                 i = j;
             }
             let n_edges = edge_bytes.len() - first;
