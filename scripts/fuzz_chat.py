@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Differential fuzz of `rtok chat` against transformers' `apply_chat_template`
-on random conversations, for every shared tokenizer with a chat template.
+on random conversations, for every shared `tokenizer.json` (`fuzz_reference.py`'s list; one without a
+chat template must be refused by both).
 
     pip install transformers jinja2
     cargo build --release --bin rtok
-    python3 scripts/fuzz_chat.py [--shared ../shared] [--seed 1] [--count 50] [--only ID,...] [--encode]
+    python3 scripts/fuzz_chat.py [--shared ../shared] [--seed 1] [--count 50] [--only NAME,...] [--encode]
 
 Conversations mix system, user, assistant and tool turns whose contents join
 pieces that templates and tokenizers treat specially: empty and
@@ -22,25 +23,13 @@ tokens in the render, as `parse` does). Prints the first differences and exits
 1 if there was any.
 """
 
-import argparse
 import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
-MODELS = [
-    "meta-llama/Llama-3.2-1B-Instruct",
-    "meta-llama/Meta-Llama-3-8B-Instruct",
-    "mistralai/Mistral-7B-v0.1",
-    "mistralai/Mistral-Nemo-Instruct-2407",
-    "Qwen/Qwen3-8B",
-    "deepseek-ai/DeepSeek-V3",
-    "google/gemma-3-4b-it",
-    "openai/gpt-oss-20b",
-    "CohereForAI/c4ai-command-r-plus",
-]
+from fuzz_reference import HF, Tally, rtok_binary, rtok_parser
 
 PIECES = [
     "Hello", "", " ", "\n", "\n\n", "  lead", "trail  ", "{{ x }}", "{% if %}", "<|im_end|>",
@@ -152,40 +141,35 @@ def crate(rtok, name, req, env, encode):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=str(Path(__file__).resolve().parent.parent.parent / "shared"))
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--count", type=int, default=50)
-    ap.add_argument("--only", default="")
+    ap = rtok_parser(__doc__, 50)
     ap.add_argument("--encode", action="store_true", help="compare ids, not the rendered text")
     args = ap.parse_args()
-    env = dict(os.environ, HF_HOME=str(Path(args.shared) / "hf-cache"), HF_HUB_OFFLINE="1")
-    os.environ.update(HF_HOME=env["HF_HOME"], HF_HUB_OFFLINE="1")
+    hf_home = str(Path(args.shared) / "hf-cache")
+    env = dict(os.environ, HF_HOME=hf_home, HF_HUB_OFFLINE="1")
+    os.environ.update(HF_HOME=hf_home, HF_HUB_OFFLINE="1")
     from transformers import PreTrainedTokenizerFast
 
-    rtok = str(Path(__file__).resolve().parent.parent / "target/release/rtok")
-    names = [n for n in args.only.split(",") if n] or MODELS
-    total = bad = 0
-    for name in names:
+    rtok = rtok_binary()
+    wanted = set(filter(None, args.only.split(",")))
+    tally = Tally()
+    for name in HF:
+        if wanted and name not in wanted:
+            continue
         tok = PreTrainedTokenizerFast.from_pretrained(name)
         r = random.Random(args.seed)
-        differ = refused = 0
+        refused = 0
         for k in range(args.count):
             req = request(r)
             want = reference(tok, req, args.encode)
             got, err = crate(rtok, name, req, env, args.encode)
-            total += 1
             refused += want is None and got is None
-            if want != got:
-                differ += 1
-                if differ <= 3:
-                    print(f"DIFF {name} #{k}: {json.dumps(req)[:400]}")
-                    print("  transformers:", "refused" if want is None else repr(want)[:400])
-                    print("  rtok:        ", ("refused: " + err) if got is None else repr(got)[:400])
-        bad += differ
-        print(f"{name}: {differ} of {args.count} differ ({refused} refused by both)")
-    print(f"total {total}, differ {bad}")
-    sys.exit(1 if bad else 0)
+            tally.check(want == got, lambda: [
+                f"DIFF {name} #{k}: {json.dumps(req)[:400]}",
+                "  transformers: " + ("refused" if want is None else repr(want)[:400]),
+                "  rtok:         " + (("refused: " + err) if got is None else repr(got)[:400]),
+            ])
+        tally.report(name, args.count, f" ({refused} refused by both)")
+    tally.finish()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Differential fuzz of `rtok decode` against Python `tokenizers`' `decode` on
 random id sequences, for every shared `tokenizer.json`, and against
-`sentencepiece`'s `decode` for every shared `.model` file.
+`sentencepiece`'s `decode` for every shared `.model` file (the lists of
+`fuzz_reference.py`).
 
     pip install tokenizers==0.23.3 sentencepiece==0.2.3
     cargo build --release --bin rtok
-    python3 scripts/fuzz_decode.py [--shared ../shared] [--seed 1] [--count 60] [--only ID,...]
+    python3 scripts/fuzz_decode.py [--shared ../shared] [--seed 1] [--count 60] [--only NAME,...]
 
 A sequence joins 1 to 30 parts: random ids of the whole vocabulary (byte
 pieces, pieces that are half a char, pieces of other scripts), added and
@@ -19,34 +20,12 @@ documented deviation, DESIGN.md "Deliberate deviations from sentencepiece").
 Prints the first differences and exits 1 if there was any.
 """
 
-import argparse
-import glob
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
-MODELS = [
-    "meta-llama/Llama-3.2-1B-Instruct",
-    "mistralai/Mistral-7B-v0.1",
-    "mistralai/Mistral-Nemo-Instruct-2407",
-    "Qwen/Qwen3-8B",
-    "deepseek-ai/DeepSeek-V3",
-    "google/gemma-3-4b-it",
-    "openai/gpt-oss-20b",
-    "CohereForAI/c4ai-command-r-plus",
-    "sentence-transformers/all-MiniLM-L6-v2",
-    "Xenova/gpt-3.5-turbo",
-]
-
-SPM_MODELS = [
-    "spm-test_model.model",
-    "spm-test_ja_model.model",
-    "mistral-tokenizer.model.v1",
-    "mistral_instruct_tokenizer_240323.model.v3",
-    "mistral_instruct_tokenizer_241114.model.v7",
-]
+from fuzz_reference import HF, SPM, Tally, rtok_binary, rtok_parser, snapshot
 
 TEXTS = ["Hello world", "  x ", "\u4e2d\u6587\u5b57", "e\u0301\u0301", "\U0001F468\u200d\U0001F469",
          "don't", "\n\n\t", " ,. !? ", "\u00e9t\u00e9", " [CLS] ##ing", "\u2581x"]
@@ -88,68 +67,54 @@ def spm_sequences(sp, seed, count):
     return out
 
 
-def compare(rtok, source, ids, skip, want, env):
+def decode(rtok, source, ids, skip, env):
+    """`rtok decode`'s text, or `None` with its error."""
     cmd = [rtok, "decode", "-t", source] + (["--skip-special-tokens"] if skip else [])
     p = subprocess.run(cmd, input=" ".join(map(str, ids)).encode(), capture_output=True, env=env)
-    got = p.stdout.decode("utf-8", "replace") if p.returncode == 0 else None
-    if got == want:
-        return None
-    return "rtok: " + (repr(got)[:300] if got is not None else "error: " + p.stderr.decode()[:200])
+    if p.returncode != 0:
+        return None, p.stderr.decode()[:200]
+    return p.stdout.decode("utf-8", "replace"), ""
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=str(Path(__file__).resolve().parent.parent.parent / "shared"))
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--count", type=int, default=60)
-    ap.add_argument("--only", default="")
-    args = ap.parse_args()
+    args = rtok_parser(__doc__, 60).parse_args()
     from tokenizers import Tokenizer
 
-    hub = Path(args.shared) / "hf-cache" / "hub"
-    env = dict(os.environ, HF_HOME=str(Path(args.shared) / "hf-cache"), HF_HUB_OFFLINE="1")
-    rtok = str(Path(__file__).resolve().parent.parent / "target/release/rtok")
-    names = [n for n in args.only.split(",") if n] or MODELS
-    total = bad = 0
-    for name in names:
-        files = glob.glob(str(hub / f"models--{name.replace('/', '--')}" / "snapshots" / "*" / "tokenizer.json"))
-        if not files:
-            print(f"{name}: no tokenizer.json under {hub}", file=sys.stderr)
-            sys.exit(2)
-        tok = Tokenizer.from_file(files[0])
-        differ = 0
+    shared = Path(args.shared)
+    env = dict(os.environ, HF_HOME=str(shared / "hf-cache"), HF_HUB_OFFLINE="1")
+    rtok = rtok_binary()
+    wanted = set(filter(None, args.only.split(",")))
+    tally = Tally()
+    for name in HF:
+        if wanted and name not in wanted:
+            continue
+        tok = Tokenizer.from_file(str(snapshot(shared, name)))
         for ids, skip in sequences(tok, args.seed, args.count):
             want = tok.decode(ids, skip_special_tokens=skip)
-            total += 1
-            why = compare(rtok, name, ids, skip, want, env)
-            if why:
-                differ += 1
-                if differ <= 3:
-                    print(f"DIFF {name} skip={skip} ids={ids[:40]}")
-                    print("  tokenizers:", repr(want)[:300])
-                    print("  " + why)
-        bad += differ
-        print(f"{name}: {differ} of {args.count} differ")
-    if not args.only:
-        import sentencepiece as spm
+            got, err = decode(rtok, name, ids, skip, env)
+            tally.check(got == want, lambda: [
+                f"DIFF {name} skip={skip} ids={ids[:40]}",
+                "  tokenizers: " + repr(want)[:300],
+                "  rtok:       " + (repr(got)[:300] if got is not None else "error: " + err),
+            ])
+        tally.report(name, args.count)
+    import sentencepiece
 
-        for file in SPM_MODELS:
-            path = str(Path(args.shared) / "fixtures" / "sentencepiece" / file)
-            sp = spm.SentencePieceProcessor(model_file=path)
-            differ = 0
-            for ids in spm_sequences(sp, args.seed, args.count):
-                total += 1
-                why = compare(rtok, path, ids, True, sp.decode(ids), env)
-                if why:
-                    differ += 1
-                    if differ <= 3:
-                        print(f"DIFF {file} ids={ids[:40]}")
-                        print("  sentencepiece:", repr(sp.decode(ids))[:300])
-                        print("  " + why)
-            bad += differ
-            print(f"{file}: {differ} of {args.count} differ")
-    print(f"total {total}, differ {bad}")
-    sys.exit(1 if bad else 0)
+    for file in SPM:
+        if wanted and file not in wanted:
+            continue
+        path = str(shared / "fixtures" / "sentencepiece" / file)
+        sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        for ids in spm_sequences(sp, args.seed, args.count):
+            want = sp.decode(ids)
+            got, err = decode(rtok, path, ids, True, env)
+            tally.check(got == want, lambda: [
+                f"DIFF {file} ids={ids[:40]}",
+                "  sentencepiece: " + repr(want)[:300],
+                "  rtok:          " + (repr(got)[:300] if got is not None else "error: " + err),
+            ])
+        tally.report(file, args.count)
+    tally.finish()
 
 
 if __name__ == "__main__":

@@ -140,6 +140,51 @@ def line_texts(seed, count, shared):
     return out[:count]
 
 
+def rtok_parser(doc, count):
+    """The options `fuzz_chat.py` and `fuzz_decode.py` share with this script."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shared", default=os.environ.get("RTOK_SHARED_DIR", str(ROOT.parent / "shared")))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=count)
+    ap.add_argument("--only", default="", help="comma-separated names")
+    return ap
+
+
+def rtok_binary():
+    """The `rtok` binary the sibling fuzzers drive."""
+    binary = ROOT / "target/release/rtok"
+    if not binary.exists():
+        sys.exit("build it first: cargo build --release --bin rtok")
+    return str(binary)
+
+
+class Tally:
+    """Comparisons and differences, per tokenizer and in all; prints the
+    first differences of each tokenizer."""
+
+    SHOWN = 3
+
+    def __init__(self):
+        self.total = self.bad = self.differ = 0
+
+    def check(self, same, describe):
+        """Counts one comparison; `describe()` gives the lines to print."""
+        self.total += 1
+        if not same:
+            self.differ += 1
+            if self.differ <= self.SHOWN:
+                print("\n".join(describe()))
+
+    def report(self, name, count, note=""):
+        self.bad += self.differ
+        print(f"{name}: {self.differ} of {count} differ{note}")
+        self.differ = 0
+
+    def finish(self):
+        print(f"total {self.total}, differ {self.bad}")
+        sys.exit(1 if self.bad else 0)
+
+
 def snapshot(shared, model):
     d = shared / "hf-cache/hub" / ("models--" + model.replace("/", "--"))
     return d / "snapshots" / (d / "refs/main").read_text().strip() / "tokenizer.json"

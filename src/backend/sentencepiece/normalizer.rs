@@ -26,7 +26,9 @@ use super::error::SpmError;
 use super::proto::NormalizerSpec;
 use super::trie::Trie;
 use super::unigram::Flavor;
-use super::utf8::{REPLACEMENT, SPACE_MARK, char_len_at, valid_decode};
+use super::utf8::{
+    REPLACEMENT, SPACE_MARK, char_len_at, three_byte_at, three_byte_index, valid_decode,
+};
 
 /// Results of the charsmap trie considered per position (`kMaxTrieResultsSize`).
 const MAX_CHARSMAP_RESULTS: usize = 32;
@@ -179,52 +181,43 @@ impl CharsMap {
 
     /// [`Self::identity3`], read off the double array: the walk of a
     /// three-byte char that leaves the trie before its last byte, passing
-    /// no value, finds no match at it whatever follows. The walk is cut
-    /// short where a whole lead or lead and second byte leaves the trie.
+    /// no value, finds no match at it whatever follows.
     fn identity3(&self) -> Box<[u64; 1024]> {
         let mut bits = Box::new([0u64; 1024]);
         let Some(root) = self.units.first().map(|&u| offset(u)) else {
             return bits;
         };
-        let mut set = |cp: usize| {
-            // Overlong forms and surrogates decode to these code points;
-            // `valid_decode` does not copy them as they are.
-            if cp >= 0x800 && !(0xD800..0xE000).contains(&cp) {
-                if let Some(w) = bits.get_mut(cp / 64) {
-                    *w |= 1 << (cp % 64);
-                }
+        // The walk one byte on from `at`: `Some(None)` once it has left
+        // the trie (no key goes on), `Some(Some(pos))` inside it past no
+        // value, `None` where it passes a value or the array ends (a match
+        // may start here).
+        let next = |at: Option<usize>, b: u8| -> Option<Option<usize>> {
+            let Some(pos) = at else {
+                return Some(None);
+            };
+            match self.step(pos, b)? {
+                None => Some(None),
+                Some((p, unit)) if !has_leaf(unit) && self.units.get(p).is_some() => Some(Some(p)),
+                Some(_) => None,
             }
         };
-        let value_at = |pos: usize, unit: u32| has_leaf(unit) || self.units.get(pos).is_none();
         for b0 in 0xE0..=0xEFu8 {
-            let base0 = usize::from(b0 & 0x0F) << 12;
-            let (p1, u1) = match self.step(root, b0) {
-                Some(Some(edge)) => edge,
-                Some(None) => {
-                    (0..0x1000).for_each(|low| set(base0 | low));
-                    continue;
-                }
-                None => continue,
-            };
-            if value_at(p1, u1) {
+            let Some(n1) = next(Some(root), b0) else {
                 continue;
-            }
+            };
             for b1 in 0x80..=0xBFu8 {
-                let base1 = base0 | (usize::from(b1 & 0x3F) << 6);
-                let (p2, u2) = match self.step(p1, b1) {
-                    Some(Some(edge)) => edge,
-                    Some(None) => {
-                        (0..0x40).for_each(|low| set(base1 | low));
-                        continue;
-                    }
-                    None => continue,
-                };
-                if value_at(p2, u2) {
+                let Some(n2) = next(n1, b1) else {
                     continue;
-                }
+                };
                 for b2 in 0x80..=0xBFu8 {
-                    if let Some(None) = self.step(p2, b2) {
-                        set(base1 | usize::from(b2 & 0x3F));
+                    let cp = three_byte_at(b0, b1, b2);
+                    // Overlong forms and surrogates decode to code points
+                    // outside these; `valid_decode` does not copy them.
+                    let valid = cp >= 0x800 && !(0xD800..0xE000).contains(&cp);
+                    if valid && next(n2, b2) == Some(None) {
+                        if let Some(w) = bits.get_mut(cp / 64) {
+                            *w |= 1 << (cp % 64);
+                        }
                     }
                 }
             }
@@ -236,17 +229,11 @@ impl CharsMap {
     /// charsmap leaves as it is ([`Self::identity3`]).
     #[inline(always)]
     fn is_identity3(&self, input: &[u8]) -> bool {
-        let [b0, b1, b2, ..] = *input else {
-            return false;
-        };
-        if b0 & 0xF0 != 0xE0 || b1 & 0xC0 != 0x80 || b2 & 0xC0 != 0x80 {
-            return false;
-        }
-        let cp =
-            (usize::from(b0 & 0x0F) << 12) | (usize::from(b1 & 0x3F) << 6) | usize::from(b2 & 0x3F);
-        self.identity3
-            .get(cp / 64)
-            .is_some_and(|w| (w >> (cp % 64)) & 1 != 0)
+        three_byte_index(input).is_some_and(|cp| {
+            self.identity3
+                .get(cp / 64)
+                .is_some_and(|w| (w >> (cp % 64)) & 1 != 0)
+        })
     }
 
     /// The longest match at an ASCII byte `input[0]` when the table

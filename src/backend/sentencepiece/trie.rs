@@ -13,6 +13,8 @@
 //! continuation bytes below it) as at a Latin letter, where a binary search
 //! took half of a Chinese Unigram encode (claim 361).
 
+use super::utf8::{three_byte_at, three_byte_index};
+
 const NONE: u32 = u32::MAX;
 
 /// Up to this many edges a node's bytes are scanned; past it they are ranked
@@ -76,31 +78,14 @@ pub(crate) struct Trie {
     /// The longest key, in bytes.
     max_key_len: usize,
     /// [`with_char_jump`](Self::with_char_jump)'s table: the node after
-    /// each three-byte sequence `E0..=EF, 80..=BF, 80..=BF`, by [`jump_at`].
+    /// each three-byte sequence `E0..=EF, 80..=BF, 80..=BF`, by
+    /// [`three_byte_at`].
     jump: Option<Box<[u32]>>,
-}
-
-/// The index of a three-byte sequence in [`Trie::jump`]: the low four bits
-/// of the lead byte and six of each continuation byte, one to one over the
-/// sequences the table covers (a code point of U+0800..U+FFFF, or an
-/// overlong or surrogate form of one).
-#[inline]
-fn jump_at(b0: u8, b1: u8, b2: u8) -> usize {
-    (usize::from(b0 & 0x0F) << 12) | (usize::from(b1 & 0x3F) << 6) | usize::from(b2 & 0x3F)
 }
 
 /// [`Trie::with_char_jump`] keeps its table only when at least this many
 /// three-byte chars start a key.
 const MIN_JUMP_STARTS: usize = 1024;
-
-/// Whether `bytes` starts with a sequence [`Trie::jump`] covers.
-#[inline]
-fn jumpable(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [b0 @ 0xE0..=0xEF, b1 @ 0x80..=0xBF, b2 @ 0x80..=0xBF, ..] => Some(jump_at(*b0, *b1, *b2)),
-        _ => None,
-    }
-}
 
 impl Trie {
     /// Builds a trie; for a duplicated key the last value wins.
@@ -221,7 +206,7 @@ impl Trie {
             })
             .flat_map(|(b0, b1, n2)| {
                 (0x80..=0xBFu8)
-                    .filter_map(move |b2| Some((jump_at(b0, b1, b2), trie.child(n2, b2)?)))
+                    .filter_map(move |b2| Some((three_byte_at(b0, b1, b2), trie.child(n2, b2)?)))
             })
             .collect();
         if starts.len() >= min_starts {
@@ -291,7 +276,7 @@ impl Trie {
     pub(crate) fn for_each_prefix(&self, text: &[u8], mut f: impl FnMut(usize, u32) -> bool) {
         let mut n = 0u32;
         let mut skip = 0;
-        if let (Some(jump), Some(at)) = (&self.jump, jumpable(text)) {
+        if let (Some(jump), Some(at)) = (&self.jump, three_byte_index(text)) {
             // No key ends inside the char (checked when the table was made).
             match jump.get(at) {
                 Some(&c) if c != NONE => n = c,

@@ -105,6 +105,30 @@ pub(crate) fn pack_char(c: &[u8]) -> u32 {
     v
 }
 
+/// The index of the three-byte sequence `b0 b1 b2` (`E0..=EF, 80..=BF,
+/// 80..=BF`): the low four bits of the lead byte and six of each
+/// continuation byte. For a valid char (U+0800..U+FFFF) it is the code
+/// point; it is one to one over the overlong and surrogate forms too, which
+/// decode to code points below U+0800 or in U+D800..U+DFFF. The trie's char
+/// jump (claim 364) and the charsmap's identity bitmap (claim 366) index by
+/// it.
+#[inline]
+pub(crate) fn three_byte_at(b0: u8, b1: u8, b2: u8) -> usize {
+    (usize::from(b0 & 0x0F) << 12) | (usize::from(b1 & 0x3F) << 6) | usize::from(b2 & 0x3F)
+}
+
+/// [`three_byte_at`] of the sequence `bytes` starts with, if it starts with
+/// one.
+#[inline]
+pub(crate) fn three_byte_index(bytes: &[u8]) -> Option<usize> {
+    match *bytes {
+        [b0 @ 0xE0..=0xEF, b1 @ 0x80..=0xBF, b2 @ 0x80..=0xBF, ..] => {
+            Some(three_byte_at(b0, b1, b2))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
