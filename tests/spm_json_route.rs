@@ -89,9 +89,9 @@ fn route_equals_general_on_every_input() {
     let mut bad = Vec::new();
     for (key, path) in all_inputs() {
         let text = std::fs::read_to_string(&path).unwrap();
-        let mut slices = vec![floor(&text, 0, 48 << 10)];
+        let mut slices = vec![common::char_slice(&text, 0, 48 << 10)];
         if text.len() > 64 << 10 {
-            slices.push(floor(&text, text.len() / 2, 16 << 10));
+            slices.push(common::char_slice(&text, text.len() / 2, 16 << 10));
         }
         for s in slices {
             for (name, p) in [("parse", &*PARSE), ("plain", &*PLAIN)] {
@@ -120,7 +120,7 @@ fn deferred_pipeline_serves_offsets_and_decode() {
         .into_iter()
         .map(|(_, path)| {
             let text = std::fs::read_to_string(path).unwrap();
-            floor(&text, text.len() / 3, 4 << 10).to_owned()
+            common::char_slice(&text, text.len() / 3, 4 << 10).to_owned()
         })
         .collect();
     inputs.push("<s>[INST] Hi </s>\u{00e9}\t\n  x".to_owned());
@@ -145,18 +145,6 @@ fn deferred_pipeline_serves_offsets_and_decode() {
     }
 }
 
-/// `text[start..start + len]`, both ends moved back to char boundaries.
-fn floor(text: &str, start: usize, len: usize) -> &str {
-    let fix = |mut i: usize| {
-        i = i.min(text.len());
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    &text[fix(start)..fix(start + len)]
-}
-
 /// Parallel encodes on the route (chunks from the SentencePiece engine's
 /// windows) give the sequential ids.
 #[test]
@@ -169,7 +157,7 @@ fn parallel_chunks_on_the_route() {
     };
     for (key, path) in all_inputs().into_iter().step_by(5) {
         let text = std::fs::read_to_string(&path).unwrap();
-        let text = floor(&text, 0, 256 << 10);
+        let text = common::char_slice(&text, 0, 256 << 10);
         for p in [&*PARSE, &*PLAIN] {
             let seq = p.routed.encode_sequential(text, true).unwrap();
             let par = p
@@ -313,7 +301,7 @@ fn reordered_merges_are_followed() {
     assert_eq!(spm_route(&json).unwrap(), Ok(()));
     let (routed, general) = load_edited("reordered", &json);
     let text = std::fs::read_to_string(shared_dir().join("corpus/en-prose/botchan.txt")).unwrap();
-    let text = floor(&text, 0, 32 << 10);
+    let text = common::char_slice(&text, 0, 32 << 10);
     for t in [SAMPLE, text] {
         let ids = routed.encode(t, false).unwrap();
         assert_eq!(ids.ids(), general.encode(t, false).unwrap().ids());

@@ -7,53 +7,14 @@
 
 mod common;
 
-use common::{all_inputs, offline_options, shared_dir};
+use common::{all_inputs, char_slice as slice, offline_options, pipeline, pipeline_ids};
 use router_tokenizer::{SpecialTokenPolicy, Tokenizer};
-use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
 const MINILM: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
-fn reference() -> PipelineTokenizer {
-    let folder = shared_dir().join("hf-cache/hub/models--sentence-transformers--all-MiniLM-L6-v2");
-    let commit = std::fs::read_to_string(folder.join("refs/main")).unwrap();
-    let json = std::fs::read_to_string(
-        folder
-            .join("snapshots")
-            .join(commit.trim())
-            .join("tokenizer.json"),
-    )
-    .unwrap();
-    let json = tokenizers::canonicalize_str(&json).unwrap();
-    tokenizers::from_json(&json).unwrap()
-}
-
-fn reference_ids(pipe: &PipelineTokenizer, text: &str, specials: bool, as_text: bool) -> Vec<u32> {
-    let options = EncodeOptions {
-        add_special_tokens: specials,
-        encode_special_tokens: as_text,
-        padding: Override::Off,
-        truncation: Override::Off,
-    };
-    let mut out: Vec<PipelineToken> = Vec::new();
-    pipe.encode_into(text, &options, &mut out).unwrap();
-    out.into_iter().map(u32::from).collect()
-}
-
-/// `text[start..start + len]`, moved back to char boundaries.
-fn slice(text: &str, start: usize, len: usize) -> &str {
-    let floor = |mut i: usize| {
-        i = i.min(text.len());
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    &text[floor(start)..floor(start + len)]
-}
-
 #[test]
 fn minilm_fast_path_matches_tokenizers() {
-    let pipe = reference();
+    let pipe = pipeline(MINILM);
     let tok = common::tokenizer(MINILM);
     let plain: Tokenizer = router_tokenizer::LoadOptions {
         special_tokens: SpecialTokenPolicy::PlainText,
@@ -61,13 +22,8 @@ fn minilm_fast_path_matches_tokenizers() {
     }
     .load(MINILM)
     .unwrap();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % bound.max(1) as u64) as usize
-    };
+    let mut rng = common::Xorshift(0x9E37_79B9_7F4A_7C15u64);
+    let mut next = |bound: usize| rng.below(bound);
     let mut bad = Vec::new();
     let mut checked = 0usize;
     for (name, path) in all_inputs() {
@@ -82,18 +38,18 @@ fn minilm_fast_path_matches_tokenizers() {
         for piece in pieces {
             checked += piece.len();
             let got = tok.encode_sequential(piece, false).unwrap();
-            if got.ids() != reference_ids(&pipe, piece, false, false) {
+            if got.ids() != pipeline_ids(&pipe, piece, false, false) {
                 bad.push(format!("{name} ({} bytes)", piece.len()));
             }
             let got = tok.encode_sequential(piece, true).unwrap();
-            if got.ids() != reference_ids(&pipe, piece, true, false) {
+            if got.ids() != pipeline_ids(&pipe, piece, true, false) {
                 bad.push(format!(
                     "{name} ({} bytes, add_special_tokens)",
                     piece.len()
                 ));
             }
             let got = plain.encode_sequential(piece, false).unwrap();
-            if got.ids() != reference_ids(&pipe, piece, false, true) {
+            if got.ids() != pipeline_ids(&pipe, piece, false, true) {
                 bad.push(format!("{name} ({} bytes, specials as text)", piece.len()));
             }
         }

@@ -41,6 +41,63 @@ pub fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// A seeded xorshift64 generator: reproducible picks without a dependency.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `bound` (0 when `bound` is 0).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound.max(1) as u64) as usize
+    }
+}
+
+/// `text[start..start + len]`, both ends moved back to char boundaries.
+pub fn char_slice(text: &str, start: usize, len: usize) -> &str {
+    let floor = |mut i: usize| {
+        i = i.min(text.len());
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    &text[floor(start)..floor(start + len)]
+}
+
+/// A hub model's `tokenizer.json` as `tokenizers` 1.0 builds it, for
+/// differential tests against its own pipeline.
+pub fn pipeline(model: &str) -> tokenizers::pipeline::PipelineTokenizer {
+    let json = std::fs::read_to_string(snapshot_file(model, "tokenizer.json")).unwrap();
+    let json = tokenizers::canonicalize_str(&json).unwrap();
+    tokenizers::from_json(&json).unwrap()
+}
+
+/// `text`'s ids from `tokenizers`' own `PipelineTokenizer::encode_into`
+/// (padding and truncation off).
+pub fn pipeline_ids(
+    pipe: &tokenizers::pipeline::PipelineTokenizer,
+    text: &str,
+    specials: bool,
+    as_text: bool,
+) -> Vec<u32> {
+    use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken};
+    let options = EncodeOptions {
+        add_special_tokens: specials,
+        encode_special_tokens: as_text,
+        padding: Override::Off,
+        truncation: Override::Off,
+    };
+    let mut out: Vec<PipelineToken> = Vec::new();
+    pipe.encode_into(text, &options, &mut out).unwrap();
+    out.into_iter().map(u32::from).collect()
+}
+
 /// How many leading ids two encodings share: where they first differ.
 pub fn first_difference(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()

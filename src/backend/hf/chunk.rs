@@ -1,11 +1,12 @@
 //! The chunk encode for `tokenizer.json` tokenizers: the parallel encoder's
-//! chunks, and (with every span on) `encode_with_offsets` itself, so one
-//! walk of the pipeline stages serves both.
+//! chunks, (with every span on) `encode_with_offsets` itself, and (with no
+//! window) a BPE's sequential encode, so one walk of the pipeline stages, and
+//! one word cache per thread, serves all three.
 //!
 //! It runs exactly the stages of `PipelineTokenizer::encode_into` (added
 //! tokens on raw text, normalize, added tokens on normalized text,
 //! pre-tokenize, one `tokenize_spans` call per text piece), so the ids are the
-//! fast path's ids at the fast path's speed.
+//! pipeline's ids at the pipeline's speed.
 //!
 //! Spans are computed only for tokens near the two ends of the chunk, and only
 //! exactly: token lengths are summed inside each pre-token (forward from a
@@ -517,17 +518,52 @@ impl HfBackend {
         bounds: bool,
         specials_as_text: bool,
     ) -> Result<ChunkEncoding> {
-        let slot = self.scratch.get_or_default();
-        // Taken out, not borrowed: a nested encode on this thread makes its own.
-        let mut scratch = slot.take().unwrap_or_else(|| Scratch {
+        self.with_scratch(|scratch| {
+            self.encode_chunk_with(text, request, bounds, specials_as_text, scratch)
+        })
+    }
+
+    /// Runs `f` with this thread's [`Scratch`] for this backend.
+    fn with_scratch<T>(&self, f: impl FnOnce(&mut Scratch) -> T) -> T {
+        let fresh = || Scratch {
             model: None,
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             cuts: CutScratch::default(),
             one: Vec::new(),
-        });
-        let result = self.encode_chunk_with(text, request, bounds, specials_as_text, &mut scratch);
-        slot.replace(Some(scratch));
+        };
+        // Borrowed in place (moving it out and back cost a short encode
+        // 5-10 %); a nested encode on this thread makes its own.
+        match self.scratch.get_or_default().try_borrow_mut() {
+            Ok(mut slot) => f(slot.get_or_insert_with(fresh)),
+            Err(_) => f(&mut fresh()),
+        }
+    }
+
+    /// The ids of `text` (no template tokens) appended to `tokens`: the
+    /// chunk encoder's walk with no window, so a sequential encode and a
+    /// chunk's share this thread's one word cache (claim 371).
+    pub(super) fn plain_tokens(
+        &self,
+        text: &str,
+        specials_as_text: bool,
+        tokens: &mut Vec<PipelineToken>,
+    ) -> Result<()> {
+        let windows = Windows {
+            head: 0,
+            tail_from: text.len(),
+            all: false,
+            bounds: false,
+            specials_as_text,
+        };
+        let mut out = Out {
+            tokens: std::mem::take(tokens),
+            head: Side::default(),
+            tail: Side::default(),
+            offsets: Vec::new(),
+        };
+        let result = self.with_scratch(|scratch| self.walk_added(text, windows, scratch, &mut out));
+        *tokens = out.tokens;
         result
     }
 
@@ -556,34 +592,7 @@ impl HfBackend {
         };
         out.head.bounds.push(0);
         out.tail.bounds.push(len);
-        let added = self.chunk_pipe()?.get_added_vocabulary();
-        let bytes = text.as_bytes();
-        let mut pos = 0;
-        loop {
-            let next = self.extract_added(added, bytes, pos, false, windows.specials_as_text);
-            let text_end = next.map_or(len, |((s, _), _)| s);
-            if text_end > pos {
-                let segment = text
-                    .get(pos..text_end)
-                    .ok_or_else(|| err("added-token match off a char boundary"))?;
-                self.segment(segment, pos, windows, scratch, &mut out)?;
-            }
-            let Some(((s, e), id)) = next else { break };
-            let i = out.tokens.len();
-            if s < windows.head {
-                out.head.known.push((i, (s, e)));
-                out.head.bounds.extend([s, e]);
-            }
-            if e > windows.tail_from {
-                out.tail.known.push((i, (s, e)));
-                out.tail.bounds.extend([s, e]);
-            }
-            if windows.all {
-                out.offsets.push((i, (s, e)));
-            }
-            out.tokens.push(PipelineToken::from(id));
-            pos = e;
-        }
+        self.walk_added(text, windows, scratch, &mut out)?;
         let ids: Vec<u32> = std::mem::take(&mut out.tokens)
             .into_iter()
             .map(u32::from)
@@ -628,6 +637,47 @@ impl HfBackend {
             boundaries,
             offsets,
         })
+    }
+
+    /// Text between raw added-token matches, and the matches, in order:
+    /// the stages of `PipelineTokenizer::encode_into`.
+    fn walk_added(
+        &self,
+        text: &str,
+        windows: Windows,
+        scratch: &mut Scratch,
+        out: &mut Out,
+    ) -> Result<()> {
+        let len = text.len();
+        let added = self.chunk_pipe()?.get_added_vocabulary();
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        loop {
+            let next = self.extract_added(added, bytes, pos, false, windows.specials_as_text);
+            let text_end = next.map_or(len, |((s, _), _)| s);
+            if text_end > pos {
+                let segment = text
+                    .get(pos..text_end)
+                    .ok_or_else(|| err("added-token match off a char boundary"))?;
+                self.segment(segment, pos, windows, scratch, out)?;
+            }
+            let Some(((s, e), id)) = next else { break };
+            let i = out.tokens.len();
+            if s < windows.head {
+                out.head.known.push((i, (s, e)));
+                out.head.bounds.extend([s, e]);
+            }
+            if e > windows.tail_from {
+                out.tail.known.push((i, (s, e)));
+                out.tail.bounds.extend([s, e]);
+            }
+            if windows.all {
+                out.offsets.push((i, (s, e)));
+            }
+            out.tokens.push(PipelineToken::from(id));
+            pos = e;
+        }
+        Ok(())
     }
 
     /// The next added-token match of a pass, on the crate's automaton when

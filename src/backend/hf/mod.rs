@@ -1,9 +1,12 @@
 //! Hugging Face `tokenizer.json` backend, on `tokenizers` 1.0's read-only pipeline.
 //!
 //! Performance notes:
-//! - `encode` calls `PipelineTokenizer::encode_into` with padding and
-//!   truncation off and adds the template tokens itself, which is the one
-//!   entry point that neither copies the input nor builds an `Encoding`.
+//! - `encode` runs the pipeline's stages with padding and truncation off and
+//!   adds the template tokens itself, neither copying the input nor building
+//!   an `Encoding`. A BPE runs them through the chunk encoder's walk
+//!   ([`chunk`]), so sequential encodes and parallel chunks fill one word
+//!   cache per thread (claim 371); other models call
+//!   `PipelineTokenizer::encode_into`.
 //! - Offsets are a separate, slower path ([`offsets`]); only callers that ask
 //!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
 
@@ -747,6 +750,16 @@ impl HfBackend {
         tokens: &mut Vec<PipelineToken>,
         ids: &mut Vec<u32>,
     ) -> Result<()> {
+        tokens.clear();
+        tokens.reserve(text.len() / 4 + 4);
+        if self.vocab.kind == ModelKind::Bpe {
+            // The chunk encoder's walk, which fixes the folds itself: one
+            // word cache per thread for sequential encodes and chunks alike
+            // (claim 371).
+            self.plain_tokens(text, options.encode_special_tokens, tokens)?;
+            take_ids(ids, tokens);
+            return Ok(());
+        }
         if self.nfc_only
             || self.added.is_some()
             || (self.vocab.cuts.is_some() && char_cuts::may_cut(text))
@@ -765,15 +778,11 @@ impl HfBackend {
             }
             return Ok(());
         }
-        tokens.clear();
-        tokens.reserve(text.len() / 4 + 4);
         self.pipe()?
             .encode_into(text, options, tokens)
             .map_err(|e| Error::backend(NAME, e.to_string()))?;
-        if ids.capacity() == 0 && self.vocab.fold_fixups.is_empty() {
-            // Nothing allocated yet: same size and alignment, so this
-            // collect takes the pipeline's buffer over.
-            *ids = std::mem::take(tokens).into_iter().map(u32::from).collect();
+        if self.vocab.fold_fixups.is_empty() {
+            take_ids(ids, tokens);
         } else {
             self.extend_fixed(ids, PipelineToken::cast_slice(tokens));
         }
@@ -881,6 +890,17 @@ fn split_spec(
         edges,
     )
     .with_min_bytes(min_bytes)
+}
+
+/// Appends `tokens` to `ids`: where nothing is allocated yet, the ids take
+/// the tokens' buffer over (same size and alignment, so the collect is in
+/// place).
+fn take_ids(ids: &mut Vec<u32>, tokens: &mut Vec<PipelineToken>) {
+    if ids.capacity() == 0 {
+        *ids = std::mem::take(tokens).into_iter().map(u32::from).collect();
+    } else {
+        ids.extend_from_slice(PipelineToken::cast_slice(tokens));
+    }
 }
 
 impl Encoder for HfBackend {

@@ -307,27 +307,32 @@ impl FastBpe {
         if text.is_empty() {
             return Ok(true);
         }
-        let slot = self.scratch.get_or_default();
-        // Taken out, not borrowed: a nested encode on this thread makes its own.
-        let mut scratch = slot.take().unwrap_or_else(|| Scratch {
+        let fresh = || Scratch {
             model: self.model.init_scratch(),
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             cuts: CutScratch::default(),
             tokens: Vec::new(),
-        });
-        let result = self.encode_with(text, out, &mut scratch);
-        if let Ok(true) = result {
-            on_pieces(&scratch.spans);
+        };
+        let run = |scratch: &mut Scratch| {
+            let result = self.encode_with(text, out, scratch);
+            if let Ok(true) = result {
+                on_pieces(&scratch.spans);
+            }
+            // Large buffers are not kept past a huge input.
+            if scratch.tokens.capacity() > 1 << 20 {
+                scratch.tokens = Vec::new();
+                scratch.spans = Vec::new();
+                scratch.cuts.release_pieces();
+            }
+            result
+        };
+        // Borrowed in place, as the `tokenizer.json` chunk encoder's (claim
+        // 371); a nested encode on this thread makes its own.
+        match self.scratch.get_or_default().try_borrow_mut() {
+            Ok(mut slot) => run(slot.get_or_insert_with(fresh)),
+            Err(_) => run(&mut fresh()),
         }
-        // Large buffers are not kept past a huge input.
-        if scratch.tokens.capacity() > 1 << 20 {
-            scratch.tokens = Vec::new();
-            scratch.spans = Vec::new();
-            scratch.cuts.release_pieces();
-        }
-        slot.replace(Some(scratch));
-        result
     }
 
     fn encode_with(
