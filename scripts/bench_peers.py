@@ -24,8 +24,12 @@ router's prompts mostly are (a word cache then answers only what recurs:
 common words, not the clauses of Chinese text, claim 351). Every contender runs single-threaded: RAYON_NUM_THREADS=1, this
 crate's `encode_sequential`, the peers' single-text encode, and the process
 CPU time of each peer's rounds is checked against their wall time (a peer
-that used more than one core is marked "mt"). `--cpu N` pins everything to
-core N. This crate runs in a fresh process per block (`examples/throughput.rs`),
+that used more than one core is marked "mt"). Everything is pinned to one
+core, the last this process may run on or `--cpu N` (`--no-pin` leaves it to
+the scheduler): `fastokens` and `gigatoken` start worker threads of their
+own, and unpinned on two cores they spent 1.8–2 cores of CPU on one text
+(up to 1.2× the pinned speed), while the rounds, under 20 ms, were too short
+to mark them. This crate runs in a fresh process per block (`examples/throughput.rs`),
 the peers in this one; each cell runs two blocks (crate, then every peer;
 crate, then the peers in reverse order), so machine noise spreads over all
 of them. Compare ratios from one run, never figures across runs.
@@ -574,7 +578,8 @@ def main():
         action="store_true",
         help="each round a disjoint slice of a file (rounds + 2) * --bytes long: text not seen before",
     )
-    ap.add_argument("--cpu", type=int, help="pin this process and the crate's to this core")
+    ap.add_argument("--cpu", type=int, help="pin this process and the crate's to this core (default: the last allowed)")
+    ap.add_argument("--no-pin", action="store_true", help="leave every contender to the scheduler")
     ap.add_argument("--markdown", nargs="?", const="-", help="write the tables (to FILE, else stdout)")
     ap.add_argument("--json", help="write every cell's figures to FILE")
     ap.add_argument(
@@ -590,6 +595,10 @@ def main():
             args.categories = SMOKE_CATEGORIES
     if args.rounds < 1 or args.bytes < 1:
         sys.exit("--rounds and --bytes must be positive")
+    if args.no_pin:
+        args.cpu = None
+    elif args.cpu is None:
+        args.cpu = max(os.sched_getaffinity(0))
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     shared = pathlib.Path(args.shared).resolve()
