@@ -29,7 +29,7 @@ import random
 import subprocess
 from pathlib import Path
 
-from fuzz_reference import HF, Tally, rtok_binary, rtok_parser
+from fuzz_reference import HF, Tally, rtok_binary, rtok_parser, selected
 
 PIECES = [
     "Hello", "", " ", "\n", "\n\n", "  lead", "trail  ", "{{ x }}", "{% if %}", "<|im_end|>",
@@ -150,11 +150,8 @@ def main():
     from transformers import PreTrainedTokenizerFast
 
     rtok = rtok_binary()
-    wanted = set(filter(None, args.only.split(",")))
     tally = Tally()
-    for name in HF:
-        if wanted and name not in wanted:
-            continue
+    for name in selected(HF, args.only):
         tok = PreTrainedTokenizerFast.from_pretrained(name)
         r = random.Random(args.seed)
         refused = 0

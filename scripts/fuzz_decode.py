@@ -25,7 +25,7 @@ import random
 import subprocess
 from pathlib import Path
 
-from fuzz_reference import HF, SPM, Tally, rtok_binary, rtok_parser, snapshot
+from fuzz_reference import HF, SPM, Tally, rtok_binary, rtok_parser, selected, snapshot
 
 TEXTS = ["Hello world", "  x ", "\u4e2d\u6587\u5b57", "e\u0301\u0301", "\U0001F468\u200d\U0001F469",
          "don't", "\n\n\t", " ,. !? ", "\u00e9t\u00e9", " [CLS] ##ing", "\u2581x"]
@@ -76,6 +76,16 @@ def decode(rtok, source, ids, skip, env):
     return p.stdout.decode("utf-8", "replace"), ""
 
 
+def check(tally, what, ids, reference, want, got, err):
+    """One decode against the reference's, the difference printed if any."""
+    width = len(reference) + 1
+    tally.check(got == want, lambda: [
+        f"DIFF {what} ids={ids[:40]}",
+        f"  {reference + ':':<{width}} " + repr(want)[:300],
+        f"  {'rtok:':<{width}} " + (repr(got)[:300] if got is not None else "error: " + err),
+    ])
+
+
 def main():
     args = rtok_parser(__doc__, 60).parse_args()
     from tokenizers import Tokenizer
@@ -83,36 +93,23 @@ def main():
     shared = Path(args.shared)
     env = dict(os.environ, HF_HOME=str(shared / "hf-cache"), HF_HUB_OFFLINE="1")
     rtok = rtok_binary()
-    wanted = set(filter(None, args.only.split(",")))
     tally = Tally()
-    for name in HF:
-        if wanted and name not in wanted:
-            continue
+    for name in selected(HF, args.only):
         tok = Tokenizer.from_file(str(snapshot(shared, name)))
         for ids, skip in sequences(tok, args.seed, args.count):
             want = tok.decode(ids, skip_special_tokens=skip)
             got, err = decode(rtok, name, ids, skip, env)
-            tally.check(got == want, lambda: [
-                f"DIFF {name} skip={skip} ids={ids[:40]}",
-                "  tokenizers: " + repr(want)[:300],
-                "  rtok:       " + (repr(got)[:300] if got is not None else "error: " + err),
-            ])
+            check(tally, f"{name} skip={skip}", ids, "tokenizers", want, got, err)
         tally.report(name, args.count)
     import sentencepiece
 
-    for file in SPM:
-        if wanted and file not in wanted:
-            continue
+    for file in selected(SPM, args.only):
         path = str(shared / "fixtures" / "sentencepiece" / file)
         sp = sentencepiece.SentencePieceProcessor(model_file=path)
         for ids in spm_sequences(sp, args.seed, args.count):
             want = sp.decode(ids)
             got, err = decode(rtok, path, ids, True, env)
-            tally.check(got == want, lambda: [
-                f"DIFF {file} ids={ids[:40]}",
-                "  sentencepiece: " + repr(want)[:300],
-                "  rtok:          " + (repr(got)[:300] if got is not None else "error: " + err),
-            ])
+            check(tally, file, ids, "sentencepiece", want, got, err)
         tally.report(file, args.count)
     tally.finish()
 

@@ -146,8 +146,14 @@ def rtok_parser(doc, count):
     ap.add_argument("--shared", default=os.environ.get("RTOK_SHARED_DIR", str(ROOT.parent / "shared")))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=count)
-    ap.add_argument("--only", default="", help="comma-separated names")
+    ap.add_argument("--only", default="", help="comma-separated names (hub ids, encodings, .model files)")
     return ap
+
+
+def selected(names, only):
+    """`names` in order, only those `--only` lists (all when it lists none)."""
+    wanted = set(filter(None, only.split(",")))
+    return [n for n in names if not wanted or n in wanted]
 
 
 def rtok_binary():
@@ -217,11 +223,7 @@ def reference(shared, kind, name):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.environ.get("RTOK_SHARED_DIR", str(ROOT.parent / "shared")))
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--count", type=int, default=2000)
-    ap.add_argument("--only", help="comma-separated names (hub ids, encodings, .model files)")
+    ap = rtok_parser(__doc__, 2000)
     ap.add_argument("--cjk", action="store_true", help="texts of long CJK runs instead")
     ap.add_argument("--lines", action="store_true",
                     help="corpus slices seen again and edited (the line memo) instead")
@@ -230,10 +232,11 @@ def main():
     binary = ROOT / "target/release/examples/encode_jsonl"
     if not binary.exists():
         sys.exit("build it first: cargo build --release --example encode_jsonl")
-    cases = [("hf", n) for n in HF] + [("tiktoken", n) for n in TIKTOKEN] + [("spm", n) for n in SPM]
-    if args.only:
-        wanted = set(args.only.split(","))
-        cases = [c for c in cases if c[1] in wanted]
+    cases = (
+        [("hf", n) for n in selected(HF, args.only)]
+        + [("tiktoken", n) for n in selected(TIKTOKEN, args.only)]
+        + [("spm", n) for n in selected(SPM, args.only)]
+    )
     if args.lines:
         sample = line_texts(args.seed, args.count, shared)
     elif args.cjk:

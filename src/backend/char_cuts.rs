@@ -66,12 +66,6 @@ pub(crate) fn holds_cjk_lead(word: &[u8]) -> bool {
     word.iter().any(|&b| is_cjk_lead(b))
 }
 
-/// Whether `text` holds a CJK lead byte, so [`CharCuts::cut_span`] may cut
-/// something in it.
-pub(crate) fn may_cut(text: &str) -> bool {
-    next_cjk_lead(text.as_bytes(), 0) < text.len()
-}
-
 /// The index of the first CJK lead byte of `bytes` at or after `from`, else
 /// `bytes.len()`. Branch-free over 32-byte blocks, which the compiler
 /// vectorizes: text without one is read at memory speed, so a text with a

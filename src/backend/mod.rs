@@ -17,6 +17,7 @@ pub(crate) mod line_memo;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
 pub(crate) mod sentencepiece;
+pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};

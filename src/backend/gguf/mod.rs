@@ -23,15 +23,13 @@ mod ugm;
 mod vocab;
 mod wpm;
 
-use std::cell::RefCell;
 use std::path::Path;
 
 use crate::backend::hf::HfBackend;
-use thread_local::ThreadLocal;
-
 use crate::backend::sentencepiece::llama::{
     JoinFilter, LlamaSpmScratch, MAX_FRAGMENT_BYTES, segment,
 };
+use crate::backend::thread_scratch::ThreadScratch;
 use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
@@ -51,7 +49,7 @@ enum Engine {
         joins: Box<JoinFilter>,
         /// The segmenter's buffers and memo, per thread and for this
         /// vocabulary only (the memo holds its results).
-        scratch: Box<ThreadLocal<RefCell<LlamaSpmScratch>>>,
+        scratch: Box<ThreadScratch<LlamaSpmScratch>>,
     },
     Bpe(Box<bpe::Bpe>),
     /// `bert`: the in-memory `tokenizer.json` on the HF backend.
@@ -287,7 +285,7 @@ impl GgufBackend {
         (byte_tokens, joins, scratch): (
             &[Option<u32>; 256],
             &JoinFilter,
-            &ThreadLocal<RefCell<LlamaSpmScratch>>,
+            &ThreadScratch<LlamaSpmScratch>,
         ),
         out: &mut Out,
     ) -> Result<()> {
@@ -329,17 +327,9 @@ impl GgufBackend {
         let v = &self.vocab;
         let mut symbols = Vec::new();
         let score = |t: &[u8]| v.text_to_token(t).map(|id| v.scores[id as usize]);
-        match scratch.get_or_default().try_borrow_mut() {
-            Ok(mut scratch) => segment(&esc, score, joins, &mut scratch, &mut symbols),
-            // Never nested on one thread; if it were, a fresh scratch.
-            Err(_) => segment(
-                &esc,
-                score,
-                joins,
-                &mut LlamaSpmScratch::default(),
-                &mut symbols,
-            ),
-        }
+        scratch.with(LlamaSpmScratch::default, |scratch| {
+            segment(&esc, score, joins, scratch, &mut symbols)
+        });
         for (s, len) in symbols {
             let span = if want_map {
                 (map[s], map[s + len].max(map[s]))

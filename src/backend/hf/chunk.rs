@@ -21,7 +21,6 @@
 //! and heuristic only past a piece whose normalization depends on context.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use tokenizers::pipeline::{
     Model, Normalizer, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher,
     PipelineToken, PreTokenizer, PreTokenizerScratch, Span, normalize_all,
@@ -31,6 +30,7 @@ use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVo
 use super::HfBackend;
 use super::align::align;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
+use crate::backend::thread_scratch::ThreadScratch;
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -51,10 +51,8 @@ pub(super) struct Scratch {
     one: Vec<PipelineToken>,
 }
 
-/// A warm [`Scratch`] per thread and backend, without a lock: a thread that
-/// encodes with two models keeps both warm (a word cache is megabytes to
-/// make, claim 281).
-pub(super) type ScratchSlots = thread_local::ThreadLocal<RefCell<Option<Scratch>>>;
+/// A warm [`Scratch`] per thread and backend.
+pub(super) type ScratchSlots = ThreadScratch<Scratch>;
 
 fn err(e: impl std::fmt::Display) -> Error {
     Error::backend(NAME, e.to_string())
@@ -532,12 +530,7 @@ impl HfBackend {
             cuts: CutScratch::default(),
             one: Vec::new(),
         };
-        // Borrowed in place (moving it out and back cost a short encode
-        // 5-10 %); a nested encode on this thread makes its own.
-        match self.scratch.get_or_default().try_borrow_mut() {
-            Ok(mut slot) => f(slot.get_or_insert_with(fresh)),
-            Err(_) => f(&mut fresh()),
-        }
+        self.scratch.with(fresh, f)
     }
 
     /// The ids of `text` (no template tokens) appended to `tokens`: the

@@ -28,7 +28,6 @@ mod vocab;
 use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
-use crate::backend::char_cuts;
 use crate::backend::join_cuts::JoinCuts;
 use crate::backend::line_memo::LineMemos;
 use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
@@ -556,7 +555,7 @@ impl HfBackend {
             specials_as_text,
             file_padding,
             split,
-            scratch: chunk::ScratchSlots::new(),
+            scratch: chunk::ScratchSlots::default(),
             // A file that keeps its padding has no LoPT edges (its spec is
             // sequential), and the memo's cuts must be edges.
             lines: (routes.lines && !file_padding && hf_cuts_after_lines(&value))
@@ -752,57 +751,31 @@ impl HfBackend {
     ) -> Result<()> {
         tokens.clear();
         tokens.reserve(text.len() / 4 + 4);
-        if self.vocab.kind == ModelKind::Bpe {
-            // The chunk encoder's walk, which fixes the folds itself: one
-            // word cache per thread for sequential encodes and chunks alike
-            // (claim 371).
-            self.plain_tokens(text, options.encode_special_tokens, tokens)?;
-            take_ids(ids, tokens);
-            return Ok(());
-        }
-        if self.nfc_only
+        // The chunk encoder's walk (which fixes the folds itself) for every
+        // BPE, so sequential encodes and chunks fill one word cache per
+        // thread (claim 371), and for the other models where the crate runs
+        // a stage itself; `encode_into` for the rest.
+        let walk = self.vocab.kind == ModelKind::Bpe
+            || self.nfc_only
             || self.added.is_some()
-            || (self.vocab.cuts.is_some() && char_cuts::may_cut(text))
-            || self.joins.is_some()
             || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
-            || self.regex_split.as_ref().is_some_and(|r| r.needs(text))
-        {
-            let request = ChunkRequest::new(0, 0, false);
-            let chunk =
-                self.encode_chunk_impl(text, &request, false, options.encode_special_tokens)?;
-            if ids.is_empty() {
-                *ids = chunk.ids;
-            } else {
-                ids.extend_from_slice(&chunk.ids);
-            }
-            return Ok(());
-        }
-        self.pipe()?
-            .encode_into(text, options, tokens)
-            .map_err(|e| Error::backend(NAME, e.to_string()))?;
-        if self.vocab.fold_fixups.is_empty() {
-            take_ids(ids, tokens);
+            || self.regex_split.as_ref().is_some_and(|r| r.needs(text));
+        if walk {
+            self.plain_tokens(text, options.encode_special_tokens, tokens)?;
         } else {
-            self.extend_fixed(ids, PipelineToken::cast_slice(tokens));
+            self.pipe()?
+                .encode_into(text, options, tokens)
+                .map_err(|e| Error::backend(NAME, e.to_string()))?;
+        }
+        if ids.capacity() == 0 {
+            // Nothing allocated yet: same size and alignment, so this
+            // collect takes the buffer over.
+            *ids = std::mem::take(tokens).into_iter().map(u32::from).collect();
+        } else {
+            ids.extend_from_slice(PipelineToken::cast_slice(tokens));
         }
         Ok(())
-    }
-
-    /// Appends `tokens` to `ids` with [`Vocab::fold_fixups`] applied (empty,
-    /// and free, for most tokenizers).
-    fn extend_fixed(&self, ids: &mut Vec<u32>, tokens: &[u32]) {
-        let fixups = &self.vocab.fold_fixups;
-        if fixups.is_empty() || !tokens.iter().any(|id| fixups.contains_key(id)) {
-            ids.extend_from_slice(tokens);
-            return;
-        }
-        for id in tokens {
-            match fixups.get(id) {
-                Some(replacement) => ids.extend_from_slice(replacement),
-                None => ids.push(*id),
-            }
-        }
     }
 
     fn encode_full_pipeline(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
@@ -890,17 +863,6 @@ fn split_spec(
         edges,
     )
     .with_min_bytes(min_bytes)
-}
-
-/// Appends `tokens` to `ids`: where nothing is allocated yet, the ids take
-/// the tokens' buffer over (same size and alignment, so the collect is in
-/// place).
-fn take_ids(ids: &mut Vec<u32>, tokens: &mut Vec<PipelineToken>) {
-    if ids.capacity() == 0 {
-        *ids = std::mem::take(tokens).into_iter().map(u32::from).collect();
-    } else {
-        ids.extend_from_slice(PipelineToken::cast_slice(tokens));
-    }
 }
 
 impl Encoder for HfBackend {

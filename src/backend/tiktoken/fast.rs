@@ -17,7 +17,6 @@
 //! point whose class the grammar's Unicode tables see differently from
 //! tiktoken's regex engine (claim 197) is left to the regex path.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -31,6 +30,7 @@ use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTE
 use crate::backend::byte_level;
 use crate::backend::char_cuts::CharCuts;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
+use crate::backend::thread_scratch::ThreadScratch;
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -197,10 +197,8 @@ pub(crate) struct FastBpe {
     model: PipelineBPE,
     /// Where a CJK pre-token may be cut for the model (claim 351).
     cuts: Option<CharCuts>,
-    /// A warm scratch per thread, without a lock: a thread that encodes with
-    /// two encodings keeps both warm (a word cache is megabytes to make,
-    /// claim 281).
-    scratch: thread_local::ThreadLocal<RefCell<Option<Scratch>>>,
+    /// A warm scratch per thread.
+    scratch: ThreadScratch<Scratch>,
 }
 
 struct Scratch {
@@ -283,7 +281,7 @@ impl FastBpe {
             split,
             model,
             cuts,
-            scratch: thread_local::ThreadLocal::new(),
+            scratch: ThreadScratch::default(),
         })
     }
 
@@ -327,12 +325,7 @@ impl FastBpe {
             }
             result
         };
-        // Borrowed in place, as the `tokenizer.json` chunk encoder's (claim
-        // 371); a nested encode on this thread makes its own.
-        match self.scratch.get_or_default().try_borrow_mut() {
-            Ok(mut slot) => run(slot.get_or_insert_with(fresh)),
-            Err(_) => run(&mut fresh()),
-        }
+        self.scratch.with(fresh, run)
     }
 
     fn encode_with(
