@@ -11,6 +11,7 @@ use super::budget;
 use super::content_format::{self, ContentFormat};
 use super::error::{ChatTemplateError, Limit};
 use super::functions;
+use super::lexing;
 use super::pyfmt;
 use super::syntax;
 
@@ -127,6 +128,9 @@ pub(crate) fn build(
     // literals) into `\n`; minijinja keeps them, so normalize first.
     let normalized = syntax::normalize_newlines(source);
     let source = normalized.as_deref().unwrap_or(source);
+    // Jinja2 decodes string literals with Python's escapes, minijinja with JSON's.
+    let unescaped = lexing::align_with_jinja2(source, &syntax);
+    let source = unescaped.as_deref().unwrap_or(source);
     let rewritten = syntax::rewrite_generation_tags(source, &syntax);
     let source = rewritten.as_deref().unwrap_or(source);
     // Bound the tree's depth before anything recurses over it (see `syntax::MAX_NESTING`).

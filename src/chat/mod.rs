@@ -56,6 +56,7 @@ mod content_format;
 mod env;
 mod error;
 mod functions;
+mod lexing;
 mod pyfmt;
 mod request;
 mod source;

@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use tokenizers::normalizers::bert::BertNormalizer;
-use tokenizers::pipeline::{Normalizer, PipelineNormalizer};
+use tokenizers::pipeline::PipelineNormalizer;
 
 /// `ASCII[b]` for a removed byte.
 const REMOVED: u8 = 0xFF;
@@ -33,7 +33,7 @@ const REMOVED: u8 = 0xFF;
 /// fast classes above.
 #[derive(Debug)]
 pub(super) struct BertFast {
-    /// `tokenizers`' own normalizer, for every other character.
+    /// The settings, for every other character ([`reference_bert`]).
     slow: BertNormalizer,
     /// What each ASCII byte becomes ([`REMOVED`]: nothing).
     ascii: [u8; 128],
@@ -62,7 +62,7 @@ impl BertFast {
         })
     }
 
-    /// The same string as `tokenizers`' `BertNormalizer::normalize(input)`.
+    /// The same string as [`reference_bert`] on `input`.
     pub(super) fn normalize<'a>(&self, input: &'a str) -> tokenizers::Result<Cow<'a, str>> {
         let mut out = String::with_capacity(input.len() + input.len() / 2);
         // Start of the text not yet normalized that goes to `slow`.
@@ -106,9 +106,75 @@ impl BertFast {
     }
 
     fn flush(&self, piece: &str, out: &mut String) -> tokenizers::Result<()> {
-        out.push_str(&self.slow.normalize(piece, 0)?);
+        reference_bert(&self.slow, piece, out);
         Ok(())
     }
+}
+
+/// The reference's `BertNormalizer` on `text`, appended to `out` (DESIGN.md
+/// claim 373): Python `tokenizers` 0.23.3 classes controls and nonspacing
+/// marks with `unicode_categories` 0.1.1 and decomposes with
+/// `unicode-normalization-alignments` 0.1.12 (Unicode 9.0), where
+/// `tokenizers` 1.0 uses Unicode 17 for both; a mark assigned since 9.0
+/// (U+0898, U+1AE9) is kept by the reference's accent stripping and moves
+/// nothing in its NFD.
+pub(super) fn reference_bert(bert: &BertNormalizer, text: &str, out: &mut String) {
+    use unicode_categories::UnicodeCategories as _;
+    use unicode_normalization_alignments::UnicodeNormalization as _;
+    let cleaned = text.chars().flat_map(|c| clean_char(bert, c)).flatten();
+    if bert.strip_accents.unwrap_or(bert.lowercase) {
+        let stripped = cleaned
+            .nfd()
+            .map(|(c, _)| c)
+            .filter(|c| !c.is_mark_nonspacing());
+        emit(stripped, bert.lowercase, out);
+    } else {
+        emit(cleaned, bert.lowercase, out);
+    }
+}
+
+/// `c` after the reference's `clean_text` and `handle_chinese_chars`: none,
+/// one or three chars.
+fn clean_char(bert: &BertNormalizer, c: char) -> [Option<char>; 3] {
+    use unicode_categories::UnicodeCategories as _;
+    let space = matches!(c, '\t' | '\n' | '\r');
+    if bert.clean_text {
+        if c == '\0' || c == '\u{fffd}' || (!space && c.is_other()) {
+            return [None; 3];
+        }
+        if space || c.is_whitespace() {
+            return [Some(' '), None, None];
+        }
+    }
+    if bert.handle_chinese_chars && is_chinese_char(c) {
+        [Some(' '), Some(c), Some(' ')]
+    } else {
+        [Some(c), None, None]
+    }
+}
+
+/// Appends `chars` to `out`, lowercased (`char::to_lowercase`) if asked.
+fn emit(chars: impl Iterator<Item = char>, lowercase: bool, out: &mut String) {
+    if lowercase {
+        out.extend(chars.flat_map(char::to_lowercase));
+    } else {
+        out.extend(chars);
+    }
+}
+
+/// The reference's CJK ranges for `handle_chinese_chars`.
+fn is_chinese_char(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x4E00..=0x9FFF
+            | 0x3400..=0x4DBF
+            | 0x20000..=0x2A6DF
+            | 0x2A700..=0x2B73F
+            | 0x2B740..=0x2B81F
+            | 0x2B920..=0x2CEAF
+            | 0xF900..=0xFAFF
+            | 0x2F800..=0x2FA1F
+    )
 }
 
 /// CJK ideographs every Unicode table since 3.0 assigns: combining class 0,
@@ -138,9 +204,38 @@ mod tests {
 
     fn check(bert: BertNormalizer, text: &str) {
         let fast = BertFast::new(&[PipelineNormalizer::Bert(bert)]).unwrap();
-        let want = bert.normalize(text, 0).unwrap();
+        let mut want = String::new();
+        reference_bert(&bert, text, &mut want);
         let got = fast.normalize(text).unwrap();
         assert_eq!(got, want, "{bert:?} on {text:?}");
+    }
+
+    /// What Python `tokenizers` 0.23.3's `normalizers.BertNormalizer`
+    /// gives (default settings, then `lowercase=False`): marks assigned
+    /// since Unicode 9.0 stay, Unicode 16 case pairs lowercase.
+    #[test]
+    fn reference_bert_follows_python() {
+        let cases = [
+            ("a\u{10940}b", "a\u{10940}b", "a\u{10940}b"),
+            ("A\u{1AE9}\u{301}e", "a\u{1AE9}e", "A\u{1AE9}\u{301}e"),
+            ("İSTANBUL", "istanbul", "İSTANBUL"),
+            ("x\u{898}y", "x\u{898}y", "x\u{898}y"),
+            (
+                "\u{13A0}\u{10D50}",
+                "\u{AB70}\u{10D70}",
+                "\u{13A0}\u{10D50}",
+            ),
+        ];
+        for (text, lower, cased) in cases {
+            for (bert, want) in [
+                (BertNormalizer::default(), lower),
+                (BertNormalizer::new(true, true, None, false), cased),
+            ] {
+                let mut got = String::new();
+                reference_bert(&bert, text, &mut got);
+                assert_eq!(got, want, "{bert:?} on {text:?}");
+            }
+        }
     }
 
     #[test]
@@ -160,7 +255,7 @@ mod tests {
     /// Each fast character alone, and between marks of different combining
     /// classes (which NFD reorders when nothing stable separates them).
     #[test]
-    fn fast_classes_match_tokenizers_in_context() {
+    fn fast_classes_match_the_reference_in_context() {
         let fast_chars = (0u32..0x80)
             .chain(0x3400..=0x4DB5)
             .chain(0x4E00..=0x9FA5)
@@ -181,7 +276,7 @@ mod tests {
     /// ones (Hangul and compatibility ideographs decompose; later CJK
     /// additions and unassigned points).
     #[test]
-    fn hostile_mixtures_match_tokenizers() {
+    fn hostile_mixtures_match_the_reference() {
         let texts = [
             "e\u{301}\u{7}\u{316}x",
             "\u{7}\u{316}\u{301}",
@@ -203,7 +298,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         /// Random strings over an alphabet of every class above.
         #[test]
-        fn random_mixtures_match_tokenizers(
+        fn random_mixtures_match_the_reference(
             picks in proptest::collection::vec(0usize..ALPHABET.len(), 0..40),
             setting in 0usize..24,
         ) {

@@ -22,13 +22,14 @@
 
 use std::borrow::Cow;
 use tokenizers::pipeline::{
-    Model, Normalizer, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher,
-    PipelineToken, PreTokenizer, PreTokenizerScratch, Span, normalize_all,
+    Model, PipelineModelScratch, PipelineNormalizer, PipelinePatternMatcher, PipelineToken,
+    PreTokenizer, PreTokenizerScratch, Span,
 };
 use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
 use super::HfBackend;
 use super::align::align;
+use super::nfc::normalize_chain;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::backend::thread_scratch::ThreadScratch;
 use crate::encode::split::stable_char;
@@ -87,7 +88,7 @@ impl PieceNorm {
             ascii: None,
         };
         let probe = |s: &str| -> Option<String> {
-            let full = normalize_all(normalizers, s, 1).ok()?.into_owned();
+            let full = normalize_chain(normalizers, s, 1).ok()?.into_owned();
             let bare = normalize_piece(normalizers, s, 1)?.into_owned();
             let prepend = full.strip_suffix(bare.as_str())?.to_owned();
             Some(prepend)
@@ -134,9 +135,10 @@ fn normalize_piece<'a>(
         if matches!(n, PipelineNormalizer::Prepend(_)) {
             continue;
         }
+        let step = std::slice::from_ref(n);
         cow = match cow {
-            Cow::Borrowed(s) => n.normalize(s, offset).ok()?,
-            Cow::Owned(s) => Cow::Owned(n.normalize(&s, offset).ok()?.into_owned()),
+            Cow::Borrowed(s) => normalize_chain(step, s, offset).ok()?,
+            Cow::Owned(s) => Cow::Owned(normalize_chain(step, &s, offset).ok()?.into_owned()),
         };
     }
     Some(cow)
@@ -703,7 +705,7 @@ impl HfBackend {
             Some(bert) => bert.normalize(segment),
             None if self.nfc_only => Ok(super::nfc::normalize(segment)),
             None if let Some(replace) = &self.lone_replace => Ok(replace.normalize(segment)),
-            None => normalize_all(pipe.get_normalizers(), segment, pos),
+            None => normalize_chain(pipe.get_normalizers(), segment, pos),
         }
         .map_err(err)?;
         let norm: &str = normalized.as_ref();

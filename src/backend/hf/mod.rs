@@ -79,6 +79,10 @@ pub(crate) struct HfBackend {
     /// The only normalizer is NFC: encodes take the chunk walk, which
     /// normalizes with [`nfc::normalize`] (claim 321).
     nfc_only: bool,
+    /// The chain has a step whose output depends on the Unicode version
+    /// (a normal form, `BertNormalizer`): non-ASCII text takes the chunk
+    /// walk, which runs them as the reference does (claim 373).
+    unicode_steps: bool,
     /// Added tokens matched on an Aho-Corasick automaton instead of
     /// `tokenizers`' bucket matcher (claim 323); `None`: `tokenizers`'.
     added: Option<added::AddedMatcher>,
@@ -508,6 +512,13 @@ impl HfBackend {
         if nfc_only {
             nfc::prepare();
         }
+        let unicode_steps = pipe_view.get_normalizers().iter().any(|n| {
+            use tokenizers::pipeline::PipelineNormalizer as N;
+            matches!(
+                n,
+                N::NFC(_) | N::NFD(_) | N::NFKC(_) | N::NFKD(_) | N::Bert(_)
+            )
+        });
         let regex_split = value
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
@@ -563,6 +574,7 @@ impl HfBackend {
             pieces,
             bert,
             nfc_only,
+            unicode_steps,
             added,
             regex_split,
             whole_pieces,
@@ -760,6 +772,7 @@ impl HfBackend {
             || self.added.is_some()
             || self.pipe.interim().is_some()
             || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
+            || (self.unicode_steps && !text.is_ascii())
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text));
         if walk {
             self.plain_tokens(text, options.encode_special_tokens, tokens)?;

@@ -1,6 +1,19 @@
 //! `tokenizers`' NFC normalizer with its quick check answered from a table,
 //! for a `tokenizer.json` whose only normalizer is NFC (Qwen2/3, Command-R;
-//! DESIGN.md claim 321).
+//! DESIGN.md claim 321), composing as the reference does (claim 373).
+//!
+//! **Unicode version.** The reference, Python `tokenizers` 0.23.3, composes
+//! with `unicode-normalization-alignments` 0.1.12, whose tables are Unicode
+//! 9.0; `tokenizers` 1.0's `unicode-normalization` has Unicode 17. A mark
+//! assigned since 9.0 (U+1AE9, U+08CA, ...) has class 0 for the reference,
+//! so `"a\u{1AE9}\u{94D}"` stays as it is there where Unicode 17 puts the
+//! virama first (Qwen3 ids `[157, 104, 102, 29607]` against `[29607, 157,
+//! 104, 102]`). So a text whose quick check is not *Yes* is composed with the
+//! reference's crate. The quick check itself may keep Unicode 17's tables: a
+//! text that passes it is NFC under Unicode 9.0 too (normalization
+//! properties of assigned chars are stable, a char unassigned in 9.0 is a
+//! starter that composes with nothing there, and cutting an ordered run of
+//! marks at new starters leaves ordered runs).
 //!
 //! `tokenizers`' `NFC` returns its input unchanged when
 //! `unicode_normalization::is_nfc_quick` answers *Yes*, and otherwise
@@ -21,8 +34,9 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use tokenizers::pipeline::{Normalizer, PipelineNormalizer};
 use unicode_normalization::char::canonical_combining_class;
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+use unicode_normalization::{IsNormalized, is_nfc_quick};
 
 /// Table value of a char whose quick check is not *Yes*.
 const NOT_YES: u8 = u8::MAX;
@@ -56,14 +70,75 @@ pub(super) fn prepare() {
     let _ = bmp_table();
 }
 
-/// `tokenizers`' `NFC::normalize`: `text` itself when its quick check is
-/// *Yes*, else its NFC (the same crate's composition).
+/// The reference's NFC of `text`: `text` itself when its quick check is
+/// *Yes*, else its composition under Unicode 9.0.
 pub(super) fn normalize(text: &str) -> Cow<'_, str> {
     if is_nfc_quick_yes(text) {
         Cow::Borrowed(text)
     } else {
-        Cow::Owned(text.nfc().collect())
+        Cow::Owned(reference_nfc(text))
     }
+}
+
+/// NFC with the reference's tables (`unicode-normalization-alignments`).
+fn reference_nfc(text: &str) -> String {
+    use unicode_normalization_alignments::UnicodeNormalization as _;
+    text.nfc().map(|(c, _)| c).collect()
+}
+
+/// A chain of normalizers run as the reference runs it: `tokenizers`'
+/// `normalize_all`, with NFC, NFD, NFKC and NFKD composed and decomposed
+/// under Unicode 9.0 like the reference's (claim 373). The other steps are
+/// `tokenizers`' own. A text whose Unicode 17 quick check is *Yes* is in
+/// that form under 9.0 too (see the module notes), so it is kept as it is.
+pub(super) fn normalize_chain<'a>(
+    normalizers: &[PipelineNormalizer],
+    input: &'a str,
+    offset: usize,
+) -> tokenizers::Result<Cow<'a, str>> {
+    let mut cow: Cow<'a, str> = Cow::Borrowed(input);
+    for n in normalizers {
+        cow = match cow {
+            Cow::Borrowed(s) => reference_step(n, s, offset)?,
+            Cow::Owned(s) => match reference_step(n, &s, offset)? {
+                Cow::Owned(o) => Cow::Owned(o),
+                Cow::Borrowed(b) if b.len() == s.len() && b.as_ptr() == s.as_ptr() => Cow::Owned(s),
+                Cow::Borrowed(b) => Cow::Owned(b.to_owned()),
+            },
+        };
+    }
+    Ok(cow)
+}
+
+/// One step of [`normalize_chain`].
+fn reference_step<'a>(
+    n: &PipelineNormalizer,
+    s: &'a str,
+    offset: usize,
+) -> tokenizers::Result<Cow<'a, str>> {
+    use unicode_normalization::{is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
+    use unicode_normalization_alignments::UnicodeNormalization as _;
+    let yes = |quick: IsNormalized| matches!(quick, IsNormalized::Yes);
+    let form = match n {
+        PipelineNormalizer::NFC(_) => return Ok(normalize(s)),
+        PipelineNormalizer::Bert(bert) => {
+            let mut out = String::with_capacity(s.len() + 8);
+            super::bert_norm::reference_bert(bert, s, &mut out);
+            return Ok(Cow::Owned(out));
+        }
+        PipelineNormalizer::NFD(_) if !yes(is_nfd_quick(s.chars())) => s.nfd().map(|(c, _)| c),
+        PipelineNormalizer::NFKC(_) if !yes(is_nfkc_quick(s.chars())) => {
+            return Ok(Cow::Owned(s.nfkc().map(|(c, _)| c).collect()));
+        }
+        PipelineNormalizer::NFKD(_) if !yes(is_nfkd_quick(s.chars())) => {
+            return Ok(Cow::Owned(s.nfkd().map(|(c, _)| c).collect()));
+        }
+        PipelineNormalizer::NFD(_) | PipelineNormalizer::NFKC(_) | PipelineNormalizer::NFKD(_) => {
+            return Ok(Cow::Borrowed(s));
+        }
+        _ => return n.normalize(s, offset),
+    };
+    Ok(Cow::Owned(form.collect()))
 }
 
 /// Whether `is_nfc_quick(text.chars())` is *Yes*: then `tokenizers`' NFC
@@ -113,13 +188,31 @@ mod tests {
         matches!(is_nfc_quick(text.chars()), IsNormalized::Yes)
     }
 
-    /// `tokenizers`' own NFC normalizer.
-    fn tokenizers_nfc(text: &str) -> String {
-        use tokenizers::pipeline::Normalizer;
-        tokenizers::normalizers::NFC
-            .normalize(text, 0)
-            .unwrap()
-            .into_owned()
+    /// NFC under Unicode 17, as `tokenizers` 1.0 composes.
+    fn unicode17_nfc(text: &str) -> String {
+        use unicode_normalization::UnicodeNormalization as _;
+        text.nfc().collect()
+    }
+
+    /// Python `tokenizers` 0.23.3's `normalizers.NFC().normalize_str` leaves
+    /// these as they are: marks assigned after Unicode 9.0 before a lower
+    /// class (U+0334, class 1; U+094D, class 9). Unicode 17 reorders them.
+    #[test]
+    fn marks_new_since_unicode_9_stay_where_the_reference_leaves_them() {
+        for text in [
+            "a\u{1AE9}\u{94D}",
+            "a\u{7FD}\u{334}",
+            "a\u{898}\u{334}",
+            "a\u{8CA}\u{334}",
+            "a\u{1E2AE}\u{334}",
+            "a\u{1E2EF}\u{334}",
+        ] {
+            assert_eq!(normalize(text), text, "{text:?}");
+            assert_ne!(unicode17_nfc(text), text, "{text:?}");
+        }
+        // Marks Unicode 9.0 knows still move, and compose (Python: "á̴" both).
+        assert_eq!(normalize("a\u{301}\u{334}"), "\u{e1}\u{334}");
+        assert_eq!(normalize("a\u{334}\u{301}"), "\u{e1}\u{334}");
     }
 
     #[test]
@@ -185,7 +278,7 @@ mod tests {
             let text: String = chars.into_iter().filter_map(char::from_u32).collect();
             prop_assert_eq!(is_nfc_quick_yes(&text), reference(&text), "{:?}", text);
             let ours = normalize(&text).into_owned();
-            prop_assert_eq!(ours, tokenizers_nfc(&text));
+            prop_assert_eq!(ours, reference_nfc(&text));
         }
     }
 }
