@@ -130,3 +130,71 @@ fn replace_takes_a_count() {
     assert_eq!(render("{{ 'abc'.replace('', '-', 2) }}").unwrap(), "-a-bc");
     assert_eq!(render("{{ 'abc'|replace('', '-') }}").unwrap(), "-a-b-c-");
 }
+
+/// `x is not t` as an operand of `~`, `+` or `*` (the budget instrumentation wraps operands,
+/// claim 61): the wrap starts at `x`, not at `not` (found by `scripts/fuzz_template_syntax.py
+/// --exprs`; the instrumented template failed to compile).
+#[test]
+fn negated_tests_as_operands_compile() {
+    assert_eq!(
+        render("{{ 'a' ~ (z is not none) }}|{{ (z is not none) ~ 'a' }}").unwrap(),
+        "aTrue|Truea"
+    );
+    assert_eq!(
+        render("{{ true * (z is not string) }}|{{ 2 + (3 is not odd) }}").unwrap(),
+        "1|2"
+    );
+    assert_eq!(render("{{ 'a' ~ (not z) }}").unwrap(), "aTrue");
+}
+
+/// Slices with a step run Python's slice (claim 375): minijinja 3.0.5 walked down an empty
+/// sequence out of bounds (`''[::-1]` panicked) and included a given stop of 0.
+#[test]
+fn stepped_slices_are_pythons() {
+    let two = json!({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "yo"}
+    ]});
+    assert_eq!(
+        render(
+            "{{ ''[::-1] }}|{{ [][::-1] }}|{{ 'abc'[:0:-1] }}|{{ 'abc'[2:-3:-1] }}|{{ 'héllo'[1:4:2] }}|{{ [1, 2, 3][::-2] }}"
+        )
+        .unwrap(),
+        "|[]|cb|cb|él|[3, 1]"
+    );
+    assert_eq!(
+        render_with(
+            "{% for m in messages[::-1] %}{{ m.role }},{% endfor %}",
+            two
+        )
+        .unwrap(),
+        "assistant,user,"
+    );
+    assert_eq!(
+        render("{{ 'a' ~ ('abc' ~ 'd')[::2] ~ 'x' }}").unwrap(),
+        "aacx"
+    );
+    assert!(render("{{ 'abc'[::0] }}").is_err());
+    let none = json!({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"z": null}});
+    assert!(render_with("{{ z[::-1] }}", none).is_err());
+}
+
+/// `divisibleby(0)` raises `ZeroDivisionError` as in Python (minijinja 3.0.5's test divided
+/// by zero and panicked); other divisors answer as before.
+#[test]
+fn divisibleby_zero_raises() {
+    assert_eq!(
+        render(
+            "{{ 10 is divisibleby(5) }}|{{ 7 is divisibleby(2) }}|{{ 10.5 is divisibleby(0.5) }}"
+        )
+        .unwrap(),
+        "True|False|True"
+    );
+    for template in [
+        "{{ 10 is divisibleby(0) }}",
+        "{{ 1.5 is divisibleby(0.0) }}",
+        "{{ [1, 2]|select('divisibleby', 0)|list }}",
+    ] {
+        assert!(render(template).is_err(), "{template}");
+    }
+}

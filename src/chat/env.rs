@@ -187,6 +187,7 @@ pub(crate) fn build(
     env.add_function("joiner", minijinja_contrib::globals::joiner);
 
     env.add_filter(syntax::FOR_ITER_FILTER, functions::for_iter);
+    env.add_filter(syntax::SLICE_FILTER, functions::python_slice);
     env.add_filter(syntax::SIZED_FILTER, budget::sized);
     env.add_filter(syntax::MUL_LHS_FILTER, budget::push_lhs);
     env.add_filter(syntax::ADD_LHS_FILTER, budget::add_lhs);
@@ -237,6 +238,7 @@ pub(crate) fn build(
     env.add_filter("striptags", minijinja_contrib::filters::striptags);
     env.add_test("iterable", functions::is_iterable);
     env.add_test("sequence", functions::is_sequence);
+    env.add_test("divisibleby", functions::is_divisible_by);
 
     env.add_template_owned(name.to_owned(), source.to_owned())
         .map_err(|e| {

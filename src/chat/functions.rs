@@ -167,6 +167,32 @@ pub(crate) fn is_sequence(value: &Value) -> bool {
     )
 }
 
+/// Jinja2's `divisibleby` test, `value % num == 0`: a zero divisor raises
+/// `ZeroDivisionError` (minijinja 3.0.5's test divides by it and panics).
+pub(crate) fn is_divisible_by(value: &Value, num: &Value) -> Result<bool, Error> {
+    let int = |v: &Value| match v.kind() {
+        ValueKind::Bool => Some(i64::from(v.is_true())),
+        ValueKind::Number if v.is_integer() => v.as_i64(),
+        _ => None,
+    };
+    let float = |v: &Value| match v.kind() {
+        ValueKind::Bool | ValueKind::Number => f64::try_from(v.clone()).ok(),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (int(value), int(num)) {
+        if b == 0 {
+            return Err(type_error("ZeroDivisionError: integer modulo by zero"));
+        }
+        // `i64::MIN % -1` overflows in Rust; it is 0 in Python.
+        return Ok(a.checked_rem(b).unwrap_or(0) == 0);
+    }
+    match (float(value), float(num)) {
+        (Some(_), Some(0.0)) => Err(type_error("ZeroDivisionError: float modulo")),
+        (Some(a), Some(b)) => Ok(a % b == 0.0),
+        _ => Ok(false),
+    }
+}
+
 /// Jinja2's `attr` filter: attribute lookup only, so a dict's keys are not attributes.
 pub(crate) fn attr(value: &Value, name: &Value) -> Result<Value, Error> {
     if value.kind() == ValueKind::Map {
@@ -717,6 +743,100 @@ pub(crate) fn for_iter(value: Value) -> Result<Value, Error> {
         ValueKind::Iterable => collect_charged(&value),
         _ => Ok(value),
     }
+}
+
+/// The filter a slice with a step (`x[a:b:c]`) is rewritten to call: Python's slice, where
+/// minijinja 3.0.5's walk down a sequence includes a given stop of 0 (`'abc'[:0:-1]` is `cba`,
+/// Python `cb`) and indexes an empty one (`''[::-1]` panicked). Strings slice by char, other
+/// sequences give lists; `None` and numbers raise as in Python; undefined stays undefined.
+pub(crate) fn python_slice(
+    value: Value,
+    start: Value,
+    stop: Value,
+    step: Value,
+) -> Result<Value, Error> {
+    let bound = |v: &Value| -> Result<Option<i64>, Error> {
+        if v.is_none() || v.is_undefined() {
+            return Ok(None);
+        }
+        match v.kind() {
+            ValueKind::Bool => Ok(Some(i64::from(v.is_true()))),
+            ValueKind::Number if v.is_integer() => v.as_i64().map(Some).ok_or_else(|| {
+                type_error("IndexError: cannot fit 'int' into an index-sized integer")
+            }),
+            _ => Err(type_error(
+                "TypeError: slice indices must be integers or None or have an __index__ method",
+            )),
+        }
+    };
+    let (start, stop) = (bound(&start)?, bound(&stop)?);
+    let step = bound(&step)?.unwrap_or(1);
+    if step == 0 {
+        return Err(type_error("ValueError: slice step cannot be zero"));
+    }
+    match value.kind() {
+        ValueKind::Undefined => Ok(value),
+        ValueKind::String => {
+            let chars: Vec<char> = value.as_str().unwrap_or_default().chars().collect();
+            budget::charge_work(chars.len() as u64)?;
+            let picked: String = slice_indices(chars.len(), start, stop, step)
+                .filter_map(|i| chars.get(i))
+                .collect();
+            Ok(Value::from(picked))
+        }
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<Value> = value.try_iter()?.collect();
+            budget::charge_items(items.len())?;
+            budget::charge_work(items.len() as u64)?;
+            Ok(Value::from_iter(
+                slice_indices(items.len(), start, stop, step).filter_map(|i| items.get(i).cloned()),
+            ))
+        }
+        ValueKind::None => Err(type_error(
+            "TypeError: 'NoneType' object is not subscriptable",
+        )),
+        kind => Err(type_error(format!(
+            "TypeError: '{kind}' object is not subscriptable"
+        ))),
+    }
+}
+
+/// The indices `range(len)[start:stop:step]` visits (CPython's `PySlice_AdjustIndices`).
+fn slice_indices(
+    len: usize,
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: i64,
+) -> impl Iterator<Item = usize> {
+    let len = i64::try_from(len).unwrap_or(i64::MAX);
+    let adjust = |v: i64| {
+        if v < 0 {
+            let v = v.saturating_add(len);
+            if v < 0 {
+                if step < 0 { -1 } else { 0 }
+            } else {
+                v
+            }
+        } else if v >= len {
+            if step < 0 { len - 1 } else { len }
+        } else {
+            v
+        }
+    };
+    let (mut at, stop) = if step < 0 {
+        (start.map_or(len - 1, adjust), stop.map_or(-1, adjust))
+    } else {
+        (start.map_or(0, adjust), stop.map_or(len, adjust))
+    };
+    std::iter::from_fn(move || {
+        let inside = if step < 0 { at > stop } else { at < stop };
+        if !inside {
+            return None;
+        }
+        let here = usize::try_from(at).ok();
+        at = at.saturating_add(step);
+        here
+    })
 }
 
 /// Lists an iterable, charging every item before it is kept.

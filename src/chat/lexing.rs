@@ -154,8 +154,20 @@ pub(crate) fn align_with_jinja2(source: &str, syntax: &SyntaxConfig) -> Option<S
             Token::Str(s) => s,
             Token::String(s) => s,
             Token::TemplateData(minijinja_data) => {
-                if let Some(raw_end) = raw_tag_end(source.get(..start)?) {
-                    raw_block_edits(source, start, end, raw_end, minijinja_data, &mut edits)?;
+                // The span covers the data minijinja keeps; a raw block's data runs from its
+                // tag's `%}` to the `{%` of `{% endraw %}`, past the whitespace it trimmed.
+                let data_start = source.get(..start)?.trim_end().len();
+                let rest = source.get(end..)?;
+                let data_end = end + (rest.len() - rest.trim_start().len());
+                if let Some(raw_end) = raw_tag_end(source.get(..data_start)?) {
+                    raw_block_edits(
+                        source,
+                        data_start,
+                        data_end,
+                        raw_end,
+                        minijinja_data,
+                        &mut edits,
+                    )?;
                 }
                 continue;
             }

@@ -242,11 +242,29 @@ pub(crate) const ADD_LHS_FILTER: &str = "__rtok_add_lhs";
 /// See [`ADD_LHS_FILTER`].
 pub(crate) const ADD_RHS_FILTER: &str = "__rtok_add_rhs";
 
-/// One span of the template to wrap as `(span)|filter`.
-struct Wrap {
-    start: usize,
-    end: usize,
-    filter: &'static str,
+/// The filter a slice with a step is rewritten to call (`x[a:b:c]` → `(x)|f(a, b, c)`), so
+/// that it slices as Python does (see `functions::python_slice`).
+pub(crate) const SLICE_FILTER: &str = "__rtok_slice";
+
+/// The edits of [`instrument`], collected over the template's tree.
+struct Rewrites<'s> {
+    source: &'s str,
+    edits: Vec<Edit>,
+}
+
+/// One edit of the template: at byte `at`, `remove` bytes replaced by `text`.
+struct Edit {
+    at: usize,
+    /// At one offset: closing parentheses (0), then replaced punctuation (1), then opening
+    /// parentheses (2).
+    class: u8,
+    /// The length of the span a parenthesis opens or closes: outer spans open first and close
+    /// last.
+    span: usize,
+    /// Among opens of one span at one offset: a wrap (0) encloses a slice's (1).
+    inner: u8,
+    remove: usize,
+    text: std::borrow::Cow<'static, str>,
 }
 
 /// Wraps the iterable of every `{% for %}` loop in [`FOR_ITER_FILTER`] and the operands of
@@ -258,38 +276,35 @@ struct Wrap {
 /// without its checks.
 pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> {
     let ast = parse(source, syntax).ok()?;
-    let mut wraps: Vec<Wrap> = Vec::new();
-    visit_stmt(&ast, &mut wraps);
+    let mut rewrites = Rewrites {
+        source,
+        edits: Vec::new(),
+    };
+    visit_stmt(&ast, &mut rewrites);
+    let mut wraps = rewrites.edits;
     if wraps.is_empty() {
         return None;
     }
-    // (offset, opens, span length, filter): at one offset, closing comes before opening; outer
-    // spans open first and close last.
-    let mut inserts: Vec<(usize, bool, usize, &str)> = Vec::with_capacity(wraps.len() * 2);
-    for w in &wraps {
-        if w.start >= w.end || !source.is_char_boundary(w.start) || !source.is_char_boundary(w.end)
-        {
+    if wraps.iter().any(|e| !source.is_char_boundary(e.at)) {
+        return None;
+    }
+    wraps.sort_by(|a, b| {
+        (a.at, a.class)
+            .cmp(&(b.at, b.class))
+            .then_with(|| match a.class {
+                0 => a.span.cmp(&b.span),
+                _ => b.span.cmp(&a.span).then(a.inner.cmp(&b.inner)),
+            })
+    });
+    let mut out = String::with_capacity(source.len() + wraps.len() * 8);
+    let mut last = 0;
+    for edit in &wraps {
+        if edit.at < last {
             return None;
         }
-        inserts.push((w.start, true, w.end - w.start, w.filter));
-        inserts.push((w.end, false, w.end - w.start, w.filter));
-    }
-    inserts.sort_by(|a, b| {
-        (a.0, a.1)
-            .cmp(&(b.0, b.1))
-            .then_with(|| if a.1 { b.2.cmp(&a.2) } else { a.2.cmp(&b.2) })
-    });
-    let mut out = String::with_capacity(source.len() + inserts.len() * 12);
-    let mut last = 0;
-    for (at, open, _, filter) in inserts {
-        out.push_str(source.get(last..at)?);
-        if open {
-            out.push('(');
-        } else {
-            out.push_str(")|");
-            out.push_str(filter);
-        }
-        last = at;
+        out.push_str(source.get(last..edit.at)?);
+        out.push_str(&edit.text);
+        last = edit.at + edit.remove;
     }
     out.push_str(source.get(last..)?);
     Some(out)
@@ -306,19 +321,87 @@ fn own_span(expr: &Expr<'_>) -> Option<(usize, usize)> {
     ))
 }
 
-fn push(wraps: &mut Vec<Wrap>, span: Option<(usize, usize)>, filter: &'static str) {
-    if let Some((start, end)) = span {
-        wraps.push(Wrap { start, end, filter });
+/// Wraps `span` as `(span)|filter`.
+fn push(wraps: &mut Rewrites<'_>, span: Option<(usize, usize)>, filter: &'static str) {
+    let Some((start, end)) = span.filter(|(start, end)| start < end) else {
+        return;
+    };
+    let (open, close) = open_close(start, end, 0);
+    wraps.edits.push(open);
+    wraps.edits.push(Edit {
+        text: format!(")|{filter}").into(),
+        ..close
+    });
+}
+
+/// The `(` and `)` around `start..end`.
+fn open_close(start: usize, end: usize, inner: u8) -> (Edit, Edit) {
+    let span = end - start;
+    let edit = |at, class, text: &'static str| Edit {
+        at,
+        class,
+        span,
+        inner,
+        remove: 0,
+        text: text.into(),
+    };
+    (edit(start, 2, "("), edit(end, 0, ")"))
+}
+
+/// Rewrites `x[a:b:c]` (with a step) to `(x)|__rtok_slice(a, b, c)` in place: `(` before `x`,
+/// and the brackets and colons replaced, so that the bounds keep their own edits. `sliced` is
+/// the true span of `x`, `bounds` those of `a`, `b`, `c`, `end` the slice's end. Gives up (no
+/// edit) when the punctuation is not where the spans put it.
+fn push_slice(
+    wraps: &mut Rewrites<'_>,
+    sliced: (usize, usize),
+    bounds: [Option<(usize, usize)>; 3],
+    end: usize,
+) {
+    let bytes = wraps.source.as_bytes();
+    // The next byte at or after `from` that is not whitespace or a closing parenthesis.
+    let next = |from: usize| {
+        (from..end).find(|&i| !matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r' | b')')))
+    };
+    let Some(open) = next(sliced.1).filter(|&i| bytes.get(i) == Some(&b'[')) else {
+        return;
+    };
+    let first = if bounds[0].is_none() { "none" } else { "" };
+    let mut marks: Vec<(usize, std::borrow::Cow<'static, str>)> =
+        vec![(open, format!(")|{SLICE_FILTER}({first}").into())];
+    let mut after = bounds[0].map_or(open + 1, |(_, e)| e);
+    for bound in &bounds[1..] {
+        let Some(colon) = next(after).filter(|&i| bytes.get(i) == Some(&b':')) else {
+            return;
+        };
+        marks.push((colon, if bound.is_none() { ", none" } else { ", " }.into()));
+        after = bound.map_or(colon + 1, |(_, e)| e);
+    }
+    let Some(close) = next(after).filter(|&i| bytes.get(i) == Some(&b']') && i + 1 == end) else {
+        return;
+    };
+    marks.push((close, ")".into()));
+    let (paren, _) = open_close(sliced.0, end, 1);
+    wraps.edits.push(paren);
+    for (at, text) in marks {
+        wraps.edits.push(Edit {
+            at,
+            class: 1,
+            span: 0,
+            inner: 0,
+            remove: 1,
+            text,
+        });
     }
 }
 
-fn visit_all(stmts: &[Stmt<'_>], wraps: &mut Vec<Wrap>) {
+fn visit_all(stmts: &[Stmt<'_>], wraps: &mut Rewrites<'_>) {
     for s in stmts {
         visit_stmt(s, wraps);
     }
 }
 
-fn visit_stmt(stmt: &Stmt<'_>, wraps: &mut Vec<Wrap>) {
+fn visit_stmt(stmt: &Stmt<'_>, wraps: &mut Rewrites<'_>) {
     match stmt {
         Stmt::Template(t) => visit_all(&t.children, wraps),
         Stmt::EmitExpr(e) => {
@@ -360,7 +443,7 @@ fn visit_stmt(stmt: &Stmt<'_>, wraps: &mut Vec<Wrap>) {
     }
 }
 
-fn visit_call_args(args: &[CallArg<'_>], wraps: &mut Vec<Wrap>) {
+fn visit_call_args(args: &[CallArg<'_>], wraps: &mut Rewrites<'_>) {
     for arg in args {
         match arg {
             CallArg::Pos(e)
@@ -375,21 +458,23 @@ fn visit_call_args(args: &[CallArg<'_>], wraps: &mut Vec<Wrap>) {
 
 /// Collects the wraps of `expr` and its children; returns `expr`'s true span (from its leftmost
 /// operand), computed bottom-up so that long operator chains cost linear time.
-fn visit_expr(expr: &Expr<'_>, wraps: &mut Vec<Wrap>) -> Option<(usize, usize)> {
+fn visit_expr(expr: &Expr<'_>, wraps: &mut Rewrites<'_>) -> Option<(usize, usize)> {
     let own = own_span(expr)?;
     let leftmost = match expr {
         Expr::Var(_) | Expr::Const(_) => None,
         Expr::Slice(s) => {
             let inner = visit_expr(&s.expr, wraps);
-            for e in [&s.start, &s.stop, &s.step].into_iter().flatten() {
-                visit_expr(e, wraps);
+            let bounds =
+                [&s.start, &s.stop, &s.step].map(|e| e.as_ref().and_then(|e| visit_expr(e, wraps)));
+            if s.step.is_some()
+                && let Some(sliced) = inner
+            {
+                push_slice(wraps, sliced, bounds, own.1);
             }
             inner
         }
-        Expr::UnaryOp(u) => {
-            visit_expr(&u.expr, wraps);
-            None
-        }
+        // `x is not t` parses as `not (x is t)` spanned from `not`: it starts at `x`.
+        Expr::UnaryOp(u) => visit_expr(&u.expr, wraps),
         Expr::BinOp(b) => {
             let left = visit_expr(&b.left, wraps);
             let right = visit_expr(&b.right, wraps);
@@ -557,6 +642,22 @@ mod tests {
             )
         );
         assert_eq!(instrument("{{ for_x }}", &syntax), None);
+        // A stepped slice calls the slice filter, its bounds keep their own wraps, and the
+        // `(` of an enclosing wrap opens before the slice's.
+        assert_eq!(
+            instrument(
+                "{{ 'a' ~ x[:n ~ 1:-1] }}{% for m in ms[::-1] %}{% endfor %}{{ y[1:2] }}",
+                &syntax
+            )
+            .as_deref(),
+            Some(
+                "{{ 'a' ~ ((x)|__rtok_slice(none, (n)|__rtok_sized ~ 1, -1))|__rtok_sized }}{% for m in ((ms)|__rtok_slice(none, none, -1))|__rtok_for_iter %}{% endfor %}{{ y[1:2] }}"
+            )
+        );
+        assert_eq!(
+            instrument("{{ (a)[ 1 : (2) : 3 ] }}", &syntax).as_deref(),
+            Some("{{ ((a))|__rtok_slice( 1 ,  (2) ,  3 ) }}")
+        );
         assert_eq!(
             instrument("{{ [0] * n * 2 }}", &syntax).as_deref(),
             Some(

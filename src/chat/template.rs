@@ -264,7 +264,21 @@ impl ChatTemplate {
             env.fuel().unwrap_or(limits.fuel_base),
         );
         let mut out = env::LimitedWriter::new(limits.max_output_bytes, compiled.source.len() * 2);
-        let result = template.render_captured_to(ctx, &mut out).map(drop);
+        // The last line of defence: a panic inside minijinja (claim 375 lists the ones found
+        // and routed around) becomes an error, not an abort of the caller's thread.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            template.render_captured_to(ctx, &mut out).map(drop)
+        }))
+        .map_err(|panic| ChatTemplateError::Render {
+            detail: format!(
+                "the template engine failed: {}",
+                panic
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("panic")
+            ),
+        })?;
         if out.exceeded {
             return Err(output_limit_error());
         }
