@@ -726,8 +726,8 @@ impl HfBackend {
     }
 
     /// The ids of `text` without template tokens. A BERT normalizer's text
-    /// of [`BERT_FAST_MIN_BYTES`] or more takes the chunk encoder's walk of
-    /// the same stages, normalized by [`bert_norm`] (claim 271); so does a
+    /// takes the chunk encoder's walk of the same stages, normalized by
+    /// [`bert_norm`] (claims 271, 376: faster at every length); so does a
     /// lone NFC normalizer's text of any length, normalized by [`nfc`]
     /// (claim 321: faster from 64 bytes up); and text holding a Unicode 17
     /// code point where the file's splits run on `fancy-regex` (claim 325).
@@ -771,7 +771,7 @@ impl HfBackend {
             || self.nfc_only
             || self.added.is_some()
             || self.pipe.interim().is_some()
-            || (self.bert.is_some() && text.len() >= BERT_FAST_MIN_BYTES)
+            || self.bert.is_some()
             || (self.unicode_steps && !text.is_ascii())
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text));
         if walk {
@@ -809,11 +809,6 @@ impl HfBackend {
         ))
     }
 }
-
-/// From this length a BERT-normalized text goes through the chunk encoder
-/// (claim 271; set before the chunk scratch became one per thread and
-/// backend, claim 287, and not re-measured since).
-const BERT_FAST_MIN_BYTES: usize = 4 << 10;
 
 /// The `Auto` threshold on the SentencePiece route: the `.model` files'
 /// (`sentencepiece::adapter`), since the same engine encodes.
