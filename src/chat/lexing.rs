@@ -190,15 +190,7 @@ pub(crate) fn align_with_jinja2(source: &str, syntax: &SyntaxConfig) -> Option<S
     if edits.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(source.len() + edits.len() * 4);
-    let mut last = 0;
-    for (start, end, replacement) in &edits {
-        out.push_str(source.get(last..*start)?);
-        out.push_str(replacement);
-        last = *end;
-    }
-    out.push_str(source.get(last..)?);
-    Some(out)
+    super::syntax::splice(source, edits)
 }
 
 /// How the `{% raw %}` tag before a raw block's data ends.
@@ -342,12 +334,22 @@ mod tests {
         assert_eq!(python_unescape("\\N{BULLET}"), Decoded::Unsupported);
     }
 
-    fn render(template: &str) -> Result<String, minijinja::Error> {
-        let syntax = SyntaxConfig::default();
-        let source = align_with_jinja2(template, &syntax);
+    /// `template` aligned and rendered by minijinja, with transformers' `trim_blocks` and
+    /// `lstrip_blocks` when `trimmed`.
+    fn render_with(template: &str, trimmed: bool) -> Result<String, minijinja::Error> {
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(trimmed)
+            .lstrip_blocks(trimmed)
+            .build()?;
+        let source = align_with_jinja2(template, &syntax).unwrap_or_else(|| template.to_owned());
         let mut env = minijinja::Environment::new();
-        env.add_template_owned("t", source.unwrap_or_else(|| template.to_owned()))?;
+        env.set_syntax(syntax);
+        env.add_template_owned("t", source)?;
         env.get_template("t")?.render(())
+    }
+
+    fn render(template: &str) -> Result<String, minijinja::Error> {
+        render_with(template, false)
     }
 
     #[test]
@@ -364,16 +366,7 @@ mod tests {
     }
 
     fn render_trimmed(template: &str) -> Result<String, minijinja::Error> {
-        let syntax = SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .unwrap();
-        let source = align_with_jinja2(template, &syntax).unwrap_or_else(|| template.to_owned());
-        let mut env = minijinja::Environment::new();
-        env.set_syntax(syntax);
-        env.add_template_owned("t", source)?;
-        env.get_template("t")?.render(())
+        render_with(template, true)
     }
 
     /// What Jinja2 3.1.6 renders with `trim_blocks` and `lstrip_blocks` (transformers' setup).

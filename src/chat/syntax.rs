@@ -61,11 +61,24 @@ pub(crate) fn rewrite_generation_tags(source: &str, syntax: &SyntaxConfig) -> Op
     if edits.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(source.len() + edits.len() * 4);
+    splice(source, edits)
+}
+
+/// `source` with `source[start..end]` replaced by `text` for each `(start, end, text)` of
+/// `edits`, which come in order and do not overlap; `None` when one does not (or falls off a
+/// char boundary).
+pub(crate) fn splice<S: AsRef<str>>(
+    source: &str,
+    edits: impl IntoIterator<Item = (usize, usize, S)>,
+) -> Option<String> {
+    let mut out = String::with_capacity(source.len() + source.len() / 8);
     let mut last = 0;
-    for (start, end, replacement) in edits {
+    for (start, end, text) in edits {
+        if start < last {
+            return None;
+        }
         out.push_str(source.get(last..start)?);
-        out.push_str(replacement);
+        out.push_str(text.as_ref());
         last = end;
     }
     out.push_str(source.get(last..)?);
@@ -285,9 +298,6 @@ pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> 
     if wraps.is_empty() {
         return None;
     }
-    if wraps.iter().any(|e| !source.is_char_boundary(e.at)) {
-        return None;
-    }
     wraps.sort_by(|a, b| {
         (a.at, a.class)
             .cmp(&(b.at, b.class))
@@ -296,18 +306,12 @@ pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> 
                 _ => b.span.cmp(&a.span).then(a.inner.cmp(&b.inner)),
             })
     });
-    let mut out = String::with_capacity(source.len() + wraps.len() * 8);
-    let mut last = 0;
-    for edit in &wraps {
-        if edit.at < last {
-            return None;
-        }
-        out.push_str(source.get(last..edit.at)?);
-        out.push_str(&edit.text);
-        last = edit.at + edit.remove;
-    }
-    out.push_str(source.get(last..)?);
-    Some(out)
+    splice(
+        source,
+        wraps
+            .iter()
+            .map(|e| (e.at, e.at + e.remove, e.text.as_ref())),
+    )
 }
 
 /// An expression's own span. minijinja's span of a postfix expression (`a.b`, `a[b]`, `f(x)`,
