@@ -497,9 +497,13 @@ pub fn assert_matches_golden(
     assert_eq!(texts.len(), wants.len(), "{what}");
     for (text, want) in texts.iter().zip(wants) {
         let (text, want) = (text.as_str().unwrap(), golden_ids(want));
-        let got = tok.encode_sequential(text, false).unwrap();
+        let got = tok
+            .encode_sequential(text, false)
+            .unwrap_or_else(|e| panic!("{what} {text:?}: {e}"));
         assert_eq!(got.ids(), want, "{what} {text:?}");
-        let got = tok.encode_with_offsets_sequential(text, false).unwrap();
+        let got = tok
+            .encode_with_offsets_sequential(text, false)
+            .unwrap_or_else(|e| panic!("{what} {text:?} with offsets: {e}"));
         assert_eq!(got.ids(), want, "{what} {text:?} with offsets");
     }
     let long = golden["long"].as_str().unwrap();
@@ -510,7 +514,10 @@ pub fn assert_matches_golden(
         1 << 10,
     ));
     assert_eq!(
-        chunked.encode(long, false).unwrap().ids(),
+        chunked
+            .encode(long, false)
+            .unwrap_or_else(|e| panic!("{what} long, chunked: {e}"))
+            .ids(),
         want,
         "{what} long, chunked"
     );

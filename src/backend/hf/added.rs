@@ -1,19 +1,27 @@
 //! Added-token matching on one Aho-Corasick automaton per pass (raw text,
 //! normalized text), in place of `tokenizers`' bucket matcher, for files
-//! whose added tokens carry no `lstrip`, `rstrip` or `single_word` flag and
-//! include tokens that start with whitespace (Gemma-3's runs of `\n` and
-//! `\t`; DESIGN.md claim 323).
+//! whose added tokens carry an `lstrip`, `rstrip` or `single_word` flag
+//! (DESIGN.md claim 377), and for files with tokens that start with
+//! whitespace (Gemma-3's runs of `\n` and `\t`; claim 323).
 //!
-//! Why the matches are the same: `tokenizers`' `extract_next` takes, from
-//! the search position, the leftmost position where an added token of the
-//! pass starts and, there, the longest one (its buckets probe candidate
-//! lengths longest first); with `encode_special_tokens` a special token's
-//! match is skipped and the search goes on from its end. Trying each
-//! position from the search position on, in order, with an anchored
-//! longest-match automaton over the same texts finds the same match, and
-//! the skip is the same loop. Each token's id is the one `tokenizers`' own matcher gives
-//! its whole text (checked for every token at load: any disagreement keeps
-//! `tokenizers`' matcher), so ids agree too.
+//! Why the matches are the same: the reference (`tokenizers` 0.x,
+//! `AddedVocabulary::find_matches`) walks the leftmost-longest matches of
+//! the pass's tokens, each search going on from the previous match's own
+//! end; with `encode_special_tokens` a special token's match is skipped.
+//! Trying each position from the search position on, in order, with an
+//! anchored longest-match automaton over the same texts finds the same
+//! match, and the skip is the same loop. Flags follow the reference too:
+//! a `single_word` match beside a word char (`\w`) is skipped; `lstrip`
+//! takes the whitespace (`\s`) before it, but none the previous match
+//! took; `rstrip` takes the whitespace after it, even where the next match
+//! starts (the reference then emits both tokens, and the text after the
+//! later one's end is encoded again: [`Found::stop`] may go back). `\w`
+//! and `\s` are `regex-syntax`'s classes, the reference's (Unicode 16):
+//! `tokenizers` 1.0's own matcher classes Unicode 17's new letters as word
+//! chars, drops the second of two such overlapping matches, and panics on a
+//! `single_word` token beside a multi-byte char. Each token's id is the one
+//! `tokenizers`' own matcher gives its whole text (checked for every token
+//! at load: any disagreement keeps `tokenizers`' matcher), so ids agree.
 //!
 //! Performance notes: the bucket matcher probes every candidate length of
 //! a candidate's first byte, longest first, one hash each: Gemma-3's added
@@ -27,24 +35,43 @@ use serde_json::Value;
 use tokenizers::pipeline::PipelinePatternMatcher;
 use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
+/// How one added token matches: its id and flags.
+#[derive(Debug, Clone, Copy)]
+struct TokenRule {
+    id: u32,
+    special: bool,
+    lstrip: bool,
+    rstrip: bool,
+    single_word: bool,
+}
+
+/// An added-token match as the walk uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Found {
+    /// Where the token's span starts (after `lstrip`): the text before it,
+    /// from the previous match's `stop`, is encoded.
+    pub start: usize,
+    /// Where its span ends (after `rstrip`); the next text starts here, even
+    /// where that is before a previous match's `stop`.
+    pub stop: usize,
+    /// Where the next search starts: the end of the token's own text.
+    pub resume: usize,
+    pub id: u32,
+}
+
 /// The added tokens of one pass.
 struct Pass {
     /// Anchored: the longest token starting at a given position.
     automaton: AhoCorasick,
     /// Bytes some token starts with: the positions worth trying.
     first: [bool; 256],
-    /// Per pattern: the token id and whether it is special.
-    tokens: Vec<(u32, bool)>,
+    /// Per pattern.
+    tokens: Vec<TokenRule>,
 }
 
 impl Pass {
-    /// `extract_next` of this pass.
-    fn extract_next(
-        &self,
-        bytes: &[u8],
-        from: usize,
-        specials_as_text: bool,
-    ) -> Option<((usize, usize), u32)> {
+    /// The leftmost-longest match starting at or after `from`.
+    fn find(&self, bytes: &[u8], from: usize) -> Option<(usize, usize, TokenRule)> {
         let mut at = from;
         loop {
             // The next position a token may start at, then the longest
@@ -60,18 +87,102 @@ impl Pass {
                 at += 1;
                 continue;
             };
-            let (id, special) = *self.tokens.get(m.pattern().as_usize())?;
-            if specials_as_text && special {
-                at = m.end();
+            let rule = *self.tokens.get(m.pattern().as_usize())?;
+            return Some((m.start(), m.end(), rule));
+        }
+    }
+
+    /// The reference's next match: see the module docs.
+    fn next(
+        &self,
+        text: &str,
+        search: usize,
+        gap_from: usize,
+        specials_as_text: bool,
+    ) -> Option<Found> {
+        let mut at = search;
+        loop {
+            let (s, e, rule) = self.find(text.as_bytes(), at)?;
+            at = e;
+            if specials_as_text && rule.special {
                 continue;
             }
-            return Some(((m.start(), m.end()), id));
+            if rule.single_word
+                && (text[..s].chars().next_back().is_some_and(is_word_char)
+                    || text[e..].chars().next().is_some_and(is_word_char))
+            {
+                continue;
+            }
+            let start = if rule.lstrip {
+                let spaces: usize = text[..s]
+                    .chars()
+                    .rev()
+                    .take_while(|&c| is_space(c))
+                    .map(char::len_utf8)
+                    .sum();
+                (s - spaces).max(gap_from)
+            } else {
+                s
+            };
+            let stop = if rule.rstrip {
+                e + text[e..]
+                    .chars()
+                    .take_while(|&c| is_space(c))
+                    .map(char::len_utf8)
+                    .sum::<usize>()
+            } else {
+                e
+            };
+            return Some(Found {
+                start,
+                stop,
+                resume: e,
+                id: rule.id,
+            });
         }
     }
 }
 
-/// One pass's token texts and, per text, its id and whether it is special.
-type PassTokens<'a> = (Vec<&'a str>, Vec<(u32, bool)>);
+/// `regex-syntax`'s ranges for a one-class pattern (`\w`, `\s`).
+fn class_ranges(pattern: &str) -> Vec<(char, char)> {
+    use regex_syntax::hir::{Class, HirKind};
+    match regex_syntax::Parser::new()
+        .parse(pattern)
+        .map(|h| h.into_kind())
+    {
+        Ok(HirKind::Class(Class::Unicode(class))) => class
+            .ranges()
+            .iter()
+            .map(|r| (r.start(), r.end()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+    let i = ranges.partition_point(|&(_, end)| end < c);
+    ranges.get(i).is_some_and(|&(start, _)| start <= c)
+}
+
+/// `\w` as the reference's `regex` crate has it.
+fn is_word_char(c: char) -> bool {
+    static WORD: std::sync::LazyLock<Vec<(char, char)>> =
+        std::sync::LazyLock::new(|| class_ranges(r"\w"));
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    in_ranges(&WORD, c)
+}
+
+/// `\s` as the reference's `regex` crate has it.
+fn is_space(c: char) -> bool {
+    static SPACE: std::sync::LazyLock<Vec<(char, char)>> =
+        std::sync::LazyLock::new(|| class_ranges(r"\s"));
+    if c.is_ascii() {
+        return matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
+    }
+    in_ranges(&SPACE, c)
+}
 
 /// Both passes, or `None` where `tokenizers`' matcher must stay.
 pub(super) struct AddedMatcher {
@@ -81,13 +192,29 @@ pub(super) struct AddedMatcher {
 
 impl AddedMatcher {
     /// From the file's `added_tokens`, checked against `tokenizers`' matcher
-    /// (`vocab`); `None` when a token has a flag this matcher does not
-    /// follow, is empty, or is matched otherwise by `tokenizers`.
-    pub(super) fn new(json: &Value, vocab: &BucketAddedVocabulary) -> Option<Self> {
+    /// (`vocab`); `None` when no token has a flag and none starts with
+    /// whitespace (`fast`: build for the latter too), when a token lacks a
+    /// field, or when one is matched otherwise by `tokenizers`.
+    ///
+    /// A `normalized` token matches in normalized text as its content
+    /// normalized alone (`normalize`), as in the reference.
+    pub(super) fn new(
+        json: &Value,
+        vocab: &BucketAddedVocabulary,
+        normalize: &dyn Fn(&str) -> Option<String>,
+        fast: bool,
+    ) -> Option<Self> {
         let list = match json.get("added_tokens") {
             None | Some(Value::Null) => return None,
             Some(v) => v.as_array()?,
         };
+        let flag = |token: &Value, k: &str| token.get(k).and_then(Value::as_bool);
+        // Flags are only followed here (the module docs).
+        let flagged = list.iter().any(|token| {
+            ["lstrip", "rstrip", "single_word"]
+                .iter()
+                .any(|k| flag(token, k) == Some(true))
+        });
         // Where no token starts with whitespace, candidates are rare in
         // text and `tokenizers`' matcher is as fast: Mistral-Nemo's `<…>`
         // and `[…]` tokens measured 0.87–0.99× on prompts of 64 B to 4 KiB.
@@ -98,31 +225,53 @@ impl AddedMatcher {
                 .and_then(|t| t.bytes().next())
                 .is_some_and(|b| b.is_ascii_whitespace())
         });
-        if !whitespace_led {
+        if !(flagged || (fast && whitespace_led)) {
             return None;
         }
-        let mut passes: [PassTokens<'_>; 2] = Default::default();
+        let mut passes: [(Vec<String>, Vec<TokenRule>); 2] = Default::default();
         for token in list {
-            let flag = |k: &str| token.get(k).and_then(Value::as_bool);
-            if [flag("lstrip"), flag("rstrip"), flag("single_word")]
-                .iter()
-                .any(|f| *f != Some(false))
-            {
-                return None;
+            let content = token.get("content")?.as_str()?;
+            // The reference ignores empty tokens.
+            if content.is_empty() {
+                continue;
             }
-            let content = token.get("content")?.as_str().filter(|c| !c.is_empty())?;
-            let normalized = flag("normalized")?;
-            let special = flag("special")?;
-            // The id `tokenizers` gives the token's own text, in its pass.
-            let ((s, e), id) = vocab.extract_next(content.as_bytes(), 0, normalized, false)?;
-            if (s, e) != (0, content.len()) {
-                return None;
+            let normalized = flag(token, "normalized")?;
+            let rule = |id| TokenRule {
+                id,
+                special: flag(token, "special").unwrap_or(false),
+                lstrip: flag(token, "lstrip").unwrap_or(false),
+                rstrip: flag(token, "rstrip").unwrap_or(false),
+                single_word: flag(token, "single_word").unwrap_or(false),
+            };
+            flag(token, "special")?;
+            // The id `tokenizers` gives the token's own text, in its pass
+            // (its matcher may panic on a flagged token: then the file's id).
+            let file_id = token
+                .get("id")
+                .and_then(Value::as_u64)
+                .and_then(|id| u32::try_from(id).ok())?;
+            let rule = rule(file_id);
+            let pattern = if normalized {
+                normalize(content)?
+            } else {
+                content.to_owned()
+            };
+            if pattern.is_empty() {
+                continue;
             }
+            let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                vocab.extract_next(pattern.as_bytes(), 0, normalized, false)
+            }));
+            let id = match own {
+                Ok(Some(((0, e), id))) if e == pattern.len() => id,
+                _ if rule.lstrip || rule.rstrip || rule.single_word => file_id,
+                _ => return None,
+            };
             let pass = &mut passes[usize::from(normalized)];
-            pass.0.push(content);
-            pass.1.push((id, special));
+            pass.0.push(pattern);
+            pass.1.push(TokenRule { id, ..rule });
         }
-        let build = |(texts, tokens): PassTokens<'_>| -> Option<Option<Pass>> {
+        let build = |(texts, tokens): (Vec<String>, Vec<TokenRule>)| -> Option<Option<Pass>> {
             if texts.is_empty() {
                 return Some(None);
             }
@@ -151,19 +300,23 @@ impl AddedMatcher {
         })
     }
 
-    /// `tokenizers`' `extract_next` (see the module docs).
-    pub(super) fn extract_next(
+    /// The reference's next match of a pass over `text`: the search starts
+    /// at `search`, `lstrip` takes nothing before `gap_from` (the previous
+    /// match's `stop`).
+    pub(super) fn next(
         &self,
-        bytes: &[u8],
-        from: usize,
+        text: &str,
+        search: usize,
+        gap_from: usize,
         normalized: bool,
         specials_as_text: bool,
-    ) -> Option<((usize, usize), u32)> {
+    ) -> Option<Found> {
         let pass = if normalized {
             &self.normalized
         } else {
             &self.raw
         };
-        pass.as_ref()?.extract_next(bytes, from, specials_as_text)
+        pass.as_ref()?
+            .next(text, search, gap_from, specials_as_text)
     }
 }

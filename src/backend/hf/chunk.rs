@@ -28,6 +28,7 @@ use tokenizers::pipeline::{
 use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
 use super::HfBackend;
+use super::added::Found;
 use super::align::align;
 use super::nfc::normalize_chain;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
@@ -449,6 +450,16 @@ struct Piece<'p> {
     text: &'p str,
     /// Normalized offset of the piece in its segment.
     base: usize,
+    /// Bytes put in front of the normalized text (a `ByteLevel`
+    /// pre-tokenizer's prefix space, claim 380): they stand for no text.
+    shift: usize,
+}
+
+impl Piece<'_> {
+    /// The normalized offset of position `at` of the piece's text.
+    fn at(&self, at: u32) -> usize {
+        self.base + (at as usize).saturating_sub(self.shift)
+    }
 }
 
 impl HfBackend {
@@ -508,7 +519,34 @@ impl HfBackend {
         }
         let model = self.pipe()?.get_model();
         let scratch = model_scratch.get_or_insert_with(|| model.init_scratch());
-        model.tokenize_spans(text, spans, scratch, out).map_err(err)
+        let words = &self.vocab.suffix_words;
+        if words.is_empty() {
+            return model.tokenize_spans(text, spans, scratch, out).map_err(err);
+        }
+        // One-character words of a suffix BPE never reach the model, whose
+        // fold answers them wrongly (`Vocab::suffix_words`); the runs between
+        // them go in one call each.
+        let mut run = 0;
+        for (i, span) in spans.iter().enumerate() {
+            let mut chars = text[span.range()].chars();
+            let (Some(c), None) = (chars.next(), chars.next()) else {
+                continue;
+            };
+            let Some(ids) = words.get(&c) else { continue };
+            if run < i {
+                model
+                    .tokenize_spans(text, &spans[run..i], scratch, out)
+                    .map_err(err)?;
+            }
+            out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
+            run = i + 1;
+        }
+        if run < spans.len() {
+            model
+                .tokenize_spans(text, &spans[run..], scratch, out)
+                .map_err(err)?;
+        }
+        Ok(())
     }
 
     pub(super) fn encode_chunk_impl(
@@ -645,18 +683,34 @@ impl HfBackend {
     ) -> Result<()> {
         let len = text.len();
         let added = self.chunk_pipe()?.get_added_vocabulary();
-        let bytes = text.as_bytes();
-        let mut pos = 0;
+        // `pos`: where the next text starts; `search`: where the next match
+        // may (before `pos` after an `rstrip`, as in the reference).
+        let (mut pos, mut search) = (0, 0);
         loop {
-            let next = self.extract_added(added, bytes, pos, false, windows.specials_as_text);
-            let text_end = next.map_or(len, |((s, _), _)| s);
+            let next =
+                self.extract_added(added, text, search, pos, false, windows.specials_as_text);
+            let text_end = next.map_or(len, |m| m.start);
             if text_end > pos {
                 let segment = text
                     .get(pos..text_end)
                     .ok_or_else(|| err("added-token match off a char boundary"))?;
                 self.segment(segment, pos, windows, scratch, out)?;
             }
-            let Some(((s, e), id)) = next else { break };
+            let Some(Found {
+                start: s,
+                stop: e,
+                resume,
+                id,
+            }) = next
+            else {
+                break;
+            };
+            if e <= s {
+                // An empty span (an `lstrip` token inside the previous
+                // one's `rstrip`): the reference drops it.
+                (pos, search) = (e, resume);
+                continue;
+            }
             let i = out.tokens.len();
             if s < windows.head {
                 out.head.known.push((i, (s, e)));
@@ -670,7 +724,7 @@ impl HfBackend {
                 out.offsets.push((i, (s, e)));
             }
             out.tokens.push(PipelineToken::from(id));
-            pos = e;
+            (pos, search) = (e, resume);
         }
         Ok(())
     }
@@ -680,14 +734,22 @@ impl HfBackend {
     fn extract_added(
         &self,
         added: &BucketAddedVocabulary,
-        bytes: &[u8],
-        from: usize,
+        text: &str,
+        search: usize,
+        gap_from: usize,
         normalized: bool,
         specials_as_text: bool,
-    ) -> Option<((usize, usize), u32)> {
+    ) -> Option<Found> {
         match &self.added {
-            Some(matcher) => matcher.extract_next(bytes, from, normalized, specials_as_text),
-            None => added.extract_next(bytes, from, normalized, specials_as_text),
+            Some(matcher) => matcher.next(text, search, gap_from, normalized, specials_as_text),
+            None => added
+                .extract_next(text.as_bytes(), search, normalized, specials_as_text)
+                .map(|((start, stop), id)| Found {
+                    start,
+                    stop,
+                    resume: stop,
+                    id,
+                }),
         }
     }
 
@@ -722,18 +784,28 @@ impl HfBackend {
                 .map_or(n, |m| m.get(n).map_or(segment.len(), |&v| v as usize))
         };
         let added = pipe.get_added_vocabulary();
-        let nbytes = norm.as_bytes();
-        let mut npos = 0;
+        let (mut npos, mut nsearch) = (0, 0);
         // Added tokens matched on normalized text, placed once the walks have
         // mapped the segment's ends.
         let mut norm_added: Vec<(usize, usize, usize)> = Vec::new();
         loop {
-            let nnext = self.extract_added(added, nbytes, npos, true, windows.specials_as_text);
-            let nend = nnext.map_or(norm.len(), |((s, _), _)| s);
+            let nnext =
+                self.extract_added(added, norm, nsearch, npos, true, windows.specials_as_text);
+            let nend = nnext.map_or(norm.len(), |m| m.start);
             if nend > npos {
                 let text = norm
                     .get(npos..nend)
                     .ok_or_else(|| err("normalized match off a char boundary"))?;
+                // A `ByteLevel` pre-tokenizer's `add_prefix_space` puts a space
+                // in front of each piece that does not start with one, as the
+                // reference does per split (claim 380).
+                let spaced;
+                let (text, shift) = if self.prefix_space && !text.starts_with(' ') {
+                    spaced = format!(" {text}");
+                    (spaced.as_str(), 1)
+                } else {
+                    (text, 0)
+                };
                 let Ok(text_len) = u32::try_from(text.len()) else {
                     return Err(err("text piece too long to pre-tokenize"));
                 };
@@ -756,7 +828,11 @@ impl HfBackend {
                         .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
                         .map_err(err)?,
                 }
-                let piece = Piece { text, base: npos };
+                let piece = Piece {
+                    text,
+                    base: npos,
+                    shift,
+                };
                 let first = out.tokens.len();
                 if windows.all {
                     self.place_all(&piece, &to_full, scratch, out)?;
@@ -786,7 +862,19 @@ impl HfBackend {
                     result?;
                 }
             }
-            let Some(((s, e), id)) = nnext else { break };
+            let Some(Found {
+                start: s,
+                stop: e,
+                resume,
+                id,
+            }) = nnext
+            else {
+                break;
+            };
+            if e <= s {
+                (npos, nsearch) = (e, resume);
+                continue;
+            }
             let i = out.tokens.len();
             if map.is_some() {
                 norm_added.push((i, s, e));
@@ -795,7 +883,7 @@ impl HfBackend {
                 out.offsets.push((i, (to_full(s), to_full(e))));
             }
             out.tokens.push(PipelineToken::from(id));
-            npos = e;
+            (npos, nsearch) = (e, resume);
         }
         if let Some(map) = map.as_mut() {
             for (i, s, e) in norm_added {
@@ -835,10 +923,7 @@ impl HfBackend {
                 &mut scratch.one,
             )?;
             self.fix_folds_from(&mut scratch.one, 0);
-            let (s, e) = (
-                piece.base + span.start as usize,
-                piece.base + span.end as usize,
-            );
+            let (s, e) = (piece.at(span.start), piece.at(span.end));
             // Exact lengths when they add up to the pre-token, else the whole
             // pre-token's span for each token.
             let lens: Option<Vec<usize>> = scratch
@@ -891,10 +976,7 @@ impl HfBackend {
         let mut t = first;
         let mut k = 0;
         while k < spans.len() && !out.head.failed {
-            let (ps, pe) = (
-                piece.base + spans[k].start as usize,
-                piece.base + spans[k].end as usize,
-            );
+            let (ps, pe) = (piece.at(spans[k].start), piece.at(spans[k].end));
             let Some(a) = map.locate(ps, true) else {
                 out.head.failed = true;
                 break;
@@ -934,10 +1016,7 @@ impl HfBackend {
         let mut k = spans.len();
         while k > floor_k && !out.tail.failed {
             let span = spans[k - 1];
-            let (ps, pe) = (
-                piece.base + span.start as usize,
-                piece.base + span.end as usize,
-            );
+            let (ps, pe) = (piece.at(span.start), piece.at(span.end));
             let Some(b) = map.locate(pe, false) else {
                 out.tail.failed = true;
                 break;

@@ -64,6 +64,8 @@ pub(crate) struct HfBackend {
     specials_as_text: bool,
     /// Keep the file's padding/truncation (encode through the full pipeline).
     file_padding: bool,
+    /// The file's `ByteLevel` pre-tokenizer has `add_prefix_space` (claim 380).
+    prefix_space: bool,
     /// How the parallel encoder may cut this tokenizer's encodes.
     split: SplitSpec,
     /// The chunk encoder's warm scratch per thread.
@@ -214,6 +216,51 @@ fn split_finds_nothing(value: &serde_json::Value) -> bool {
     })
 }
 
+/// A parsed `tokenizer.json` ready for the load.
+pub(super) struct Prepared {
+    value: serde_json::Value,
+    /// The document without the model's tables, canonical.
+    skeleton: serde_json::Value,
+    /// Whether the file is older than the canonical (2.0) form.
+    legacy: bool,
+    /// Whether its `ByteLevel` pre-tokenizer had `add_prefix_space` (taken out).
+    prefix_space: bool,
+}
+
+/// Takes `add_prefix_space: true` out of a `ByteLevel` pre-tokenizer that
+/// sees each piece of text whole (alone, or alone in a `Sequence`), which
+/// `tokenizers` 1.0's upgrade refuses: whether it was there. The chunk walk
+/// puts the space in front of each piece instead (claim 380). After other
+/// pre-tokenizers the space goes in front of each of their pre-tokens; that
+/// shape keeps the upgrade's refusal.
+fn take_prefix_space(value: &mut serde_json::Value) -> bool {
+    let Some(pre) = value.get_mut("pre_tokenizer") else {
+        return false;
+    };
+    let is_byte_level = |m: &serde_json::Value| {
+        m.get("type").and_then(serde_json::Value::as_str) == Some("ByteLevel")
+    };
+    let byte_level = match pre.get("type").and_then(serde_json::Value::as_str) {
+        Some("ByteLevel") => Some(pre),
+        Some("Sequence") => match pre
+            .get_mut("pretokenizers")
+            .and_then(serde_json::Value::as_array_mut)
+            .map(Vec::as_mut_slice)
+        {
+            Some([only]) if is_byte_level(only) => Some(only),
+            _ => None,
+        },
+        _ => None,
+    };
+    match byte_level.and_then(serde_json::Value::as_object_mut) {
+        Some(b) if b.get("add_prefix_space") == Some(&serde_json::Value::Bool(true)) => {
+            b.insert("add_prefix_space".into(), serde_json::Value::Bool(false));
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Runs a `tokenizers` call that may panic on a file validation missed.
 fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {
@@ -301,7 +348,12 @@ impl HfBackend {
         keep_padding_truncation: bool,
         routes: Routes,
     ) -> Result<Self> {
-        let (value, skeleton, legacy) = Self::prepare(path, json)?;
+        let Prepared {
+            value,
+            skeleton,
+            legacy,
+            prefix_space,
+        } = Self::prepare(path, json)?;
         let padding_kept = keep_padding_truncation
             && ["padding", "truncation"]
                 .iter()
@@ -498,7 +550,18 @@ impl HfBackend {
         } else {
             spm
         };
+        if prefix_space && file_padding {
+            return Err(Error::parse(
+                path,
+                "a `ByteLevel` pre-tokenizer's `add_prefix_space` with the file's padding or truncation kept is not supported",
+            ));
+        }
         let mut split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
+        if prefix_space {
+            // Chunk walks place spans by token lengths; the prefix space has
+            // no text to stand on.
+            split = SplitSpec::sequential("`ByteLevel` pre-tokenizer with `add_prefix_space`");
+        }
         if spm.is_ok() {
             split = split.with_min_bytes(SPM_ROUTE_MIN_BYTES);
         }
@@ -551,11 +614,17 @@ impl HfBackend {
         if !routes.cuts || !bytes_model {
             vocab.cuts = None;
         }
-        let added = if routes.added {
-            added::AddedMatcher::new(&value, pipe_view.get_added_vocabulary())
-        } else {
-            None
+        let normalize = |content: &str| {
+            nfc::normalize_chain(pipe_view.get_normalizers(), content, 0)
+                .ok()
+                .map(String::from)
         };
+        let added = added::AddedMatcher::new(
+            &value,
+            pipe_view.get_added_vocabulary(),
+            &normalize,
+            routes.added,
+        );
         Ok(Self {
             pipe,
             vocab,
@@ -569,8 +638,10 @@ impl HfBackend {
             scratch: chunk::ScratchSlots::default(),
             // A file that keeps its padding has no LoPT edges (its spec is
             // sequential), and the memo's cuts must be edges.
-            lines: (routes.lines && !file_padding && hf_cuts_after_lines(&value))
+            // Nor a file whose pieces take a prefix space: a line group is no piece.
+            lines: (routes.lines && !file_padding && !prefix_space && hf_cuts_after_lines(&value))
                 .then(LineMemos::default),
+            prefix_space,
             pieces,
             bert,
             nfc_only,
@@ -662,8 +733,8 @@ impl HfBackend {
     /// Parses `json` and splits off its skeleton (the document without the
     /// model's vocabulary and merges), upgraded to the canonical form when
     /// the file is older: `(document, skeleton, legacy)`.
-    fn prepare(path: &Path, json: &str) -> Result<(serde_json::Value, serde_json::Value, bool)> {
-        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+    fn prepare(path: &Path, json: &str) -> Result<Prepared> {
+        let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             Error::parse(
                 path,
                 format!("line {}, column {}: {e}", e.line(), e.column()),
@@ -674,6 +745,8 @@ impl HfBackend {
         // without `model.vocab` and `model.merges`, a few KB) is upgraded here;
         // the model is built from the tables as read (`assemble`, claim 282).
         let legacy = value.get("version").and_then(serde_json::Value::as_str) != Some("2.0");
+        // tokenizers 1.0 refuses this flag; the crate's walk follows it.
+        let prefix_space = legacy && take_prefix_space(&mut value);
         let mut skeleton = assemble::skeleton(&value);
         if legacy {
             no_panic(path, "upgrading tokenizer.json", || {
@@ -681,7 +754,12 @@ impl HfBackend {
             })?
             .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
         }
-        Ok((value, skeleton, legacy))
+        Ok(Prepared {
+            value,
+            skeleton,
+            legacy,
+            prefix_space,
+        })
     }
 
     /// `tokenizers`' own read of the whole document: `json` as it is, or for
@@ -1019,9 +1097,20 @@ impl Decoder for HfBackend {
         if let Some(&bad) = ids.iter().find(|&&id| !self.vocab.contains(id)) {
             return Err(Error::unknown_id(bad, self.vocab.len()));
         }
-        self.pipe()?
-            .decode(ids, skip_special_tokens)
-            .map_err(|e| Error::backend(NAME, format!("decode: {e}")))
+        // Nothing to decode is the empty text; `tokenizers` 1.0's
+        // `BPEDecoder` underflows on an empty token list.
+        if ids
+            .iter()
+            .all(|&id| skip_special_tokens && self.is_special_id(id))
+        {
+            return Ok(String::new());
+        }
+        let pipe = self.pipe()?;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pipe.decode(ids, skip_special_tokens)
+        }))
+        .map_err(|_| Error::backend(NAME, "decode: tokenizers 1.0 panicked on these ids"))?
+        .map_err(|e| Error::backend(NAME, format!("decode: {e}")))
     }
 
     fn decode_style(&self) -> DecodeStyle {

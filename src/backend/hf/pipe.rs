@@ -171,7 +171,12 @@ fn build(pending: Pending) -> std::result::Result<Built, Error> {
         }),
         Pending::Read { path, json, routes } => {
             let path = path.as_path();
-            let (value, skeleton, legacy) = HfBackend::prepare(path, &json)?;
+            let super::Prepared {
+                value,
+                skeleton,
+                legacy,
+                ..
+            } = HfBackend::prepare(path, &json)?;
             if routes.assemble
                 && let Some(pipe) = assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
             {

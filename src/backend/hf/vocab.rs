@@ -134,6 +134,10 @@ pub(crate) struct Vocab {
     pub decode_bytes: Option<Vec<Box<[u8]>>>,
     /// Ids `tokenizers` 1.0 emits wrongly, with the ids the merges give instead.
     pub fold_fixups: FxHashMap<u32, Vec<u32>>,
+    /// One-character words of a BPE with an `end_of_word_suffix`, with their
+    /// ids, for every character `tokenizers` 1.0 would answer wrongly
+    /// ([`suffix_words`]); empty for every other model.
+    pub suffix_words: FxHashMap<char, Vec<u32>>,
     /// `(id, byte)` of every `<0xNN>` token, sorted by id, when the decoder has
     /// a `ByteFallback` step (which reassembles their runs); else empty.
     pub byte_pieces: Vec<(u32, u8)>,
@@ -276,8 +280,12 @@ impl Vocab {
         for t in &view.added_tokens {
             special[t.id as usize] = t.special;
         }
-        let prefix = view.model.continuing_subword_prefix.unwrap_or_default();
-        let suffix = view.model.end_of_word_suffix.unwrap_or_default();
+        let prefix = view
+            .model
+            .continuing_subword_prefix
+            .clone()
+            .unwrap_or_default();
+        let suffix = view.model.end_of_word_suffix.clone().unwrap_or_default();
         let decode_bytes: Option<Vec<Box<[u8]>>> = byte_level.then(|| {
             tokens
                 .iter()
@@ -292,11 +300,22 @@ impl Vocab {
                 })
                 .collect()
         });
+        // The model's `unk_token` stands for text of any length, whatever
+        // roles the file's config names (none where there is no config),
+        // and even when it is also an added token.
+        let unk = view
+            .model
+            .unk_token
+            .as_deref()
+            .and_then(|u| by_token.get(u).copied());
         let normalized_len: Vec<Option<u32>> = tokens
             .iter()
             .enumerate()
             .map(|(id, token)| {
                 let token = token.as_deref()?;
+                if Some(id) == unk.and_then(|u| usize::try_from(u).ok()) {
+                    return None;
+                }
                 if added[id] {
                     return u32::try_from(token.len()).ok();
                 }
@@ -317,6 +336,11 @@ impl Vocab {
             .collect();
         let fold_fixups = if byte_level && !view.model.ignore_merges {
             fold_fixups(&tokens, &by_token, &view.model.merges)
+        } else {
+            FxHashMap::default()
+        };
+        let suffix_words = if !byte_level && !view.model.ignore_merges && !suffix.is_empty() {
+            suffix_words(&tokens, &added, &by_token, &view.model, &suffix)
         } else {
             FxHashMap::default()
         };
@@ -343,6 +367,7 @@ impl Vocab {
             decoder: view.decoder,
             byte_pieces,
             fold_fixups,
+            suffix_words,
             kind,
             tokens,
             by_token,
@@ -719,26 +744,114 @@ fn fold_fixups(
     for (id, token) in candidates {
         // Plain BPE over the byte-level spelling of the character (2–4 symbols).
         let spelled = byte_level::spell(token.as_bytes(), &alphabet);
-        let mut symbols: Vec<String> = spelled.chars().map(String::from).collect();
-        loop {
-            let best = symbols
-                .windows(2)
-                .enumerate()
-                .filter_map(|(i, w)| ranks.get(&(w[0].as_str(), w[1].as_str())).map(|&r| (r, i)))
-                .min();
-            let Some((_, i)) = best else { break };
-            let right = symbols.remove(i + 1);
-            symbols[i].push_str(&right);
-        }
-        let ids: Option<Vec<u32>> = symbols
-            .iter()
-            .map(|s| by_token.get(s.as_str()).copied())
-            .collect();
+        let symbols: Vec<String> = spelled.chars().map(String::from).collect();
+        let ids = merged_ids(symbols, by_token, &ranks);
         if let (Some(ids), Ok(id)) = (ids, u32::try_from(id)) {
             out.insert(id, ids);
         }
     }
     out
+}
+
+/// Works around a second fold bug of `tokenizers` 1.0.0-rc.3, in BPE models
+/// with an `end_of_word_suffix` (CLIP, openai-gpt, `CharBPETokenizer`): its
+/// load-time fold proof takes every one-character entry `c` for the encoding
+/// of the word `c`, but a word's last character carries the suffix, so the
+/// word `a` is `a</w>` (`tokenizers` 0.x, the reference), not `a`. Only a
+/// one-character entry can be folded wrongly (a longer entry is proven by
+/// merging its own, decorated, text), so the answer for each such character
+/// is made here as 0.x's `merge_word` makes it: the entry `c` + suffix; else
+/// its `<0xNN>` byte pieces (with `byte_fallback`, when all exist) merged by
+/// rank; else `unk_token`; else nothing. The chunk walk hands these words
+/// to the model never (`chunk::tokenize_spans`).
+fn suffix_words(
+    tokens: &[Option<Box<str>>],
+    added: &[bool],
+    by_token: &FxHashMap<Box<str>, u32>,
+    model: &ModelView<'_>,
+    suffix: &str,
+) -> FxHashMap<char, Vec<u32>> {
+    let ranks: FxHashMap<(&str, &str), usize> = if model.byte_fallback {
+        model
+            .merges
+            .iter()
+            .enumerate()
+            .filter_map(|(rank, m)| Some((m.pair()?, rank)))
+            .collect()
+    } else {
+        FxHashMap::default()
+    };
+    let unk = model
+        .unk_token
+        .as_deref()
+        .and_then(|u| by_token.get(u).copied());
+    let mut out = FxHashMap::default();
+    for (id, token) in tokens.iter().enumerate() {
+        let Some(token) = token.as_deref() else {
+            continue;
+        };
+        let mut chars = token.chars();
+        let (Some(c), None) = (chars.next(), chars.next()) else {
+            continue;
+        };
+        if added.get(id).copied().unwrap_or(true) {
+            continue;
+        }
+        let mut buf = [0u8; 4];
+        let decorated = format!("{}{suffix}", c.encode_utf8(&mut buf));
+        let ids = if let Some(&id) = by_token.get(decorated.as_str()) {
+            vec![id]
+        } else if let Some(ids) = model
+            .byte_fallback
+            .then(|| merged_byte_pieces(c, by_token, &ranks))
+            .flatten()
+        {
+            ids
+        } else {
+            unk.into_iter().collect()
+        };
+        out.insert(c, ids);
+    }
+    out
+}
+
+/// The `<0xNN>` pieces of `c`'s UTF-8 bytes merged by rank, as 0.x's BPE
+/// merges any symbols; `None` when a piece is missing.
+fn merged_byte_pieces(
+    c: char,
+    by_token: &FxHashMap<Box<str>, u32>,
+    ranks: &FxHashMap<(&str, &str), usize>,
+) -> Option<Vec<u32>> {
+    let mut buf = [0u8; 4];
+    let symbols: Vec<String> = c
+        .encode_utf8(&mut buf)
+        .bytes()
+        .map(|b| format!("<0x{b:02X}>"))
+        .collect();
+    merged_ids(symbols, by_token, ranks)
+}
+
+/// Plain BPE over a few symbols (the lowest-ranked pair first, leftmost on
+/// ties), then each merged symbol's id; `None` when one has none.
+fn merged_ids(
+    mut symbols: Vec<String>,
+    by_token: &FxHashMap<Box<str>, u32>,
+    ranks: &FxHashMap<(&str, &str), usize>,
+) -> Option<Vec<u32>> {
+    loop {
+        let best = symbols
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, w)| ranks.get(&(w[0].as_str(), w[1].as_str())).map(|&r| (r, i)))
+            .min();
+        let Some((_, i)) = best else { break };
+        let right = symbols.remove(i + 1);
+        symbols[i].push_str(&right);
+    }
+    symbols
+        .iter()
+        .map(|s| by_token.get(s.as_str()).copied())
+        .collect()
 }
 
 /// `<0xAB>`: a SentencePiece byte-fallback piece.
