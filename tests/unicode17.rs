@@ -55,13 +55,10 @@ fn unicode_version_dependent_normalizers_follow_the_reference() {
     )
     .unwrap();
     let dir = std::env::temp_dir().join(format!("rtok-normalizers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     for (name, want) in variants {
         let mut json = base.clone();
         json["normalizer"] = want["normalizer"].clone();
-        let path = dir.join(format!("{name}.json"));
-        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
-        let tok = offline_options().load(path.to_str().unwrap()).unwrap();
+        let tok = load_json_in(&json, &dir, name);
         assert_matches_golden(&tok, name, &golden, want);
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -496,18 +496,26 @@ pub fn assert_matches_golden(
     let wants = want["texts"].as_array().unwrap();
     assert_eq!(texts.len(), wants.len(), "{what}");
     for (text, want) in texts.iter().zip(wants) {
-        let (text, want) = (text.as_str().unwrap(), golden_ids(want));
-        let got = tok
-            .encode_sequential(text, false)
-            .unwrap_or_else(|e| panic!("{what} {text:?}: {e}"));
-        assert_eq!(got.ids(), want, "{what} {text:?}");
-        let got = tok
-            .encode_with_offsets_sequential(text, false)
-            .unwrap_or_else(|e| panic!("{what} {text:?} with offsets: {e}"));
-        assert_eq!(got.ids(), want, "{what} {text:?} with offsets");
+        assert_text_ids(tok, what, text.as_str().unwrap(), &golden_ids(want));
     }
     let long = golden["long"].as_str().unwrap();
-    let want = golden_ids(&want["long"]);
+    assert_long_ids(tok, what, long, &golden_ids(&want["long"]));
+}
+
+/// `tok` encodes `text` as `want`, whole and with offsets.
+pub fn assert_text_ids(tok: &Tokenizer, what: &str, text: &str, want: &[u32]) {
+    let got = tok
+        .encode_sequential(text, false)
+        .unwrap_or_else(|e| panic!("{what} {text:?}: {e}"));
+    assert_eq!(got.ids(), want, "{what} {text:?}");
+    let got = tok
+        .encode_with_offsets_sequential(text, false)
+        .unwrap_or_else(|e| panic!("{what} {text:?} with offsets: {e}"));
+    assert_eq!(got.ids(), want, "{what} {text:?} with offsets");
+}
+
+/// `tok` encodes `long` as `want`, whole and in 1 KiB parallel chunks.
+pub fn assert_long_ids(tok: &Tokenizer, what: &str, long: &str, want: &[u32]) {
     let got = tok.encode_sequential(long, false).unwrap();
     assert_eq!(got.ids(), want, "{what} long");
     let chunked = tok.with_parallel(router_tokenizer::ParallelOptions::always_with_chunk_bytes(
@@ -521,4 +529,14 @@ pub fn assert_matches_golden(
         want,
         "{what} long, chunked"
     );
+}
+
+/// `json` written as `name`.json under `dir` and loaded offline.
+pub fn load_json_in(json: &serde_json::Value, dir: &Path, name: &str) -> Tokenizer {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(json).unwrap()).unwrap();
+    offline_options()
+        .load(path.to_str().unwrap())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }

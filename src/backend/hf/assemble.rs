@@ -166,7 +166,13 @@ pub(super) fn bpe_parts(
     // The reader's pipeline must encode (a `Split` regex it has no engine for
     // is refused here), and only then is its pre-tokenizer cloned: `Split`'s
     // `Clone` recompiles the pattern and unwraps.
-    super::probe(path, &frame, canonical)?;
+    // One the crate's own splits cover (claim 382) is read whole instead.
+    let splits = canonical
+        .get("pre_tokenizer")
+        .and_then(super::regex_split::RegexSplit::new);
+    if super::probe(path, &frame, canonical, splits.as_ref())? {
+        return Ok(None);
+    }
     let pre_tokenizer = no_panic(path, "pre_tokenizer", || frame.get_pre_tokenizer().clone())?;
     let decoder = no_panic(path, "decoder", || frame.get_decoder().cloned())?;
     let Some(vocab) = full_model.get("vocab").and_then(Value::as_object) else {

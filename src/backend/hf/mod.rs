@@ -272,13 +272,16 @@ fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
 }
 
 /// A tokenizer that loads must encode. `tokenizers` 1.0 accepts a `Split`
-/// pre-tokenizer regex it has no engine for and fails on every encode; such a
-/// file is refused here, with the pattern, instead.
-pub(super) fn probe(
+/// pre-tokenizer regex it has no engine for and fails on every encode: such
+/// a file splits every text on the crate's steps (`splits`, claim 382;
+/// `Ok(true)`), or where they do not cover its pre-tokenizer is refused
+/// here, with the pattern.
+fn probe(
     path: &Path,
     pipe: &PipelineTokenizer,
     value: &serde_json::Value,
-) -> Result<()> {
+    splits: Option<&regex_split::RegexSplit>,
+) -> Result<bool> {
     let options = EncodeOptions {
         add_special_tokens: false,
         encode_special_tokens: false,
@@ -290,6 +293,7 @@ pub(super) fn probe(
         pipe.encode_into("a 1", &options, &mut out)
     })?;
     match result {
+        Err(e) if e.to_string().contains("system-regex") && splits.is_some() => Ok(true),
         Err(e) if e.to_string().contains("system-regex") => {
             let pattern = split_regex(value.get("pre_tokenizer"))
                 .map(|p| format!(" {p:?}"))
@@ -297,11 +301,11 @@ pub(super) fn probe(
             Err(Error::new(crate::error::ErrorKind::UnsupportedFormat {
                 path: path.to_path_buf(),
                 detected: crate::limits::short_quotes(&format!(
-                    "a `Split` pre-tokenizer regex{pattern} outside those tokenizers 1.0 runs natively (the GPT-2, cl100k, o200k, Llama-3, Qwen, DeepSeek families); it could load but never encode"
+                    "a `Split` pre-tokenizer regex{pattern} that neither tokenizers 1.0 (natively: the GPT-2, cl100k, o200k, Llama-3, Qwen, DeepSeek families) nor the crate's `fancy-regex` splits can run; it could load but never encode"
                 )),
             }))
         }
-        _ => Ok(()),
+        _ => Ok(false),
     }
 }
 
@@ -466,7 +470,22 @@ impl HfBackend {
             (None, Some(interim)) => &interim.pipe,
             (None, None) => &pipe.get()?.pipe,
         };
-        probe(path, pipe_view, &value)?;
+        let regex_split = value
+            .get("pre_tokenizer")
+            .and_then(regex_split::RegexSplit::new);
+        let regex_split = match probe(path, pipe_view, &value, regex_split.as_ref())? {
+            // Padding kept runs `tokenizers`' whole pipeline, which cannot split.
+            true if keep_padding_truncation
+                && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some()) =>
+            {
+                return Err(Error::parse(
+                    path,
+                    "a `Split` pre-tokenizer regex tokenizers 1.0 cannot run, with the file's padding or truncation kept, is not supported",
+                ));
+            }
+            true => regex_split.map(regex_split::RegexSplit::always),
+            false => regex_split,
+        };
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
             add_special_tokens: false,
@@ -582,9 +601,6 @@ impl HfBackend {
                 N::NFC(_) | N::NFD(_) | N::NFKC(_) | N::NFKD(_) | N::Bert(_)
             )
         });
-        let regex_split = value
-            .get("pre_tokenizer")
-            .and_then(regex_split::RegexSplit::new);
         let whole_pieces = routes.whole_pieces && split_finds_nothing(&value);
         // Only where each segment is one word (a line): whole pieces, or no
         // pre-tokenizer at all (a SentencePiece conversion off its route).

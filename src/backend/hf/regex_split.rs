@@ -8,27 +8,28 @@
 //! Sidetic letter) as one piece where the reference, for which U+10940 is
 //! unassigned, splits `" "` and `"𐥀"`: other ids. `fancy-regex` reads
 //! `regex-syntax`'s Unicode 16 tables, the reference's classes (claim 197
-//! found the same split for tiktoken), and follows `tokenizers`' `Split`:
-//! with `Isolated` each match and each non-empty gap between matches is a
-//! piece, with `Removed` and `invert` only the matches are; each later
-//! split applies to every piece of the one before. `Digits` splits on
-//! `char::is_numeric`, as `tokenizers` does: the reference classes digits
-//! new in Unicode 17 as digits there (its standard library's tables), so
-//! this step keeps the standard library's class, not the regex's. A last
-//! `ByteLevel` that splits is the same split on GPT-2's pattern, which it
-//! applies `Isolated`. Accepted shapes: one such step, or a `Sequence` of
-//! them ending in a `ByteLevel` that adds no prefix space (Llama-3, Qwen3,
-//! DeepSeek-V3, gpt-oss, Xenova's gpt-3.5: `Split`s and a `ByteLevel` that
-//! does not split; Command-R: `Digits` and a splitting `ByteLevel`).
+//! found the same split for tiktoken). Each step is the reference's
+//! `NormalizedString::split(pattern, behavior)` (claim 382): the pattern's
+//! matches and the gaps between them, inverted or not, then `Removed`,
+//! `Isolated`, `MergedWithPrevious`, `MergedWithNext` or `Contiguous` as
+//! its fold has them, empty pieces dropped; each later step applies to
+//! every piece of the one before. Patterns: a regex, a string, `Digits`'
+//! `char::is_numeric` (the reference classes digits new in Unicode 17 as
+//! digits there, its standard library's tables, so this step keeps the
+//! standard library's class, not the regex's), `Punctuation`'s and
+//! `BertPreTokenizer`'s punctuation by the reference's own predicate and
+//! `unicode_categories` tables, which predate Unicode 10 (claim 347),
+//! whitespace, one char. Shapes: those steps (`Split`, `Digits`,
+//! `Punctuation`, `BertPreTokenizer`, `Whitespace`, `WhitespaceSplit`,
+//! `CharDelimiterSplit`) alone or in a `Sequence`, which may end in a
+//! `ByteLevel` that adds no prefix space (a splitting one is the same split
+//! on GPT-2's pattern, `Isolated`). Anything else keeps `tokenizers`'
+//! pre-tokenizer.
 //!
-//! The class-run pre-tokenizers go the same way (claim 347):
-//! `BertPreTokenizer` (MiniLM) and `Punctuation` (`Isolated`) isolate
-//! punctuation by the reference's own predicate and `unicode_categories`
-//! tables, which predate Unicode 10, for texts holding punctuation that
-//! `bitcannon` classes otherwise; `Whitespace` is its regex,
-//! `\w+|[^\w\s]+`, for texts holding a Unicode 17 letter. Each step is
-//! checked against its own list ([`RegexSplit::needs`]). Anything else
-//! keeps `tokenizers`' pre-tokenizer.
+//! Texts go here when they hold a code point a step's engine classes
+//! differently ([`RegexSplit::needs`], each step checked against its own
+//! list), and every text does for a file whose `Split` regex `tokenizers`
+//! 1.0 has no engine for (BLOOM's; [`RegexSplit::always`]).
 
 use fancy_regex::Regex;
 use serde_json::Value;
@@ -49,20 +50,165 @@ pub(super) struct RegexSplit {
     steps: Vec<Step>,
     /// The divergence lists of its steps ([`RegexSplit::needs`]).
     lists: Vec<&'static CodePointSet>,
+    /// Every text splits here: `tokenizers` 1.0 cannot run the file's
+    /// pre-tokenizer (a `Split` regex it has no engine for, claim 382).
+    always: bool,
 }
 
-/// One split.
-enum Step {
-    /// Matches of a regex, and the gaps between them too (`Isolated`) or
-    /// not (`Removed` + `invert`).
-    Regex(Regex, bool),
-    /// `Digits`: each numeric char (`individual_digits`) or each run of
-    /// them is a piece, and so is each gap.
-    Numeric { each: bool },
-    /// Each punctuation char a piece, and each run between them; with
-    /// `bert` (`BertPreTokenizer`) whitespace is dropped too, without it
-    /// (`Punctuation`, `Isolated`) it stays in the runs (claim 347).
-    Punct { bert: bool },
+/// What one split matches.
+enum Matcher {
+    Regex(Regex),
+    /// A `Split` on a string: its non-overlapping occurrences.
+    Literal(String),
+    /// `char::is_ascii_punctuation` or `unicode_categories`' `is_punctuation`
+    /// (`Punctuation`, `BertPreTokenizer`): the reference's own tables.
+    Punct,
+    /// `char::is_whitespace` (`WhitespaceSplit`, `BertPreTokenizer`).
+    Space,
+    /// One char (`CharDelimiterSplit`).
+    Char(char),
+    /// `char::is_numeric` (`Digits`).
+    Numeric,
+}
+
+/// `tokenizers`' `SplitDelimiterBehavior`: what becomes of the matches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Behavior {
+    Removed,
+    Isolated,
+    MergedWithPrevious,
+    MergedWithNext,
+    Contiguous,
+}
+
+impl Behavior {
+    /// The file's spelling; a missing one is `Isolated`, as `tokenizers`
+    /// reads it.
+    fn read(item: &Value) -> Option<Self> {
+        Some(match item.get("behavior").map(Value::as_str) {
+            None => Self::Isolated,
+            Some(Some("Removed")) => Self::Removed,
+            Some(Some("Isolated")) => Self::Isolated,
+            Some(Some("MergedWithPrevious")) => Self::MergedWithPrevious,
+            Some(Some("MergedWithNext")) => Self::MergedWithNext,
+            Some(Some("Contiguous")) => Self::Contiguous,
+            Some(_) => return None,
+        })
+    }
+}
+
+/// One split: the reference's `NormalizedString::split(pattern, behavior)`
+/// with the pattern's matches inverted or not.
+struct Step {
+    matcher: Matcher,
+    behavior: Behavior,
+    invert: bool,
+}
+
+impl Step {
+    fn new(matcher: Matcher, behavior: Behavior) -> Self {
+        Self {
+            matcher,
+            behavior,
+            invert: false,
+        }
+    }
+
+    /// The reference's `find_matches` of the pattern on `hay`: matches and
+    /// the gaps between them, in order, covering it (a regex's empty
+    /// matches included, as its engine yields them).
+    fn matches(&self, hay: &str, out: &mut Vec<(usize, usize, bool)>) -> Option<()> {
+        let mut at = 0;
+        let mut push = |s: usize, e: usize, out: &mut Vec<(usize, usize, bool)>| {
+            if at != s {
+                out.push((at, s, false));
+            }
+            out.push((s, e, true));
+            at = e;
+        };
+        match &self.matcher {
+            Matcher::Regex(regex) => {
+                for m in regex.find_iter(hay) {
+                    let m = m.ok()?;
+                    push(m.start(), m.end(), out);
+                }
+            }
+            Matcher::Literal(literal) => {
+                for (s, m) in hay.match_indices(literal.as_str()) {
+                    push(s, s + m.len(), out);
+                }
+            }
+            matcher => {
+                for (i, c) in hay.char_indices() {
+                    let hit = match matcher {
+                        Matcher::Punct => is_punct(c),
+                        Matcher::Space => c.is_whitespace(),
+                        Matcher::Char(d) => c == *d,
+                        _ => c.is_numeric(),
+                    };
+                    if hit {
+                        push(i, i + c.len_utf8(), out);
+                    }
+                }
+            }
+        }
+        if at != hay.len() {
+            out.push((at, hay.len(), false));
+        }
+        Some(())
+    }
+
+    /// The pieces of `hay` (at `start` in the text), appended to `out`.
+    fn split(
+        &self,
+        hay: &str,
+        start: usize,
+        scratch: &mut Vec<(usize, usize, bool)>,
+        out: &mut Vec<Span>,
+    ) -> Option<()> {
+        scratch.clear();
+        self.matches(hay, scratch)?;
+        if self.invert {
+            scratch.iter_mut().for_each(|m| m.2 = !m.2);
+        }
+        // `(start, end, removed)`, as the reference's `split` folds them.
+        let mut pieces: Vec<(usize, usize, bool)> = Vec::with_capacity(scratch.len());
+        let mut previous = false;
+        match self.behavior {
+            Behavior::Removed => pieces.extend(scratch.iter().copied()),
+            Behavior::Isolated => pieces.extend(scratch.iter().map(|&(s, e, _)| (s, e, false))),
+            Behavior::Contiguous | Behavior::MergedWithPrevious => {
+                for &(s, e, hit) in scratch.iter() {
+                    let merge = match self.behavior {
+                        Behavior::Contiguous => hit == previous,
+                        _ => hit && !previous,
+                    };
+                    match pieces.last_mut() {
+                        Some(last) if merge => last.1 = e,
+                        _ => pieces.push((s, e, false)),
+                    }
+                    previous = hit;
+                }
+            }
+            Behavior::MergedWithNext => {
+                for &(s, e, hit) in scratch.iter().rev() {
+                    match pieces.last_mut() {
+                        Some(last) if hit && !previous => last.0 = s,
+                        _ => pieces.push((s, e, false)),
+                    }
+                    previous = hit;
+                }
+                pieces.reverse();
+            }
+        }
+        // Removed matches go, and empty pieces (the reference drops them).
+        for (s, e, removed) in pieces {
+            if !removed && s < e {
+                out.push(span(start + s, start + e)?);
+            }
+        }
+        Some(())
+    }
 }
 
 impl RegexSplit {
@@ -75,44 +221,54 @@ impl RegexSplit {
                 .iter()
                 .collect(),
             "Split" | "Digits" | "ByteLevel" | "BertPreTokenizer" | "Whitespace"
-            | "Punctuation" => vec![pre_tokenizer],
+            | "WhitespaceSplit" | "Punctuation" | "CharDelimiterSplit" => vec![pre_tokenizer],
             _ => return None,
         };
         let mut steps = Vec::new();
         for (i, item) in items.iter().enumerate() {
             match item.get("type")?.as_str()? {
-                "Split" => {
-                    let (regex, keep_gaps) = split_step(item)?;
-                    steps.push(Step::Regex(regex, keep_gaps));
-                }
+                "Split" => steps.push(split_step(item)?),
                 "Digits" => {
                     // `tokenizers` reads a missing flag as false.
                     let each = match item.get("individual_digits") {
                         Some(v) => v.as_bool()?,
                         None => false,
                     };
-                    steps.push(Step::Numeric { each });
+                    let behavior = if each {
+                        Behavior::Isolated
+                    } else {
+                        Behavior::Contiguous
+                    };
+                    steps.push(Step::new(Matcher::Numeric, behavior));
                 }
-                "BertPreTokenizer" => steps.push(Step::Punct { bert: true }),
+                "BertPreTokenizer" => {
+                    steps.push(Step::new(Matcher::Space, Behavior::Removed));
+                    steps.push(Step::new(Matcher::Punct, Behavior::Isolated));
+                }
                 // `tokenizers` 0.x: the matches of `\w+|[^\w\s]+` on the
                 // `regex` crate (Unicode 16, as `fancy-regex`'s tables).
-                "Whitespace" => {
-                    steps.push(Step::Regex(Regex::new(WHITESPACE_PATTERN).ok()?, false))
+                "Whitespace" => steps.push(Step {
+                    matcher: Matcher::Regex(Regex::new(WHITESPACE_PATTERN).ok()?),
+                    behavior: Behavior::Removed,
+                    invert: true,
+                }),
+                "WhitespaceSplit" => steps.push(Step::new(Matcher::Space, Behavior::Removed)),
+                "CharDelimiterSplit" => {
+                    let mut chars = item.get("delimiter")?.as_str()?.chars();
+                    let (Some(c), None) = (chars.next(), chars.next()) else {
+                        return None;
+                    };
+                    steps.push(Step::new(Matcher::Char(c), Behavior::Removed));
                 }
-                // `Isolated` is the reference's default; other behaviors
-                // keep `tokenizers`' pre-tokenizer.
-                "Punctuation" => match item.get("behavior") {
-                    None => steps.push(Step::Punct { bert: false }),
-                    Some(b) if b.as_str()? == "Isolated" => steps.push(Step::Punct { bert: false }),
-                    Some(_) => return None,
-                },
+                "Punctuation" => steps.push(Step::new(Matcher::Punct, Behavior::read(item)?)),
                 "ByteLevel" if i + 1 == items.len() => {
                     if item.get("add_prefix_space")?.as_bool()? {
                         return None;
                     }
                     // `use_regex` defaults to true in `tokenizers`.
                     if item.get("use_regex").map_or(Some(true), Value::as_bool)? {
-                        steps.push(Step::Regex(Regex::new(GPT2_PATTERN).ok()?, true));
+                        let regex = Regex::new(GPT2_PATTERN).ok()?;
+                        steps.push(Step::new(Matcher::Regex(regex), Behavior::Isolated));
                     }
                 }
                 _ => return None,
@@ -120,22 +276,35 @@ impl RegexSplit {
         }
         let mut lists: Vec<&'static CodePointSet> = Vec::new();
         for step in &steps {
-            let list = match step {
-                Step::Punct { .. } => &BERT_PUNCTUATION,
-                Step::Regex(..) | Step::Numeric { .. } => &UNICODE17,
+            let list = match step.matcher {
+                Matcher::Punct => &BERT_PUNCTUATION,
+                Matcher::Regex(_) | Matcher::Numeric => &UNICODE17,
+                Matcher::Literal(_) | Matcher::Space | Matcher::Char(_) => continue,
             };
             if !lists.iter().any(|l| std::ptr::eq(*l, list)) {
                 lists.push(list);
             }
         }
-        (!steps.is_empty()).then_some(Self { steps, lists })
+        (!steps.is_empty()).then_some(Self {
+            steps,
+            lists,
+            always: false,
+        })
     }
 
-    /// Whether `text` holds a code point that `tokenizers`' pre-tokenizer
-    /// classes differently from the reference for one of these steps: the
-    /// text must then be split here.
+    /// Every text splits here from now on (claim 382).
+    pub(super) fn always(self) -> Self {
+        Self {
+            always: true,
+            ..self
+        }
+    }
+
+    /// Whether `text` must be split here: always, or when it holds a code
+    /// point that `tokenizers`' pre-tokenizer classes differently from the
+    /// reference for one of these steps.
     pub(super) fn needs(&self, text: &str) -> bool {
-        self.lists.iter().any(|list| list.in_text(text))
+        self.always || self.lists.iter().any(|list| list.in_text(text))
     }
 
     /// The pieces of `text` (byte spans into it), or `None` when a regex
@@ -145,32 +314,13 @@ impl RegexSplit {
         let len = u32::try_from(text.len()).ok()?;
         let mut pieces = vec![Span::new(0, len)];
         let mut next = Vec::new();
+        let mut scratch = Vec::new();
         for step in &self.steps {
             next.clear();
             for piece in &pieces {
                 let (start, end) = (piece.start as usize, piece.end as usize);
                 let hay = text.get(start..end)?;
-                match step {
-                    Step::Regex(regex, keep_gaps) => {
-                        let mut at = 0;
-                        for m in regex.find_iter(hay) {
-                            let m = m.ok()?;
-                            if m.start() == m.end() {
-                                continue;
-                            }
-                            if *keep_gaps && m.start() > at {
-                                next.push(span(start + at, start + m.start())?);
-                            }
-                            next.push(span(start + m.start(), start + m.end())?);
-                            at = m.end();
-                        }
-                        if *keep_gaps && at < hay.len() {
-                            next.push(span(start + at, end)?);
-                        }
-                    }
-                    Step::Numeric { each } => split_numeric(hay, start, *each, &mut next)?,
-                    Step::Punct { bert } => split_punct(hay, start, *bert, &mut next)?,
-                }
+                step.split(hay, start, &mut scratch, &mut next)?;
             }
             std::mem::swap(&mut pieces, &mut next);
         }
@@ -178,65 +328,11 @@ impl RegexSplit {
     }
 }
 
-/// `Digits` on `hay` (at `start` in the text): `char::is_numeric` (Nd, Nl
-/// and No in the standard library's Unicode, 17 — which the reference's
-/// `Digits` follows too: it isolates Tolong Siki digits), each numeric
-/// char a piece or each run, and every gap a piece.
-fn split_numeric(hay: &str, start: usize, each: bool, out: &mut Vec<Span>) -> Option<()> {
-    let mut at = 0;
-    let mut run: Option<usize> = None;
-    for (i, c) in hay.char_indices() {
-        if !c.is_numeric() {
-            if let Some(r) = run.take() {
-                out.push(span(start + r, start + i)?);
-                at = i;
-            }
-            continue;
-        }
-        if i > at && run.is_none() {
-            out.push(span(start + at, start + i)?);
-        }
-        if each {
-            out.push(span(start + i, start + i + c.len_utf8())?);
-            at = i + c.len_utf8();
-        } else if run.is_none() {
-            run = Some(i);
-        }
-    }
-    if let Some(r) = run {
-        out.push(span(start + r, start + hay.len())?);
-    } else if at < hay.len() {
-        out.push(span(start + at, start + hay.len())?);
-    }
-    Some(())
-}
-
-/// `BertPreTokenizer` (`bert`) or `Punctuation` (`Isolated`) on `hay` (at
-/// `start` in the text), as the reference (`tokenizers` 0.x) splits: each
-/// char that `char::is_ascii_punctuation` or `unicode_categories`'
-/// `is_punctuation` takes (the reference's own tables, which predate
-/// Unicode 10) is a piece of its own, and so is each run between them;
-/// `BertPreTokenizer` first drops `char::is_whitespace`.
-fn split_punct(hay: &str, start: usize, bert: bool, out: &mut Vec<Span>) -> Option<()> {
+/// The reference's punctuation (`tokenizers` 0.x `is_punc`/`is_bert_punc`):
+/// `unicode_categories`' tables, which predate Unicode 10 (claim 347).
+fn is_punct(c: char) -> bool {
     use unicode_categories::UnicodeCategories;
-    let mut run: Option<usize> = None;
-    for (i, c) in hay.char_indices() {
-        let punct = c.is_ascii_punctuation() || c.is_punctuation();
-        if punct || (bert && c.is_whitespace()) {
-            if let Some(r) = run.take() {
-                out.push(span(start + r, start + i)?);
-            }
-            if punct {
-                out.push(span(start + i, start + i + c.len_utf8())?);
-            }
-        } else if run.is_none() {
-            run = Some(i);
-        }
-    }
-    if let Some(r) = run {
-        out.push(span(start + r, start + hay.len())?);
-    }
-    Some(())
+    c.is_ascii_punctuation() || c.is_punctuation()
 }
 
 fn span(start: usize, end: usize) -> Option<Span> {
@@ -246,28 +342,28 @@ fn span(start: usize, end: usize) -> Option<Span> {
     ))
 }
 
-/// A `Split` on a regex: `Isolated` and not inverted (matches and gaps
-/// are pieces), or `Removed` and inverted (matches are the pieces, the
-/// gaps between them are dropped). A missing `behavior` is `Isolated` and a
-/// missing `invert` false, as `tokenizers` reads them: the canonical form
-/// writes a splitting `ByteLevel` as a `Split` on GPT-2's pattern with
-/// neither.
-fn split_step(item: &Value) -> Option<(Regex, bool)> {
+/// A `Split` on a regex or a string, with its behavior and `invert`. A
+/// missing `behavior` is `Isolated` and a missing `invert` false, as
+/// `tokenizers` reads them: the canonical form writes a splitting
+/// `ByteLevel` as a `Split` on GPT-2's pattern with neither.
+fn split_step(item: &Value) -> Option<Step> {
     let invert = match item.get("invert") {
         Some(v) => v.as_bool()?,
         None => false,
     };
-    let behavior = match item.get("behavior") {
-        Some(v) => v.as_str()?,
-        None => "Isolated",
-    };
-    let keep_gaps = match (behavior, invert) {
-        ("Isolated", false) => true,
-        ("Removed", true) => false,
+    let pattern = item.get("pattern")?;
+    let matcher = match (pattern.get("Regex"), pattern.get("String")) {
+        (Some(regex), None) => Matcher::Regex(Regex::new(regex.as_str()?).ok()?),
+        (None, Some(literal)) => {
+            Matcher::Literal(literal.as_str().filter(|l| !l.is_empty())?.into())
+        }
         _ => return None,
     };
-    let regex = Regex::new(item.get("pattern")?.get("Regex")?.as_str()?).ok()?;
-    Some((regex, keep_gaps))
+    Some(Step {
+        matcher,
+        behavior: Behavior::read(item)?,
+        invert,
+    })
 }
 
 #[cfg(test)]
@@ -418,6 +514,9 @@ mod tests {
             json!({"type": "Whitespace"}),
             json!({"type": "Punctuation"}),
             json!({"type": "Punctuation", "behavior": "Isolated"}),
+            json!({"type": "Punctuation", "behavior": "Removed"}),
+            seq(vec![json!({"type": "WhitespaceSplit"}), digits.clone()]),
+            json!({"type": "CharDelimiterSplit", "delimiter": "e"}),
         ] {
             assert!(RegexSplit::new(&ok).is_some(), "{ok}");
         }
@@ -432,8 +531,8 @@ mod tests {
             bl(json!(false), json!(false)),
             // ByteLevel must come last; other pre-tokenizers are not covered.
             seq(vec![bl(json!(false), json!(true)), digits.clone()]),
-            seq(vec![json!({"type": "WhitespaceSplit"}), digits.clone()]),
-            json!({"type": "Punctuation", "behavior": "Removed"}),
+            seq(vec![json!({"type": "Metaspace"}), digits.clone()]),
+            json!({"type": "Punctuation", "behavior": "Sideways"}),
             json!({"type": "Digits", "individual_digits": "yes"}),
             Value::Null,
         ] {

@@ -4,7 +4,7 @@
 the shared hub files do not cover, and `components.json`, the reference's
 ids and decodes for them and for shared files with added tokens that carry
 `lstrip`, `rstrip`, `single_word` and `normalized` flags (DESIGN.md claims
-377–380).
+377–382).
 
     pip install tokenizers==0.23.3
     python3 tests/golden/components/make_components_golden.py [--shared ../shared]
@@ -18,6 +18,8 @@ special tokens, and the decodes of the former with and without skipping
 special tokens. `patched` holds added-token lists (with their ids) that the
 test appends to a shared file's `added_tokens`, and the reference's ids of
 `flag_texts` and `long` under each; padding and truncation are off.
+`pre_tokenizers` holds pre-tokenizer shapes, each with the reference's ids
+of `pre_texts` under Llama-3's `tokenizer.json` with that pre-tokenizer.
 """
 
 import json
@@ -133,6 +135,30 @@ def patches(rng):
     return out
 
 
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+
+def pre_tokenizer_shapes():
+    """Pre-tokenizer shapes on Llama-3's vocabulary (claim 382): every
+    `Split` behavior, inverted or not, on a regex `tokenizers` 1.0 has no
+    engine for and on a string; `Punctuation` with each behavior;
+    `CharDelimiterSplit`, `WhitespaceSplit`, `Digits`; BLOOM's regex."""
+    out = {}
+    for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        for invert in [False, True]:
+            out[f"split_regex_{behavior}_{invert}"] = {"type": "Split", "pattern": {"Regex": "\\d+|\\s+|[.,]"},
+                                                       "behavior": behavior, "invert": invert}
+            out[f"split_string_{behavior}_{invert}"] = {"type": "Split", "pattern": {"String": " "},
+                                                        "behavior": behavior, "invert": invert}
+        out[f"punctuation_{behavior}"] = {"type": "Punctuation", "behavior": behavior}
+    out["char_delimiter"] = {"type": "CharDelimiterSplit", "delimiter": "e"}
+    out["whitespace_split"] = {"type": "WhitespaceSplit"}
+    out["digits_runs"] = {"type": "Digits", "individual_digits": False}
+    out["bloom"] = {"type": "Split", "pattern": {"Regex": " ?[^(\\s|[.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c])]+"},
+                    "behavior": "Isolated", "invert": False}
+    return {name: {"type": "Sequence", "pretokenizers": [pre, BYTE_LEVEL]} for name, pre in out.items()}
+
+
 def main():
     shared = shared_from_args(HERE)
     rng = random.Random(377)
@@ -186,6 +212,17 @@ def main():
                 ids.append(None)
         doc["patched"][name] = {"base": model, "added_tokens": entries, "texts": ids,
                                 "long": tok.encode(long, add_special_tokens=False).ids}
+    base = json.loads(snapshot(shared, "meta-llama/Meta-Llama-3-8B-Instruct").read_text(encoding="utf-8"))
+    doc["pre_tokenizers"] = {}
+    pre_texts = texts[:30] + ["Hello, world! 12345 ... \u3002\uff0c", "a   b\n\nc", "eee e", "1,234.56"]
+    doc["pre_texts"] = pre_texts
+    for name, pre in pre_tokenizer_shapes().items():
+        base["pre_tokenizer"] = pre
+        with tempfile.TemporaryDirectory() as tmp:
+            pathlib.Path(tmp + "/t.json").write_text(json.dumps(base), encoding="utf-8")
+            tok = Tokenizer.from_file(tmp + "/t.json")
+        doc["pre_tokenizers"][name] = {"pre_tokenizer": pre,
+                                       "texts": [tok.encode(t, add_special_tokens=False).ids for t in pre_texts]}
     (HERE / "components.json").write_text(json.dumps(doc, ensure_ascii=True, separators=(",", ":")) + "\n")
 
 
