@@ -235,15 +235,17 @@ impl AddedMatcher {
             if content.is_empty() {
                 continue;
             }
-            let normalized = flag(token, "normalized")?;
+            // Absent flags read as `AddedToken::from` sets them: special
+            // false, normalized when not special.
+            let special = flag(token, "special").unwrap_or(false);
+            let normalized = flag(token, "normalized").unwrap_or(!special);
             let rule = |id| TokenRule {
                 id,
-                special: flag(token, "special").unwrap_or(false),
+                special,
                 lstrip: flag(token, "lstrip").unwrap_or(false),
                 rstrip: flag(token, "rstrip").unwrap_or(false),
                 single_word: flag(token, "single_word").unwrap_or(false),
             };
-            flag(token, "special")?;
             // The id `tokenizers` gives the token's own text, in its pass
             // (its matcher may panic on a flagged token: then the file's id).
             let file_id = token
