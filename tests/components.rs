@@ -162,3 +162,43 @@ fn pre_tokenizer_shapes_split_as_the_reference() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A stream over each trained tokenizer's ids (after no prompt, and after
+/// the first third as the prompt) joins to the decode of all of them minus
+/// the prompt's, where the prompt's decode is a prefix of the whole (it is
+/// for ids encoded from text): suffix, prefix, Metaspace, WordPiece and
+/// byte-fallback decoders alike.
+#[test]
+fn streams_over_trained_tokenizers_join_to_the_decode() {
+    let golden = golden_file();
+    let (mut checked, mut skipped) = (0, 0);
+    for (name, want) in golden["trained"].as_object().unwrap() {
+        let tok = offline_options()
+            .load(&trained_path(want["file"].as_str().unwrap()))
+            .unwrap();
+        for ids in want["texts"].as_array().unwrap() {
+            let ids = golden_ids(ids);
+            for skip in [false, true] {
+                for cut in [0, ids.len() / 3] {
+                    let (prompt, generated) = ids.split_at(cut);
+                    let full = tok.decode(&ids, skip).unwrap();
+                    let pre = tok.decode(prompt, skip).unwrap();
+                    let Some(rest) = full.strip_prefix(pre.as_str()) else {
+                        skipped += 1;
+                        continue;
+                    };
+                    checked += 1;
+                    let mut stream = router_tokenizer::DecodeStream::new(&tok, prompt, skip);
+                    let mut joined = String::new();
+                    for &id in generated {
+                        joined.extend(stream.step(id).unwrap());
+                    }
+                    joined.extend(stream.flush().unwrap());
+                    assert_eq!(joined, rest, "{name} {ids:?} skip={skip} cut={cut}");
+                }
+            }
+        }
+    }
+    // Most prompts decode to a prefix of the whole.
+    assert!(checked > 4 * skipped, "{checked} checked, {skipped} skipped");
+}
