@@ -200,5 +200,8 @@ fn streams_over_trained_tokenizers_join_to_the_decode() {
         }
     }
     // Most prompts decode to a prefix of the whole.
-    assert!(checked > 4 * skipped, "{checked} checked, {skipped} skipped");
+    assert!(
+        checked > 4 * skipped,
+        "{checked} checked, {skipped} skipped"
+    );
 }
