@@ -107,14 +107,17 @@ impl Pass {
             if specials_as_text && rule.special {
                 continue;
             }
+            // A match of a token's (UTF-8) text starts and ends on char
+            // boundaries.
+            let (before, after) = (text.get(..s)?, text.get(e..)?);
             if rule.single_word
-                && (text[..s].chars().next_back().is_some_and(is_word_char)
-                    || text[e..].chars().next().is_some_and(is_word_char))
+                && (before.chars().next_back().is_some_and(is_word_char)
+                    || after.chars().next().is_some_and(is_word_char))
             {
                 continue;
             }
             let start = if rule.lstrip {
-                let spaces: usize = text[..s]
+                let spaces: usize = before
                     .chars()
                     .rev()
                     .take_while(|&c| is_space(c))
@@ -125,7 +128,7 @@ impl Pass {
                 s
             };
             let stop = if rule.rstrip {
-                e + text[e..]
+                e + after
                     .chars()
                     .take_while(|&c| is_space(c))
                     .map(char::len_utf8)

@@ -528,7 +528,7 @@ impl HfBackend {
         // them go in one call each.
         let mut run = 0;
         for (i, span) in spans.iter().enumerate() {
-            let mut chars = text[span.range()].chars();
+            let mut chars = text.get(span.range()).unwrap_or_default().chars();
             let (Some(c), None) = (chars.next(), chars.next()) else {
                 continue;
             };
