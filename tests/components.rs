@@ -205,3 +205,105 @@ fn streams_over_trained_tokenizers_join_to_the_decode() {
         "{checked} checked, {skipped} skipped"
     );
 }
+
+/// `tokenizers` 0.x's own cases for flagged added tokens
+/// (`tokenizer/added_vocabulary.rs`: `options_use_cases`,
+/// `test_single_word_is_correct`, `test_single_word_is_unicode_correct`,
+/// `test_lstrip_unicode_space`, `test_encode_special_tokens`), through a
+/// `tokenizer.json` with their `Lowercase` normalizer and a WordLevel model
+/// that knows only `[UNK]`: each split the reference leaves to the model is
+/// one `[UNK]` (id 0), each extracted token its id.
+#[test]
+fn the_references_added_vocabulary_cases() {
+    use router_tokenizer::SpecialTokenPolicy::{Parse, PlainText};
+    // (content, lstrip, rstrip, single_word, special); ids from 1 in order.
+    type Added<'a> = &'a [(&'a str, bool, bool, bool, bool)];
+    let load = |added: Added<'_>, policy, name: &str| {
+        let tokens: Vec<serde_json::Value> = added
+            .iter()
+            .enumerate()
+            .map(|(i, &(content, lstrip, rstrip, single_word, special))| {
+                serde_json::json!({"id": i + 1, "content": content, "lstrip": lstrip,
+                    "rstrip": rstrip, "single_word": single_word,
+                    "normalized": !special, "special": special})
+            })
+            .collect();
+        let json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": tokens,
+            "normalizer": {"type": "Lowercase"}, "pre_tokenizer": null,
+            "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        });
+        let dir = std::env::temp_dir().join(format!("rtok-added-cases-{}", std::process::id()));
+        let options = router_tokenizer::LoadOptions {
+            special_tokens: policy,
+            ..offline_options()
+        };
+        load_json_with(&json, &dir, name, options)
+    };
+    let mask = |special| ("<mask>", true, true, true, special);
+    let special_mask = [
+        mask(true),
+        ("ask>", false, false, false, false),
+        ("<pad>", false, false, false, true),
+    ];
+    let special_text = "Hi <mask> there\t<mask>\t<mask>\u{2000} <pad> <mask><pad><pad>";
+    let cases: [(&str, Added<'_>, _, &str, &[u32]); 6] = [
+        (
+            "options_use_cases",
+            &[
+                ("my", true, true, false, false),
+                ("name", false, false, false, false),
+                ("ony", false, false, true, false),
+                ("[CLS]", false, false, false, true),
+                ("[SEP]", false, false, false, true),
+            ],
+            Parse,
+            "[CLS] My name is Anthony [SEP]",
+            &[4, 1, 2, 0, 5],
+        ),
+        (
+            "single_word_is_correct",
+            &[("<mask>", false, false, true, false)],
+            Parse,
+            "<mask> My name <mask> A<mask> <mask>ony <mask>",
+            &[1, 0, 1, 0, 1],
+        ),
+        (
+            "single_word_is_unicode_correct",
+            &[("<mask>", false, false, true, false)],
+            Parse,
+            "<mask>, <mask>- \u{25cc}\u{330}<mask>",
+            &[1, 0, 1, 0],
+        ),
+        (
+            "lstrip_unicode_space",
+            &[mask(false)],
+            Parse,
+            "Hi <mask> there\t<mask>\t<mask>\u{2000}",
+            &[0, 1, 0, 1, 1],
+        ),
+        (
+            "encode_special_tokens",
+            &special_mask,
+            PlainText,
+            special_text,
+            &[0, 2, 0, 2, 0, 2, 0, 2, 0],
+        ),
+        (
+            "encode_special_tokens_off",
+            &special_mask,
+            Parse,
+            special_text,
+            &[0, 1, 0, 1, 1, 3, 1, 3, 3],
+        ),
+    ];
+    for (name, added, policy, text, want) in cases {
+        let tok = load(added, policy, name);
+        assert_eq!(
+            tok.encode_sequential(text, false).unwrap().ids(),
+            want,
+            "{name}"
+        );
+    }
+}

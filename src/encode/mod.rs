@@ -209,7 +209,9 @@ impl EdgeRule {
         if self.no_whitespace_edges && (before.is_whitespace() || after.is_whitespace()) {
             return false;
         }
-        let word = |c: char| c.is_alphanumeric() || c == '_';
+        // The reference's `\w` (what `single_word` tests), and the
+        // standard library's alphanumerics besides: never a cut either way.
+        let word = |c: char| c.is_alphanumeric() || c == '_' || split::is_word_char(c);
         if self.no_word_edges && (word(before) || word(after)) {
             return false;
         }

@@ -19,6 +19,49 @@ pub(crate) fn stable_char(c: char) -> bool {
         && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
 }
 
+/// `regex-syntax`'s ranges for a one-class pattern (`\w`, `\s`).
+fn class_ranges(pattern: &str) -> Vec<(char, char)> {
+    use regex_syntax::hir::{Class, HirKind};
+    match regex_syntax::Parser::new()
+        .parse(pattern)
+        .map(|h| h.into_kind())
+    {
+        Ok(HirKind::Class(Class::Unicode(class))) => class
+            .ranges()
+            .iter()
+            .map(|r| (r.start(), r.end()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+    let i = ranges.partition_point(|&(_, end)| end < c);
+    ranges.get(i).is_some_and(|&(start, _)| start <= c)
+}
+
+/// `\w` as the reference's `regex` crate has it (`tokenizers` 0.x: an
+/// added token's `single_word`).
+pub(crate) fn is_word_char(c: char) -> bool {
+    static WORD: std::sync::LazyLock<Vec<(char, char)>> =
+        std::sync::LazyLock::new(|| class_ranges(r"\w"));
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    in_ranges(&WORD, c)
+}
+
+/// `\s` as the reference's `regex` crate has it (`tokenizers` 0.x: an
+/// added token's `lstrip` and `rstrip`).
+pub(crate) fn is_space(c: char) -> bool {
+    static SPACE: std::sync::LazyLock<Vec<(char, char)>> =
+        std::sync::LazyLock::new(|| class_ranges(r"\s"));
+    if c.is_ascii() {
+        return matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
+    }
+    in_ranges(&SPACE, c)
+}
+
 /// The byte position `n` chars after `pos` (clamped to the text end).
 pub(crate) fn advance_chars(text: &str, pos: usize, n: usize) -> usize {
     let Some(rest) = text.get(pos..) else {

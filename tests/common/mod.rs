@@ -533,10 +533,20 @@ pub fn assert_long_ids(tok: &Tokenizer, what: &str, long: &str, want: &[u32]) {
 
 /// `json` written as `name`.json under `dir` and loaded offline.
 pub fn load_json_in(json: &serde_json::Value, dir: &Path, name: &str) -> Tokenizer {
+    load_json_with(json, dir, name, offline_options())
+}
+
+/// [`load_json_in`] with `options`.
+pub fn load_json_with(
+    json: &serde_json::Value,
+    dir: &Path,
+    name: &str,
+    options: LoadOptions,
+) -> Tokenizer {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, serde_json::to_vec(json).unwrap()).unwrap();
-    offline_options()
+    options
         .load(path.to_str().unwrap())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }

@@ -35,6 +35,8 @@ use serde_json::Value;
 use tokenizers::pipeline::PipelinePatternMatcher;
 use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
+use crate::encode::split::{is_space, is_word_char};
+
 /// How one added token matches: its id and flags.
 #[derive(Debug, Clone, Copy)]
 struct TokenRule {
@@ -146,47 +148,6 @@ impl Pass {
     }
 }
 
-/// `regex-syntax`'s ranges for a one-class pattern (`\w`, `\s`).
-fn class_ranges(pattern: &str) -> Vec<(char, char)> {
-    use regex_syntax::hir::{Class, HirKind};
-    match regex_syntax::Parser::new()
-        .parse(pattern)
-        .map(|h| h.into_kind())
-    {
-        Ok(HirKind::Class(Class::Unicode(class))) => class
-            .ranges()
-            .iter()
-            .map(|r| (r.start(), r.end()))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
-    let i = ranges.partition_point(|&(_, end)| end < c);
-    ranges.get(i).is_some_and(|&(start, _)| start <= c)
-}
-
-/// `\w` as the reference's `regex` crate has it.
-fn is_word_char(c: char) -> bool {
-    static WORD: std::sync::LazyLock<Vec<(char, char)>> =
-        std::sync::LazyLock::new(|| class_ranges(r"\w"));
-    if c.is_ascii() {
-        return c.is_ascii_alphanumeric() || c == '_';
-    }
-    in_ranges(&WORD, c)
-}
-
-/// `\s` as the reference's `regex` crate has it.
-fn is_space(c: char) -> bool {
-    static SPACE: std::sync::LazyLock<Vec<(char, char)>> =
-        std::sync::LazyLock::new(|| class_ranges(r"\s"));
-    if c.is_ascii() {
-        return matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
-    }
-    in_ranges(&SPACE, c)
-}
-
 /// Both passes, or `None` where `tokenizers`' matcher must stay.
 pub(super) struct AddedMatcher {
     raw: Option<Pass>,
@@ -242,20 +203,16 @@ impl AddedMatcher {
             // false, normalized when not special.
             let special = flag(token, "special").unwrap_or(false);
             let normalized = flag(token, "normalized").unwrap_or(!special);
-            let rule = |id| TokenRule {
-                id,
+            let rule = TokenRule {
+                id: token
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .and_then(|id| u32::try_from(id).ok())?,
                 special,
                 lstrip: flag(token, "lstrip").unwrap_or(false),
                 rstrip: flag(token, "rstrip").unwrap_or(false),
                 single_word: flag(token, "single_word").unwrap_or(false),
             };
-            // The id `tokenizers` gives the token's own text, in its pass
-            // (its matcher may panic on a flagged token: then the file's id).
-            let file_id = token
-                .get("id")
-                .and_then(Value::as_u64)
-                .and_then(|id| u32::try_from(id).ok())?;
-            let rule = rule(file_id);
             let pattern = if normalized {
                 normalize(content)?
             } else {
@@ -264,12 +221,14 @@ impl AddedMatcher {
             if pattern.is_empty() {
                 continue;
             }
+            // The id `tokenizers` gives the token's own text, in its pass
+            // (its matcher may panic on a flagged token: then the file's id).
             let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 vocab.extract_next(pattern.as_bytes(), 0, normalized, false)
             }));
             let id = match own {
                 Ok(Some(((0, e), id))) if e == pattern.len() => id,
-                _ if rule.lstrip || rule.rstrip || rule.single_word => file_id,
+                _ if rule.lstrip || rule.rstrip || rule.single_word => rule.id,
                 _ => return None,
             };
             let pass = &mut passes[usize::from(normalized)];

@@ -473,19 +473,21 @@ impl HfBackend {
         let regex_split = value
             .get("pre_tokenizer")
             .and_then(regex_split::RegexSplit::new);
-        let regex_split = match probe(path, pipe_view, &value, regex_split.as_ref())? {
-            // Padding kept runs `tokenizers`' whole pipeline, which cannot split.
-            true if keep_padding_truncation
-                && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some()) =>
-            {
-                return Err(Error::parse(
-                    path,
-                    "a `Split` pre-tokenizer regex tokenizers 1.0 cannot run, with the file's padding or truncation kept, is not supported",
-                ));
-            }
+        let splits_always = probe(path, pipe_view, &value, regex_split.as_ref())?;
+        let regex_split = match splits_always {
             true => regex_split.map(regex_split::RegexSplit::always),
             false => regex_split,
         };
+        let file_padding = keep_padding_truncation
+            && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some());
+        // Padding kept runs `tokenizers`' whole pipeline, which cannot do
+        // what the crate's walk does in its place.
+        if file_padding && (splits_always || prefix_space) {
+            return Err(Error::parse(
+                path,
+                "a `Split` regex tokenizers 1.0 cannot run, or a `ByteLevel` pre-tokenizer's `add_prefix_space`, with the file's padding or truncation kept is not supported",
+            ));
+        }
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
         let options = EncodeOptions {
             add_special_tokens: false,
@@ -562,19 +564,11 @@ impl HfBackend {
                 single.suffix.iter().map(|(t, _)| t.id()).collect(),
             )
         };
-        let file_padding = keep_padding_truncation
-            && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some());
         let spm = if file_padding && spm.is_ok() {
             Err(PADDING_KEPT.to_owned())
         } else {
             spm
         };
-        if prefix_space && file_padding {
-            return Err(Error::parse(
-                path,
-                "a `ByteLevel` pre-tokenizer's `add_prefix_space` with the file's padding or truncation kept is not supported",
-            ));
-        }
         let mut split = split_spec(&value, &vocab, &prefix, &suffix, file_padding);
         if prefix_space {
             // Chunk walks place spans by token lengths; the prefix space has
@@ -748,7 +742,7 @@ impl HfBackend {
 
     /// Parses `json` and splits off its skeleton (the document without the
     /// model's vocabulary and merges), upgraded to the canonical form when
-    /// the file is older: `(document, skeleton, legacy)`.
+    /// the file is older ([`Prepared`]).
     fn prepare(path: &Path, json: &str) -> Result<Prepared> {
         let mut value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             Error::parse(

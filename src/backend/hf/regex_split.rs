@@ -601,6 +601,67 @@ mod tests {
         }
     }
 
+    /// `tokenizers` 0.x's own cases for `Split` (`pre_tokenizers/split.rs`:
+    /// `basic`, `regex_string`, `invert`), `Digits` (`digits.rs`) and
+    /// a `CharDelimiterSplit` run of delimiters: every behavior on the inverted whitespace
+    /// regex, and the pairs of splits its tests find equal.
+    #[test]
+    fn the_references_split_behavior_cases() {
+        let regex = |behavior: &str, invert: bool| {
+            json!({"type": "Split", "pattern": {"Regex": r"\w+|[^\w\s]+"},
+                   "behavior": behavior, "invert": invert})
+        };
+        let text = "How are you doing?";
+        let cases: [(&str, &[&str]); 5] = [
+            ("Removed", &["How", "are", "you", "doing", "?"]),
+            (
+                "Isolated",
+                &["How", " ", "are", " ", "you", " ", "doing", "?"],
+            ),
+            (
+                "MergedWithPrevious",
+                &["How ", "are ", "you ", "doing", "?"],
+            ),
+            ("MergedWithNext", &["How", " are", " you", " doing", "?"]),
+            (
+                "Contiguous",
+                &["How", " ", "are", " ", "you", " ", "doing?"],
+            ),
+        ];
+        for (behavior, want) in cases {
+            let split = RegexSplit::new(&regex(behavior, true)).unwrap();
+            assert_eq!(pieces(&split, text), want, "{behavior}");
+        }
+        let same = |a: Value, b: Value, text: &str| {
+            let (a, b) = (RegexSplit::new(&a).unwrap(), RegexSplit::new(&b).unwrap());
+            assert_eq!(pieces(&a, text), pieces(&b, text), "{text:?}");
+        };
+        same(
+            json!({"type": "Split", "pattern": {"Regex": r"\s+"}, "behavior": "Removed", "invert": false}),
+            json!({"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false}),
+            "Hey, man!",
+        );
+        same(
+            json!({"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false}),
+            json!({"type": "Split", "pattern": {"String": "Hello"}, "behavior": "Removed", "invert": true}),
+            "Hello Hello Hello",
+        );
+        let digits = |each: bool| json!({"type": "Digits", "individual_digits": each});
+        assert_eq!(
+            pieces(&RegexSplit::new(&digits(false)).unwrap(), "Hey 123 friend!"),
+            ["Hey ", "123", " friend!"]
+        );
+        assert_eq!(
+            pieces(&RegexSplit::new(&digits(true)).unwrap(), "Hey 123 friend!"),
+            ["Hey ", "1", "2", "3", " friend!"]
+        );
+        let delimiter = json!({"type": "CharDelimiterSplit", "delimiter": "-"});
+        assert_eq!(
+            pieces(&RegexSplit::new(&delimiter).unwrap(), "Hey-friend--x-"),
+            ["Hey", "friend", "x"]
+        );
+    }
+
     #[test]
     fn splits_as_the_files_pre_tokenizer_on_the_corpus() {
         let shapes = shapes();

@@ -308,12 +308,13 @@ impl Vocab {
             .unk_token
             .as_deref()
             .and_then(|u| by_token.get(u).copied());
+        let unk_index = unk.and_then(|u| usize::try_from(u).ok());
         let normalized_len: Vec<Option<u32>> = tokens
             .iter()
             .enumerate()
             .map(|(id, token)| {
                 let token = token.as_deref()?;
-                if Some(id) == unk.and_then(|u| usize::try_from(u).ok()) {
+                if Some(id) == unk_index {
                     return None;
                 }
                 if added[id] {
@@ -340,7 +341,7 @@ impl Vocab {
             FxHashMap::default()
         };
         let suffix_words = if !byte_level && !view.model.ignore_merges && !suffix.is_empty() {
-            suffix_words(&tokens, &added, &by_token, &view.model, &suffix)
+            suffix_words(&tokens, &added, &by_token, &view.model, &suffix, unk)
         } else {
             FxHashMap::default()
         };
@@ -762,7 +763,7 @@ fn fold_fixups(
 /// merging its own, decorated, text), so the answer for each such character
 /// is made here as 0.x's `merge_word` makes it: the entry `c` + suffix; else
 /// its `<0xNN>` byte pieces (with `byte_fallback`, when all exist) merged by
-/// rank; else `unk_token`; else nothing. The chunk walk hands these words
+/// rank; else `unk` (the model's `unk_token`); else nothing. The chunk walk hands these words
 /// to the model never (`chunk::tokenize_spans`).
 fn suffix_words(
     tokens: &[Option<Box<str>>],
@@ -770,6 +771,7 @@ fn suffix_words(
     by_token: &FxHashMap<Box<str>, u32>,
     model: &ModelView<'_>,
     suffix: &str,
+    unk: Option<u32>,
 ) -> FxHashMap<char, Vec<u32>> {
     let ranks: FxHashMap<(&str, &str), usize> = if model.byte_fallback {
         model
@@ -781,10 +783,6 @@ fn suffix_words(
     } else {
         FxHashMap::default()
     };
-    let unk = model
-        .unk_token
-        .as_deref()
-        .and_then(|u| by_token.get(u).copied());
     let mut out = FxHashMap::default();
     for (id, token) in tokens.iter().enumerate() {
         let Some(token) = token.as_deref() else {
