@@ -10,7 +10,8 @@
 //! - `bpe`, `unigram`, `simple`: the BPE, Unigram, WORD and CHAR segmenters;
 //! - `cache`: per-thread memos for BPE (results are unaffected);
 //! - `piece_table`: the vocabulary's piece → id maps;
-//! - `model`: [`SentencePieceModel`], which ties them together.
+//! - `model`: [`SentencePieceModel`], which ties them together, and
+//!   `model::sinks`, where a segmentation goes (ids, or ids with input spans).
 
 mod adapter;
 mod bpe;
