@@ -108,12 +108,30 @@ pub(crate) const KNOWN_PATTERNS: &[&str] = &[
     r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
 ];
 
+/// tiktoken's spelling of the o200k pattern (its alternatives joined as
+/// `tiktoken-rs` joins them; a test checks they are the same).
+pub(crate) const O200K_TIKTOKEN_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+(?!\S)",
+    "|",
+    r"\s+",
+);
+
 /// Whether `pattern` is one of [`KNOWN_PATTERNS`] (or tiktoken's own o200k
 /// spelling). Literal CR and LF (as JSON files often write them) count as
 /// their escapes.
 pub(crate) fn is_known_pattern(pattern: &str) -> bool {
     let pattern = escaped(pattern);
-    KNOWN_PATTERNS.contains(&pattern.as_ref()) || pattern == tiktoken_rs::O200K_BASE_PAT_STR
+    KNOWN_PATTERNS.contains(&pattern.as_ref()) || pattern == O200K_TIKTOKEN_PATTERN
 }
 
 /// `pattern` with literal CR and LF written as their escapes.
@@ -139,7 +157,7 @@ const LINE_CUT_PATTERNS: &[&str] = &[
     KNOWN_PATTERNS[7],
     KNOWN_PATTERNS[8],
     KNOWN_PATTERNS[9],
-    tiktoken_rs::O200K_BASE_PAT_STR,
+    O200K_TIKTOKEN_PATTERN,
 ];
 
 /// Whether `pattern` is one of [`LINE_CUT_PATTERNS`] (CR and LF spelled as

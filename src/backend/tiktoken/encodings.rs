@@ -13,8 +13,8 @@ pub(crate) const GPT2_PATTERN: &str =
     r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
 /// cl100k pre-tokenizer.
 pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
-/// o200k pre-tokenizer.
-pub(crate) const O200K_PATTERN: &str = tiktoken_rs::O200K_BASE_PAT_STR;
+/// o200k pre-tokenizer, as tiktoken writes it.
+pub(crate) const O200K_PATTERN: &str = crate::encode::family::O200K_TIKTOKEN_PATTERN;
 /// Llama-3's pre-tokenizer, as written in its `tokenizer.json`.
 pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
@@ -336,6 +336,11 @@ mod tests {
     /// Every rank and special token of every embedded encoding equals
     /// `tiktoken-rs`' (which reads tiktoken's own files): the embedded tables
     /// hold the same vocabulary, id for id (claim 320).
+    #[test]
+    fn the_o200k_pattern_is_tiktokens() {
+        assert_eq!(O200K_PATTERN, tiktoken_rs::O200K_BASE_PAT_STR);
+    }
+
     #[test]
     fn embedded_ranks_equal_tiktoken_rs() {
         for enc in BuiltinEncoding::ALL {

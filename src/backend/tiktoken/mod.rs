@@ -7,12 +7,13 @@
 //! must not take (claim 197) or patterns it has no grammar for, text runs on
 //! the rank path: pieces from the native grammar where it applies, else from
 //! `fancy-regex` ([`pieces`]), each a rank lookup or tiktoken's byte-pair
-//! merge (claim 317). The backend keeps its own
+//! merge ([`merge`], claim 317). The backend keeps its own
 //! id → bytes table (decode, offsets, streaming, `id_to_token`) and splits
 //! out special tokens itself with aho-corasick, which also gives their spans.
 
 pub(crate) mod encodings;
 pub(crate) mod fast;
+mod merge;
 mod pieces;
 pub(crate) mod ranks;
 
@@ -170,10 +171,6 @@ const SYNC_BUILD_RANKS: usize = 16_384;
 /// the regex path: at the regex path's 5–20 MB/s it would take longer than
 /// the rest of the build (under a second for o200k).
 const WAIT_FOR_ENGINE: usize = 8 << 20;
-
-/// Pieces at least this long go through tiktoken's `byte_pair_encode`
-/// (which switches to its heap-based merge there; `byte_pair_split` is quadratic).
-const LONG_PIECE: usize = 100;
 
 /// From this segment length the rank path remembers each merged piece for
 /// the rest of the call (claim 319).
@@ -605,21 +602,10 @@ impl TiktokenBackend {
             return Err(Error::backend(NAME, "a single byte missing from the ranks"));
         } else if let Some(ids) = memo.get(piece) {
             st.ids.extend_from_slice(ids);
-        } else if piece.len() < LONG_PIECE {
-            merged = true;
-            for part in tiktoken_rs::byte_pair_split(piece, &self.ranks) {
-                let id = self
-                    .ranks
-                    .get(part)
-                    .ok_or_else(|| Error::backend(NAME, "byte-pair merge left an unknown piece"))?;
-                st.ids.push(*id);
-            }
         } else {
-            // tiktoken's own merge for long pieces (a heap, O(n log n)).
             merged = true;
-            let ids = pieces::byte_pair_encode(piece, &self.ranks)
+            merge::byte_pair_encode_into(piece, &self.ranks, &mut st.ids)
                 .ok_or_else(|| Error::backend(NAME, "a byte missing from the ranks"))?;
-            st.ids.extend_from_slice(&ids);
         }
         if merged {
             memo.insert(piece, &st.ids[first..]);

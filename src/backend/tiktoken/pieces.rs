@@ -10,10 +10,6 @@
 //! one pass and the regex only ever starts where fewer than two whitespace
 //! chars follow. Every other piece is the regex's own leftmost match.
 
-use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
 
 /// How a pattern's whitespace alternatives end a piece inside a run.
@@ -143,52 +139,6 @@ impl Iterator for Pieces<'_, '_> {
     }
 }
 
-/// tiktoken's byte-pair merge of one piece in O(n log n): the lowest-ranked
-/// adjacent pair merges first, the leftmost among equal ranks, exactly as
-/// tiktoken's quadratic `_byte_pair_merge` (tiktoken-rs keeps its own heap
-/// version private, and its public `byte_pair_split` is the quadratic one).
-/// `None` when a byte has no rank.
-pub(crate) fn byte_pair_encode(piece: &[u8], ranks: &FxHashMap<Vec<u8>, u32>) -> Option<Vec<u32>> {
-    const DEAD: usize = usize::MAX;
-    let n = piece.len();
-    // `end[i]`: where the part starting at `i` ends (`DEAD` once merged into
-    // its left neighbour); `prev[i]`: where the part before it starts.
-    let mut end: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let rank = |s: usize, e: usize| ranks.get(&piece[s..e]).copied();
-    let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = (0..n.saturating_sub(1))
-        .filter_map(|i| Some(Reverse((rank(i, i + 2)?, i, i + 2))))
-        .collect();
-    while let Some(Reverse((_, s, e))) = heap.pop() {
-        let mid = end[s];
-        if mid == DEAD || mid >= n || end[mid] != e {
-            continue; // No longer a pair of adjacent parts.
-        }
-        end[s] = e;
-        end[mid] = DEAD;
-        if e < n {
-            prev[e] = s;
-        }
-        if s > 0
-            && let Some(r) = rank(prev[s], e)
-        {
-            heap.push(Reverse((r, prev[s], e)));
-        }
-        if e < n
-            && let Some(r) = rank(s, end[e])
-        {
-            heap.push(Reverse((r, s, end[e])));
-        }
-    }
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < n {
-        out.push(rank(i, end[i])?);
-        i = end[i];
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,31 +229,5 @@ mod tests {
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(512)
-    }
-
-    #[test]
-    fn heap_merge_matches_tiktoken() {
-        let enc = crate::backend::tiktoken::encodings::BuiltinEncoding::Cl100kBase;
-        let ranks = enc.spec().unwrap().ranks;
-        let texts = [
-            "a".repeat(300),
-            " ".repeat(257),
-            "abababababcabcabcabc".repeat(9),
-            "Supercalifragilisticexpialidocious".into(),
-            "\u{3000}\u{3000}é中文字".repeat(20),
-        ];
-        for text in &texts {
-            let want: Vec<u32> = tiktoken_rs::byte_pair_split(text.as_bytes(), &ranks)
-                .into_iter()
-                .map(|p| ranks[p])
-                .collect();
-            assert_eq!(
-                byte_pair_encode(text.as_bytes(), &ranks),
-                Some(want),
-                "{text:?}"
-            );
-        }
-        assert_eq!(byte_pair_encode(b"", &ranks), Some(vec![]));
-        assert_eq!(byte_pair_encode(b"x", &ranks), Some(vec![ranks[&b"x"[..]]]));
     }
 }
