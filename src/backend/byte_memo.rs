@@ -141,12 +141,23 @@ impl SeenRate {
 /// seen once pays a filter bit per key, not a table entry. At most 2^15
 /// slots (16,384 keys: a bounded size on any input, since a router's
 /// thread keeps it for the process's life) and 4 MiB of keys and ids; a
-/// key over 64 KiB is not remembered.
+/// key over 64 KiB is not remembered. A caller that asks
+/// [`keeps`](RecurringMemo::keeps) before inserting gets a full table that
+/// keeps what it holds until its lookups mostly miss (claim 385).
 pub(crate) struct RecurringMemo {
     table: ByteMemo<u32>,
     seen: SeenFilter,
     rate: SeenRate,
+    /// Since the table last had no room for a key: lookups, and those
+    /// that found their key ([`RecurringMemo::keeps`]).
+    full: Option<(u32, u32)>,
 }
+
+/// A full table is emptied when, over a window of as many lookups as it
+/// holds entries (at least this many), fewer than one in
+/// [`STALE_RATIO`] found their key.
+const MIN_WINDOW: u32 = 1024;
+const STALE_RATIO: u32 = 4;
 
 impl Default for RecurringMemo {
     fn default() -> Self {
@@ -159,6 +170,7 @@ impl Default for RecurringMemo {
             }),
             seen: SeenFilter::default(),
             rate: SeenRate::default(),
+            full: None,
         }
     }
 }
@@ -189,6 +201,53 @@ impl RecurringMemo {
     #[inline]
     pub(crate) fn get(&self, key: &[u8], h: u64) -> Option<&[u32]> {
         self.table.get_hashed(key, h)
+    }
+
+    /// [`get`](Self::get), counted for [`keeps`](Self::keeps) while the
+    /// table is full.
+    #[inline]
+    pub(crate) fn get_counted(&mut self, key: &[u8], h: u64) -> Option<&[u32]> {
+        let found = self.table.get_hashed(key, h).is_some();
+        if let Some((lookups, hits)) = &mut self.full {
+            *lookups += 1;
+            *hits += u32::from(found);
+        }
+        if found {
+            self.table.get_hashed(key, h)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a key of `len` bytes that [`get_counted`](Self::get_counted)
+    /// just missed should be encoded apart and kept (with at most `len`
+    /// ids). Yes while the table has room. A full table keeps what it
+    /// holds, and the key is not kept, unless a whole window of lookups
+    /// since it filled mostly missed (the text moved on): then it is
+    /// emptied and learns again. So text that recurs in a cycle longer
+    /// than the table holds is answered for the part the table took.
+    /// Emptying the table whenever it filled answered none of it, and the
+    /// keys split out to be kept made such text slower than no memo at
+    /// all (claim 385).
+    pub(crate) fn keeps(&mut self, len: usize) -> bool {
+        if self.table.has_room(len, len) {
+            self.full = None;
+            return true;
+        }
+        let window = (self.table.entries as u32).max(MIN_WINDOW);
+        let (lookups, hits) = self.full.get_or_insert((0, 0));
+        if *lookups < window {
+            return false;
+        }
+        if hits.saturating_mul(STALE_RATIO) < *lookups {
+            self.table.clear();
+            self.full = None;
+            return true;
+        }
+        // Still answering: judge the next window afresh.
+        *lookups = 0;
+        *hits = 0;
+        false
     }
 
     /// Keeps `key` (of hash `h`, absent) → `ids`.
@@ -314,10 +373,7 @@ impl<V: Copy> ByteMemo<V> {
             if !over && self.slots.len() < self.caps.max_slots {
                 self.grow();
             } else {
-                self.slots.fill(Slot::default());
-                self.keys.clear();
-                self.vals.clear();
-                self.entries = 0;
+                self.clear();
             }
         }
         let slot = Slot {
@@ -331,6 +387,22 @@ impl<V: Copy> ByteMemo<V> {
         self.keys.extend_from_slice(key);
         self.vals.extend_from_slice(vals);
         self.entries += 1;
+    }
+
+    /// Whether an entry of `key_len` bytes and `vals` values would be kept
+    /// without emptying the table.
+    pub(crate) fn has_room(&self, key_len: usize, vals: usize) -> bool {
+        let over =
+            Self::cost(self.keys.len() + key_len, self.vals.len() + vals) > self.caps.max_bytes;
+        !over && (self.entries * 2 < self.slots.len() || self.slots.len() < self.caps.max_slots)
+    }
+
+    /// Empties the table (its slot table keeps its size).
+    pub(crate) fn clear(&mut self) {
+        self.slots.fill(Slot::default());
+        self.keys.clear();
+        self.vals.clear();
+        self.entries = 0;
     }
 
     fn place(slots: &mut [Slot], h: u64, slot: Slot) {

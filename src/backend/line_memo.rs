@@ -119,14 +119,22 @@ impl LineMemo {
             if !self.0.look_up(h) || !((from == done && from > 0) || edge(from)) || !edge(end) {
                 continue;
             }
+            if let Some(ids) = self.0.get_counted(group, h) {
+                if done < from {
+                    encode(slice(text, done, from), out)?;
+                }
+                done = end;
+                out.extend_from_slice(ids);
+                continue;
+            }
+            if !self.0.keeps(group.len()) {
+                // Left to the encode of the text around it.
+                continue;
+            }
             if done < from {
                 encode(slice(text, done, from), out)?;
             }
             done = end;
-            if let Some(ids) = self.0.get(group, h) {
-                out.extend_from_slice(ids);
-                continue;
-            }
             let first = out.len();
             encode(slice(text, from, end), out)?;
             let ids = out.get(first..).unwrap_or_default();
@@ -351,6 +359,45 @@ mod tests {
         assert!(!memo.recurs(&third, third.len() * 3 / 4));
         // No newline, no group: never.
         assert!(!memo.recurs(&"x".repeat(10_000), 1));
+    }
+
+    /// The share of `text` the memo answered (not handed to the encoder).
+    fn answered(text: &str, calls: &[(usize, usize)]) -> f64 {
+        let encoded: usize = calls.iter().map(|&(a, b)| b - a).sum();
+        1.0 - encoded as f64 / text.len() as f64
+    }
+
+    #[test]
+    fn a_cycle_longer_than_the_memo_is_answered_in_part_and_new_text_relearned() {
+        // About 1.2 MB of lines, sent again and again: more than the memo's
+        // 4 MiB of keys and ids take (one id per byte here).
+        let text = lines(0..16_000);
+        let mut memo = LineMemo::default();
+        let mut shares = Vec::new();
+        for _ in 0..5 {
+            let (ids, calls) = run(&mut memo, &text, |_| true);
+            assert!(
+                ids.len() == text.len()
+                    && ids
+                        .iter()
+                        .zip(text.bytes())
+                        .all(|(&i, b)| i == u32::from(b))
+            );
+            shares.push(answered(&text, &calls));
+        }
+        // The memo keeps the part it took (emptying it whenever it filled
+        // answered nothing, run after run).
+        assert!(shares[3] > 0.5 && shares[4] > 0.5, "{shares:?}");
+        // Other text that recurs: the full memo's lookups all miss, so a
+        // window on it is emptied and learns the new text.
+        let other = lines(100_000..116_000);
+        let mut shares = Vec::new();
+        for _ in 0..6 {
+            let (ids, calls) = run(&mut memo, &other, |_| true);
+            assert_eq!(ids.len(), other.len());
+            shares.push(answered(&other, &calls));
+        }
+        assert!(shares[5] > 0.5, "{shares:?}");
     }
 
     #[test]
