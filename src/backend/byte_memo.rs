@@ -207,16 +207,12 @@ impl RecurringMemo {
     /// table is full.
     #[inline]
     pub(crate) fn get_counted(&mut self, key: &[u8], h: u64) -> Option<&[u32]> {
-        let found = self.table.get_hashed(key, h).is_some();
+        let found = self.table.get_hashed(key, h);
         if let Some((lookups, hits)) = &mut self.full {
             *lookups += 1;
-            *hits += u32::from(found);
+            *hits += u32::from(found.is_some());
         }
-        if found {
-            self.table.get_hashed(key, h)
-        } else {
-            None
-        }
+        found
     }
 
     /// Whether a key of `len` bytes that [`get_counted`](Self::get_counted)
@@ -367,14 +363,10 @@ impl<V: Copy> ByteMemo<V> {
             // clearing the others for.
             return;
         }
-        let over = Self::cost(self.keys.len() + key.len(), self.vals.len() + vals.len())
-            > self.caps.max_bytes;
-        if over || self.slots.is_empty() || self.entries * 2 >= self.slots.len() {
-            if !over && self.slots.len() < self.caps.max_slots {
-                self.grow();
-            } else {
-                self.clear();
-            }
+        if !self.has_room(key.len(), vals.len()) {
+            self.clear();
+        } else if self.entries * 2 >= self.slots.len() {
+            self.grow();
         }
         let slot = Slot {
             hash: (h >> 32) as u32,
