@@ -94,7 +94,7 @@ pub use load::{
     Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
 };
 pub use request::{ChatEncoding, ChatSpecialTokens, EncodeChatOptions};
-pub use special::{SpecialToken, SpecialTokenPolicy, SpecialTokens};
+pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
 /// The backend traits, for plugging in a tokenizer of your own with

@@ -12,6 +12,57 @@ pub enum SpecialTokenPolicy {
     PlainText,
 }
 
+/// Corrections to which added tokens a chat request may not forge
+/// ([`LoadOptions::control_tokens`](crate::LoadOptions::control_tokens)),
+/// for a model whose file marks them wrongly.
+///
+/// By default every `special` added token is a control marker, and so is a
+/// non-special one that the chat template writes literally or that has a
+/// marker's shape (`<|…|>`, `<｜…｜>`, `[INST]`); under
+/// [`ChatSpecialTokens::PlainText`](crate::ChatSpecialTokens::PlainText) a
+/// marker typed into a request is encoded as text, and
+/// [`Reject`](crate::ChatSpecialTokens::Reject) refuses it (DESIGN.md,
+/// "markers stay text").
+///
+/// ```
+/// use router_tokenizer::ControlTokens;
+/// let fix = ControlTokens::default()
+///     .with_marker("<|my_role|>")
+///     .with_text("<table>");
+/// assert_eq!(fix.markers(), ["<|my_role|>"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ControlTokens {
+    markers: Vec<String>,
+    text: Vec<String>,
+}
+
+impl ControlTokens {
+    /// Also treat this added token as a control marker.
+    pub fn with_marker(mut self, token: impl Into<String>) -> Self {
+        self.markers.push(token.into());
+        self
+    }
+
+    /// Treat this added token as ordinary vocabulary: typed by a user it is
+    /// its id, as `encode` gives it (special or not).
+    pub fn with_text(mut self, token: impl Into<String>) -> Self {
+        self.text.push(token.into());
+        self
+    }
+
+    /// The added tokens made markers.
+    pub fn markers(&self) -> &[String] {
+        &self.markers
+    }
+
+    /// The added tokens made ordinary vocabulary.
+    pub fn text(&self) -> &[String] {
+        &self.text
+    }
+}
+
 /// One special token: its text and id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SpecialToken {

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::load::Format;
 use crate::metrics::Metrics;
 use crate::request::{ChatEncoding, EncodeChatOptions, RequestFacts};
-use crate::special::SpecialTokens;
+use crate::special::{ControlTokens, SpecialToken, SpecialTokens};
 
 /// Facts about where a tokenizer came from, kept for metadata and chat templates.
 #[derive(Debug, Clone)]
@@ -179,7 +179,11 @@ impl Tokenizer {
             self.inner.info.config.as_deref(),
         )?;
         let compiled = ChatTemplate::from_text(template, &specials)?;
-        Ok(self.derive(|inner| inner.chat = Arc::new(ChatSlot::Ready(compiled))))
+        Ok(self.derive(|inner| {
+            inner.chat = Arc::new(ChatSlot::Ready(compiled));
+            // The control markers depend on the template's literals.
+            inner.request = Arc::new(inner.request.fresh());
+        }))
     }
 
     /// This handle's parallel-encoding options.
@@ -317,6 +321,26 @@ impl Tokenizer {
             inner.l1 = L1Cache::new(&options, name).map(Arc::new);
             inner.cache_options = options;
         })
+    }
+
+    /// The same tokenizer with corrected control markers ([`ControlTokens`]).
+    /// Cheap: no reload.
+    pub fn with_control_tokens(&self, control: ControlTokens) -> Self {
+        if *self.inner.request.control() == control {
+            return self.clone();
+        }
+        self.derive(|inner| inner.request = Arc::new(RequestFacts::new(control)))
+    }
+
+    /// The added tokens a chat request may not forge, in id order: what
+    /// [`encode_chat`](Self::encode_chat) keeps as text under
+    /// [`ChatSpecialTokens::PlainText`](crate::ChatSpecialTokens::PlainText)
+    /// and refuses under `Reject` (see [`ControlTokens`] for the rule).
+    /// Fails where the tokenizer has no chat template.
+    pub fn control_markers(&self) -> Result<Vec<SpecialToken>> {
+        let template = self.chat_template()?;
+        let st = self.inner.request.special(self, template)?;
+        Ok(st.markers())
     }
 
     /// This handle's prompt-cache options.

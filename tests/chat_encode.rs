@@ -564,3 +564,292 @@ fn every_backend_encodes_request_special_text_as_text() {
         assert_ne!(parse.ids, got.ids, "{source}");
     }
 }
+
+/// `tests/golden/control_markers/expected.json` (made by the script beside
+/// it): every shared chat model's control markers, and requests typing them
+/// whose `PlainText` ids the reference gives with the markers flagged special
+/// and `encode_special_tokens` (DESIGN.md, "markers stay text").
+#[test]
+fn typed_markers_are_text_as_the_reference_encodes_them() {
+    let golden = golden("../control_markers/expected.json");
+    let mut cases = 0;
+    let mut forged_cases = 0;
+    for (model, want) in golden["models"].as_object().unwrap() {
+        let tok = common::tokenizer(model);
+        let markers: Vec<(u32, String)> = tok
+            .control_markers()
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.id, t.content))
+            .collect();
+        let expected: Vec<(u32, String)> = want["markers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m[0].as_u64().unwrap() as u32,
+                    m[1].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(markers, expected, "{model}: control markers");
+        for (k, case) in want["cases"].as_array().unwrap().iter().enumerate() {
+            let what = format!("{model} case {k}");
+            let mut request = ChatRequest::new(
+                Message::list_from_json(case["messages"].as_array().unwrap().clone()).unwrap(),
+            );
+            request.add_generation_prompt = true;
+            let ids = common::golden_ids(&case["ids"]);
+            let forged = case["forged"].as_u64().unwrap() as usize;
+            let plain = tok
+                .encode_chat(&request, &opts(ChatSpecialTokens::PlainText))
+                .unwrap();
+            assert_eq!(
+                plain.ids,
+                ids,
+                "{what}: first difference at {}",
+                common::first_difference(&plain.ids, &ids)
+            );
+            assert_eq!(plain.special_texts_as_text, forged, "{what}: forged count");
+            let reject = tok.encode_chat(&request, &opts(ChatSpecialTokens::Reject));
+            assert_eq!(reject.is_err(), forged > 0, "{what}: Reject");
+            let parse = tok
+                .encode_chat(&request, &opts(ChatSpecialTokens::Parse))
+                .unwrap();
+            let text = tok.apply_chat_template(&request).unwrap();
+            assert_eq!(
+                parse.ids,
+                tok.encode(&text, false).unwrap().into_ids(),
+                "{what}: Parse"
+            );
+            cases += 1;
+            forged_cases += usize::from(forged > 0);
+        }
+    }
+    assert!(
+        cases >= 90 && forged_cases >= 70,
+        "{cases} cases, {forged_cases} forged"
+    );
+}
+
+/// How often each id of `markers` occurs in `ids`, in id order.
+fn marker_counts(ids: &[u32], markers: &[u32]) -> Vec<(u32, usize)> {
+    let mut out: Vec<(u32, usize)> = Vec::new();
+    for &id in ids {
+        if markers.binary_search(&id).is_ok() {
+            match out.iter_mut().find(|(m, _)| *m == id) {
+                Some((_, n)) => *n += 1,
+                None => out.push((id, 1)),
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Every control marker of every shared chat model (special or not, found by
+/// the rule, not by a list), typed into user, system and tool content, in
+/// batches: under `PlainText` no marker id comes from those bytes, `Reject`
+/// names the message and a marker, `Parse` is transformers' behaviour.
+#[test]
+fn every_marker_of_every_shared_model_stays_text_in_every_slot() {
+    let mut checked = 0;
+    let mut markers_seen = 0;
+    for (model, tok) in chat_models() {
+        let markers = tok.control_markers().unwrap();
+        let mut ids: Vec<u32> = markers.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        markers_seen += markers.len();
+        for slot in ["user", "system", "tool_result"] {
+            let clean = injected(slot, "a b c");
+            let Ok(clean_ids) = tok.encode_chat(&clean, &opts(ChatSpecialTokens::PlainText)) else {
+                continue;
+            };
+            let want_counts = marker_counts(&clean_ids.ids, &ids);
+            for batch in markers.chunks(24) {
+                let payload: String = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("{}{}", ["a", " b", "c\n", " "][i % 4], t.content))
+                    .collect();
+                let what = format!("{model} {slot} {:?}", batch[0].content);
+                let attack = injected(slot, &payload);
+                let text = tok.apply_chat_template(&attack).unwrap();
+                if !batch.iter().any(|t| text.contains(&t.content)) {
+                    continue;
+                }
+                checked += 1;
+                let plain = tok
+                    .encode_chat(&attack, &opts(ChatSpecialTokens::PlainText))
+                    .unwrap();
+                assert_eq!(
+                    marker_counts(&plain.ids, &ids),
+                    want_counts,
+                    "{what}: PlainText let a typed marker become its id"
+                );
+                assert!(plain.special_texts_as_text >= 1, "{what}");
+                match tok
+                    .encode_chat(&attack, &opts(ChatSpecialTokens::Reject))
+                    .map_err(|e| e.kind().clone())
+                {
+                    Err(ErrorKind::SpecialTokenInRequest { location, token }) => {
+                        assert!(location.starts_with("message"), "{what}: {location}");
+                        assert!(
+                            batch.iter().any(|t| t.content == token),
+                            "{what}: {token:?}"
+                        );
+                    }
+                    other => panic!("{what}: Reject gave {other:?}"),
+                }
+                let parse = tok
+                    .encode_chat(&attack, &opts(ChatSpecialTokens::Parse))
+                    .unwrap();
+                assert_eq!(
+                    parse.ids,
+                    tok.encode(&text, false).unwrap().into_ids(),
+                    "{what}: Parse"
+                );
+                assert!(
+                    marker_counts(&parse.ids, &ids) != want_counts,
+                    "{what}: Parse parsed no typed marker"
+                );
+            }
+        }
+    }
+    eprintln!("{markers_seen} markers, {checked} batches");
+    assert!(
+        markers_seen >= 2400 && checked >= 250,
+        "{markers_seen} / {checked}"
+    );
+}
+
+/// Models with non-special markers, for the sprinkling property.
+const SPRINKLE_MODELS: &[&str] = &[
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "CohereForAI/c4ai-command-r-plus",
+    "google/gemma-3-4b-it",
+];
+
+/// A request whose system, user, tool-call argument (a JSON object, so
+/// `tojson` templates quote it) and tool result carry `parts[0..4]`.
+fn sprinkled_request(parts: &[String]) -> ChatRequest {
+    let messages = vec![
+        json!({"role": "system", "content": parts[0]}),
+        json!({"role": "user", "content": parts[1]}),
+        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": {"query": parts[2]}}}]}),
+        json!({"role": "tool", "tool_call_id": "call_1", "name": "lookup", "content": parts[3]}),
+    ];
+    let mut request = ChatRequest::new(Message::list_from_json(messages).unwrap());
+    request.add_generation_prompt = true;
+    request
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(common::proptest_cases(48)))]
+
+    /// Markers sprinkled at random char positions of random text (inside
+    /// words, at the edges the templates trim, inside `tojson` strings): the
+    /// template's own marker ids are those of the request without them, and
+    /// no typed marker becomes its id.
+    #[test]
+    fn sprinkled_markers_never_become_ids(
+        model in 0..SPRINKLE_MODELS.len(),
+        words in proptest::collection::vec(
+            proptest::sample::select(vec!["Hi", "there", " ", "\n", "  ", "\t", "x", "é", "你好", "\"q\"", "{", "}", "<", ">", "|", "▁"]),
+            4..24,
+        ),
+        picks in proptest::collection::vec((0usize..4, 0usize..64, 0usize..10_000), 1..8),
+    ) {
+        let tok = common::tokenizer(SPRINKLE_MODELS[model]);
+        let markers = tok.control_markers().unwrap();
+        let mut ids: Vec<u32> = markers.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        let mut parts: Vec<String> = (0..4)
+            .map(|i| words.iter().skip(i).step_by(2).copied().collect())
+            .collect();
+        let clean = sprinkled_request(&parts);
+        for &(slot, at, which) in &picks {
+            let marker = &markers[which % markers.len()].content;
+            let s = &mut parts[slot];
+            let bounds: Vec<usize> = s.char_indices().map(|(i, _)| i).chain([s.len()]).collect();
+            let at = bounds[at % bounds.len()];
+            s.insert_str(at, marker);
+        }
+        let attack = sprinkled_request(&parts);
+        let Ok(clean_ids) = tok.encode_chat(&clean, &opts(ChatSpecialTokens::PlainText)) else {
+            return Ok(());
+        };
+        let plain = tok.encode_chat(&attack, &opts(ChatSpecialTokens::PlainText)).unwrap();
+        let marker_seq = |v: &[u32]| -> Vec<u32> {
+            v.iter().copied().filter(|id| ids.binary_search(id).is_ok()).collect()
+        };
+        proptest::prop_assert_eq!(
+            marker_seq(&plain.ids),
+            marker_seq(&clean_ids.ids),
+            "{}: {:?}",
+            SPRINKLE_MODELS[model],
+            parts
+        );
+    }
+}
+
+/// `LoadOptions::control_tokens` extends the rule (Gemma-3's `<table>` made
+/// a marker) and narrows it (Qwen3's `<think>` and Llama-3's special
+/// `<|eot_id|>` made ordinary vocabulary: typed, they are their ids).
+#[test]
+fn control_tokens_extend_and_narrow_the_markers() {
+    let load = |model: &str, control: router_tokenizer::ControlTokens| {
+        router_tokenizer::LoadOptions {
+            control_tokens: control,
+            ..common::offline_options()
+        }
+        .load(model)
+        .unwrap()
+    };
+    let cases = [
+        ("google/gemma-3-4b-it", "<table>", true),
+        ("Qwen/Qwen3-8B", "<think>", false),
+        ("meta-llama/Llama-3.2-1B-Instruct", "<|eot_id|>", false),
+    ];
+    for (model, token, make_marker) in cases {
+        let default = common::tokenizer(model);
+        let id = default.token_to_id(token).unwrap();
+        let is_marker = |tok: &Tokenizer| tok.control_markers().unwrap().iter().any(|t| t.id == id);
+        assert_eq!(
+            is_marker(&default),
+            !make_marker,
+            "{model} {token}: default"
+        );
+        let control = router_tokenizer::ControlTokens::default();
+        let control = if make_marker {
+            control.with_marker(token)
+        } else {
+            control.with_text(token)
+        };
+        let fixed = load(model, control);
+        assert_eq!(is_marker(&fixed), make_marker, "{model} {token}: corrected");
+        let request = injected("user", &format!("a {token} b"));
+        for (tok, marker) in [(&default, !make_marker), (&fixed, make_marker)] {
+            let plain = tok
+                .encode_chat(&request, &opts(ChatSpecialTokens::PlainText))
+                .unwrap();
+            let typed = tok
+                .encode_chat(&request, &opts(ChatSpecialTokens::Parse))
+                .unwrap();
+            let count = |ids: &[u32]| ids.iter().filter(|&&x| x == id).count();
+            if marker {
+                assert_eq!(count(&plain.ids) + 1, count(&typed.ids), "{model} {token}");
+                assert!(
+                    tok.encode_chat(&request, &opts(ChatSpecialTokens::Reject))
+                        .is_err()
+                );
+            } else {
+                assert_eq!(plain.ids, typed.ids, "{model} {token}: kept its id");
+                assert_eq!(plain.special_texts_as_text, 0);
+            }
+        }
+    }
+}

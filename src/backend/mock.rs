@@ -70,7 +70,12 @@ impl Encoder for MockTokenizer {
     }
 
     /// Every byte is its own id; `<s>`/`</s>` are text.
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        _markers: &[u32],
+    ) -> Option<Result<Encoding>> {
         let ids: Vec<u32> = text.bytes().map(u32::from).collect();
         if !with_offsets {
             return Some(Ok(Encoding::from_ids(ids)));

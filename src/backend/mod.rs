@@ -23,7 +23,7 @@ pub(crate) mod tiktoken;
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
-use crate::special::SpecialTokens;
+use crate::special::{SpecialToken, SpecialTokens};
 
 /// Word-cache slots per encoding thread for the BPE models this crate builds
 /// (`tokenizer.json` BPEs and tiktoken encodings; DESIGN.md claim 281): four
@@ -66,13 +66,21 @@ pub trait Encoder: Send + Sync {
     /// whatever the load-time policy, with no BOS/EOS (and one span per id
     /// when `with_offsets`): what `encode` gives under
     /// [`SpecialTokenPolicy::PlainText`](crate::SpecialTokenPolicy::PlainText).
+    /// The non-special added tokens whose ids are in `markers` (sorted; see
+    /// [`Tokenizer::added_tokens`]) are text too, skipped as the specials
+    /// are: the chat layer's control markers (DESIGN.md, "markers stay text").
     ///
     /// `None`, the default, says the backend cannot; then
     /// [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat) refuses a
     /// request whose special-token text it would have to encode as text
     /// (it never parses it instead).
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
-        let _ = (text, with_offsets);
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        markers: &[u32],
+    ) -> Option<Result<Encoding>> {
+        let _ = (text, with_offsets, markers);
         None
     }
 
@@ -266,4 +274,13 @@ pub trait Tokenizer: Encoder + Decoder {
 
     /// bos/eos/unk/pad/… and additional special tokens.
     fn special_tokens(&self) -> &SpecialTokens;
+
+    /// The added tokens that are not special but that every encode still
+    /// matches as one id (`tokenizer.json` added tokens with
+    /// `"special": false`, GGUF and SentencePiece user-defined pieces). The
+    /// chat layer decides which of them are control markers. The default
+    /// is none.
+    fn added_tokens(&self) -> Vec<SpecialToken> {
+        Vec::new()
+    }
 }

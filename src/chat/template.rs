@@ -142,6 +142,15 @@ impl ChatTemplate {
         Self::new(TemplateSource::from_text(template), specials)
     }
 
+    /// The text of every template that compiled.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = &str> {
+        self.inner
+            .templates
+            .iter()
+            .filter_map(|(_, c)| c.as_ref().ok())
+            .map(|c| c.source.as_str())
+    }
+
     /// The template names (`default` for a single template).
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.inner.templates.iter().map(|(n, _)| n.as_str())

@@ -21,7 +21,7 @@ use crate::cache::PromptCacheOptions;
 use crate::config::{self, TokenizerConfig};
 use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::special::{SpecialTokenPolicy, merge_eos_ids};
+use crate::special::{ControlTokens, SpecialTokenPolicy, merge_eos_ids};
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
 pub use alias::ModelAliases;
 pub use detect::Format;
@@ -69,6 +69,9 @@ pub struct LoadOptions {
     /// Prompt caches (the L0 exact cache; on by default, see
     /// [`PromptCacheOptions`]). Shared by every clone of the handle.
     pub prompt_cache: PromptCacheOptions,
+    /// Corrections to the added tokens a chat request may not forge
+    /// ([`ControlTokens`]); handle-level, like `parallel`.
+    pub control_tokens: ControlTokens,
     /// Folders local paths may be loaded from (with the hub cache). `None`
     /// (the default) allows any path; `Some(vec![])` allows none, so a source
     /// string taken from a client can only name a hub id or an encoding.
@@ -164,6 +167,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("hub", &self.hub)
             .field("prompt_cache", &self.prompt_cache)
             .field("allowed_dirs", &self.allowed_dirs)
+            .field("control_tokens", &self.control_tokens)
             .finish()
     }
 }
@@ -180,10 +184,7 @@ impl LoadOptions {
             self.check_allowed(resolved, allowed)?;
         }
         let tokenizer = if self.bypass_registry {
-            self.load_uncached(resolved).map(|tok| {
-                tok.with_parallel(self.parallel.clone())
-                    .with_prompt_cache(self.prompt_cache.clone())
-            })
+            self.load_uncached(resolved).map(|tok| self.configure(&tok))
         } else {
             registry::load_shared(resolved, self, || self.load_uncached(resolved))
         };
@@ -197,6 +198,14 @@ impl LoadOptions {
             })
             .with_source(e)
         })
+    }
+
+    /// `tok` with this load's handle-level options: parallelism, prompt
+    /// caches, control tokens.
+    pub(crate) fn configure(&self, tok: &Tokenizer) -> Tokenizer {
+        tok.with_parallel(self.parallel.clone())
+            .with_prompt_cache(self.prompt_cache.clone())
+            .with_control_tokens(self.control_tokens.clone())
     }
 
     /// Loads on the caller's tokio runtime (file reads and parsing run in

@@ -76,14 +76,12 @@ pub(super) fn load_shared(
 ) -> Result<Tokenizer> {
     let parsed_key = key(source, options);
     let handle_key = format!(
-        "{parsed_key}\u{0}{:?}\u{0}{:?}",
-        options.parallel, options.prompt_cache
+        "{parsed_key}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+        options.parallel, options.prompt_cache, options.control_tokens
     );
     load_keyed(handle_key, source, options, || {
         let parsed = load_keyed(parsed_key, source, options, load)?;
-        Ok(parsed
-            .with_parallel(options.parallel.clone())
-            .with_prompt_cache(options.prompt_cache.clone()))
+        Ok(options.configure(&parsed))
     })
 }
 

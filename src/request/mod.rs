@@ -11,8 +11,9 @@ mod special_text;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use crate::chat::ChatRequest;
+use crate::chat::{ChatRequest, ChatTemplate};
 use crate::error::{Error, ErrorKind, Result};
+use crate::special::ControlTokens;
 use crate::tokenizer::Tokenizer;
 use provenance::Sentinels;
 pub(crate) use special_text::SpecialText;
@@ -117,14 +118,36 @@ type BosEos = (Vec<u32>, Vec<u32>);
 /// What `encode_chat` learns about a tokenizer once (shared by clones).
 #[derive(Default)]
 pub(crate) struct RequestFacts {
+    control: ControlTokens,
     special: OnceLock<std::result::Result<SpecialText, ErrorKind>>,
     bos_eos: OnceLock<std::result::Result<BosEos, ErrorKind>>,
 }
 
 impl RequestFacts {
-    fn special(&self, tok: &Tokenizer) -> Result<&SpecialText> {
+    pub(crate) fn new(control: ControlTokens) -> Self {
+        Self {
+            control,
+            ..Self::default()
+        }
+    }
+
+    /// Nothing learned yet, the same corrections.
+    pub(crate) fn fresh(&self) -> Self {
+        Self::new(self.control.clone())
+    }
+
+    pub(crate) fn control(&self) -> &ControlTokens {
+        &self.control
+    }
+
+    /// The control markers under `template`, the handle's chat template.
+    pub(crate) fn special(&self, tok: &Tokenizer, template: &ChatTemplate) -> Result<&SpecialText> {
         self.special
-            .get_or_init(|| SpecialText::new(tok.backend_dyn()).map_err(|e| e.kind().clone()))
+            .get_or_init(|| {
+                let sources: Vec<&str> = template.sources().collect();
+                SpecialText::new(tok.backend_dyn(), &sources, &self.control)
+                    .map_err(|e| e.kind().clone())
+            })
             .as_ref()
             .map_err(|k| Error::new(k.clone()))
     }
@@ -144,7 +167,7 @@ pub(crate) fn encode_chat(
     options: &EncodeChatOptions,
 ) -> Result<ChatEncoding> {
     let template = tok.chat_template()?;
-    let st = tok.request_facts().special(tok)?;
+    let st = tok.request_facts().special(tok, template)?;
     let policy = options.special_tokens;
     if policy == ChatSpecialTokens::Reject
         && let Some((location, token)) = provenance::first_special_text(request, st)
@@ -215,7 +238,8 @@ pub(crate) fn encode_chat(
             .iter()
             .filter(|m| parse_forged || !m.forged)
             .collect();
-        let body = segments::encode_cut(backend, &text, &specials, with_offsets)?;
+        let body =
+            segments::encode_cut(backend, &text, &specials, &st.plain_markers, with_offsets)?;
         if options.add_special_tokens {
             let (bos, eos) = tok.request_facts().bos_eos(tok)?;
             wrap(body, bos, eos, text.len())?

@@ -324,10 +324,12 @@ pub(crate) fn touches(marked: &[Range<usize>], range: &Range<usize>) -> bool {
 mod tests {
     use super::*;
     use crate::backend::mock::MockTokenizer;
+    use crate::special::ControlTokens;
 
     #[test]
     fn sentinels_round_trip_and_mark_only_request_bytes() {
-        let st = SpecialText::new(&MockTokenizer::default()).unwrap();
+        let st =
+            SpecialText::new(&MockTokenizer::default(), &[], &ControlTokens::default()).unwrap();
         let request = ChatRequest::new(vec![Message::new("user", "hi <s> there </")]);
         let s = Sentinels::choose(&st, &request, "{{ x }}").unwrap();
         let protected = s.protect(&request);
@@ -348,7 +350,8 @@ mod tests {
 
     #[test]
     fn sentinel_window_avoids_private_use_chars_in_the_request() {
-        let st = SpecialText::new(&MockTokenizer::default()).unwrap();
+        let st =
+            SpecialText::new(&MockTokenizer::default(), &[], &ControlTokens::default()).unwrap();
         let taken: String = (0xF_0000..0xF_0004).filter_map(char::from_u32).collect();
         let request = ChatRequest::new(vec![Message::new("user", format!("{taken}<s>"))]);
         let s = Sentinels::choose(&st, &request, "").unwrap();

@@ -29,7 +29,7 @@ pub(crate) fn matches(st: &SpecialText, text: &str, marked: &[Range<usize>]) -> 
         .filter_map(|m| {
             let range = m.start()..m.end();
             let id = *st.ids.get(m.pattern().as_usize())?;
-            let forged = touches(marked, &range);
+            let forged = st.is_marker(m.pattern().as_usize()) && touches(marked, &range);
             Some(Match { range, id, forged })
         })
         .collect()
@@ -41,6 +41,7 @@ pub(crate) fn encode_cut(
     backend: &dyn backend::Tokenizer,
     text: &str,
     specials: &[&Match],
+    markers: &[u32],
     with_offsets: bool,
 ) -> Result<Encoding> {
     let mut ids = Vec::with_capacity(text.len() / 3 + specials.len() + 2);
@@ -53,7 +54,7 @@ pub(crate) fn encode_cut(
         let piece = text
             .get(start..end)
             .ok_or_else(|| Error::config("encode_chat: a cut is not on a char boundary"))?;
-        let enc = plain(backend, piece, with_offsets)?;
+        let enc = plain(backend, piece, markers, with_offsets)?;
         let (piece_ids, piece_offsets) = enc.into_parts();
         ids.extend_from_slice(&piece_ids);
         if with_offsets {
@@ -80,12 +81,17 @@ pub(crate) fn encode_cut(
     }
 }
 
-/// `text` with special-token text as plain text, no BOS/EOS.
-fn plain(backend: &dyn backend::Tokenizer, text: &str, with_offsets: bool) -> Result<Encoding> {
-    if let Some(result) = backend.encode_plain(text, with_offsets) {
+/// `text` with special-token text and `markers` as plain text, no BOS/EOS.
+fn plain(
+    backend: &dyn backend::Tokenizer,
+    text: &str,
+    markers: &[u32],
+    with_offsets: bool,
+) -> Result<Encoding> {
+    if let Some(result) = backend.encode_plain(text, with_offsets, markers) {
         return result;
     }
-    if !backend.parses_special_text() {
+    if !backend.parses_special_text() && markers.is_empty() {
         return if with_offsets {
             backend.encode_with_offsets(text, false)
         } else {
@@ -102,7 +108,7 @@ fn plain(backend: &dyn backend::Tokenizer, text: &str, with_offsets: bool) -> Re
 /// encoding `"a"` both ways.
 pub(crate) fn bos_eos(backend: &dyn backend::Tokenizer) -> Result<(Vec<u32>, Vec<u32>)> {
     let with = backend.encode("a", true)?.into_ids();
-    let bare = plain(backend, "a", false)?.into_ids();
+    let bare = plain(backend, "a", &[], false)?.into_ids();
     let at = (0..=with.len().saturating_sub(bare.len()))
         .find(|&i| with.get(i..i + bare.len()) == Some(bare.as_slice()))
         .ok_or_else(|| Error::config("encode_chat: cannot tell the ids add_special_tokens adds"))?;

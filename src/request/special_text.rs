@@ -8,18 +8,27 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::backend;
 use crate::error::{Error, Result};
+use crate::special::{ControlTokens, SpecialToken};
 
 /// Fragments shorter than this many chars are not flagged at a string's
 /// edges (DESIGN.md, claim 203).
 pub(crate) const MIN_FRAGMENT_CHARS: usize = 2;
 
-/// A tokenizer's special-token texts.
+/// A tokenizer's control markers as the chat layer sees them.
 pub(crate) struct SpecialText {
     /// Each text's id, in pattern order.
     pub ids: Vec<u32>,
+    /// The texts, in pattern order.
+    texts: Vec<Box<str>>,
+    /// Per pattern: a token [`ControlTokens::with_text`] made ordinary
+    /// vocabulary (its id wherever it is typed), not a marker.
+    parsed: Vec<bool>,
+    /// The ids of the non-special markers, sorted: a plain stretch keeps
+    /// them as text ([`crate::backend::Encoder::encode_plain`]).
+    pub plain_markers: Vec<u32>,
     /// Leftmost-longest over every text; `None` when there are none.
     pub matcher: Option<AhoCorasick>,
-    /// The distinct chars of all texts, sorted; a sentinel is `base + index`.
+    /// The distinct chars of all marker texts, sorted; a sentinel is `base + index`.
     pub alphabet: Vec<char>,
     pub index: FxHashMap<char, u32>,
     /// Proper prefixes and suffixes (at least [`MIN_FRAGMENT_CHARS`] chars).
@@ -36,22 +45,93 @@ pub(crate) struct SpecialText {
     max_len: usize,
 }
 
+/// Whether `text` is shaped as control tokens are and plain text never is:
+/// `<|…|>` (OpenAI, Llama-3, Qwen, Command-R), `<｜…｜>` (DeepSeek) or an
+/// upper-case bracket word, `[INST]`, `[/INST]`, `[TOOL_CALLS]` (Mistral).
+/// HTML-like tags (`<think>`, but also Gemma-3's `<table>`) are not: they
+/// count only where the template writes them.
+pub(crate) fn has_marker_shape(text: &str) -> bool {
+    let inner = |open: &str, close: &str| {
+        text.strip_prefix(open)
+            .and_then(|t| t.strip_suffix(close))
+            .filter(|t| !t.is_empty() && !t.chars().any(char::is_whitespace))
+    };
+    if inner("<|", "|>").is_some() || inner("<\u{ff5c}", "\u{ff5c}>").is_some() {
+        return true;
+    }
+    inner("[", "]").is_some_and(|t| {
+        let t = t.strip_prefix('/').unwrap_or(t);
+        t.starts_with(|c: char| c.is_ascii_uppercase())
+            && t.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
+}
+
+/// Whether a token the template writes can be a marker: it holds a char
+/// other than letters, digits and whitespace (`<think>`, `<tool_call>`).
+/// Whitespace runs (Gemma-3's `\n\n`) and words added to a vocabulary are
+/// plain text even where a template writes them.
+fn is_markup(text: &str) -> bool {
+    text.chars()
+        .any(|c| !c.is_alphanumeric() && !c.is_whitespace())
+        && !text.chars().all(|c| c.is_whitespace() || c == '\u{2581}')
+}
+
 impl SpecialText {
-    pub(crate) fn new(backend: &dyn backend::Tokenizer) -> Result<Self> {
+    /// The markers of `backend` under `templates` (the sources of its chat
+    /// template) and `control`: every special added token, and every
+    /// non-special one the templates write literally or shaped as a marker;
+    /// `control` adds and removes tokens by text (DESIGN.md, "markers stay
+    /// text").
+    pub(crate) fn new(
+        backend: &dyn backend::Tokenizer,
+        templates: &[&str],
+        control: &ControlTokens,
+    ) -> Result<Self> {
         let specials = backend.special_tokens();
-        let mut seen: FxHashSet<&str> = FxHashSet::default();
-        let mut texts: Vec<&str> = Vec::new();
+        let as_text = |t: &str| control.text().iter().any(|x| x == t);
+        let mut seen: FxHashSet<String> = FxHashSet::default();
+        let mut texts: Vec<String> = Vec::new();
         let mut ids = Vec::new();
+        let mut parsed = Vec::new();
+        let mut plain_markers = Vec::new();
+        let mut push = |content: &str, id: u32, is_parsed: bool| {
+            if !content.is_empty() && seen.insert(content.to_owned()) {
+                texts.push(content.to_owned());
+                ids.push(id);
+                parsed.push(is_parsed);
+            }
+        };
         for t in specials
             .named()
             .map(|(_, t)| t)
             .chain(specials.additional.iter())
         {
-            if !t.content.is_empty() && seen.insert(t.content.as_str()) {
-                texts.push(t.content.as_str());
-                ids.push(t.id);
+            push(&t.content, t.id, as_text(&t.content));
+        }
+        let added = backend.added_tokens();
+        for t in &added {
+            let c = t.content.as_str();
+            let marker = !as_text(c)
+                && (control.markers().iter().any(|m| m == c)
+                    || has_marker_shape(c)
+                    || (is_markup(c) && templates.iter().any(|src| src.contains(c))));
+            if marker {
+                push(c, t.id, false);
             }
         }
+        // A non-special added token may also be a named one (Command-R+'s
+        // eos, `<|END_OF_TURN_TOKEN|>`): every marker among them is kept as
+        // text by id.
+        for t in &added {
+            if let Some(i) = texts.iter().position(|x| *x == t.content)
+                && !parsed[i]
+            {
+                plain_markers.push(t.id);
+            }
+        }
+        plain_markers.sort_unstable();
+        plain_markers.dedup();
         let matcher = if texts.is_empty() {
             None
         } else {
@@ -62,6 +142,14 @@ impl SpecialText {
                     .map_err(|e| Error::config(format!("special-token matcher: {e}")))?,
             )
         };
+        let all: Vec<Box<str>> = texts.iter().map(|t| Box::from(t.as_str())).collect();
+        // Sentinels and fragments are for markers only.
+        let texts: Vec<&str> = texts
+            .iter()
+            .zip(&parsed)
+            .filter(|(_, p)| !**p)
+            .map(|(t, _)| t.as_str())
+            .collect();
         let mut alphabet: Vec<char> = texts.iter().flat_map(|t| t.chars()).collect();
         alphabet.sort_unstable();
         alphabet.dedup();
@@ -96,6 +184,9 @@ impl SpecialText {
                 Some(map)
             });
         Ok(Self {
+            texts: all,
+            parsed,
+            plain_markers,
             edge_bytes,
             first,
             last,
@@ -109,15 +200,45 @@ impl SpecialText {
         })
     }
 
-    /// Whether `s` holds a whole special-token text.
-    pub(crate) fn has_text(&self, s: &str) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(s))
+    /// Whether pattern `i` is a marker (not a token made ordinary vocabulary).
+    pub(crate) fn is_marker(&self, pattern: usize) -> bool {
+        !self.parsed.get(pattern).copied().unwrap_or(true)
     }
 
-    /// The first special-token text in `s`.
+    /// The markers' leftmost-longest matches in `s`.
+    fn marker_matches<'a>(&'a self, s: &'a str) -> impl Iterator<Item = aho_corasick::Match> + 'a {
+        self.matcher
+            .iter()
+            .flat_map(move |m| m.find_iter(s))
+            .filter(|m| self.is_marker(m.pattern().as_usize()))
+    }
+
+    /// Whether `s` holds a whole marker text.
+    pub(crate) fn has_text(&self, s: &str) -> bool {
+        self.marker_matches(s).next().is_some()
+    }
+
+    /// The first marker text in `s`.
     pub(crate) fn first_text<'s>(&self, s: &'s str) -> Option<&'s str> {
-        let m = self.matcher.as_ref()?.find(s)?;
+        let m = self.marker_matches(s).next()?;
         s.get(m.start()..m.end())
+    }
+
+    /// The markers, in id order.
+    pub(crate) fn markers(&self) -> Vec<SpecialToken> {
+        let mut out: Vec<SpecialToken> = self
+            .texts
+            .iter()
+            .zip(&self.ids)
+            .enumerate()
+            .filter(|&(i, _)| self.is_marker(i))
+            .map(|(_, (t, &id))| SpecialToken {
+                content: t.to_string(),
+                id,
+            })
+            .collect();
+        out.sort_by_key(|t| t.id);
+        out
     }
 
     /// The byte ranges of `s` to mark: every special-token text, the longest
@@ -126,9 +247,7 @@ impl SpecialText {
     /// trailing whitespace) that starts one. Empty when none.
     pub(crate) fn marks(&self, s: &str) -> Vec<std::ops::Range<usize>> {
         let mut out = Vec::new();
-        if let Some(m) = &self.matcher {
-            out.extend(m.find_iter(s).map(|m| m.start()..m.end()));
-        }
+        out.extend(self.marker_matches(s).map(|m| m.start()..m.end()));
         if self.max_len < 2 {
             return out;
         }
@@ -205,7 +324,8 @@ mod tests {
 
     #[test]
     fn marks_whole_texts_and_edge_fragments() {
-        let st = SpecialText::new(&MockTokenizer::default()).unwrap();
+        let st =
+            SpecialText::new(&MockTokenizer::default(), &[], &ControlTokens::default()).unwrap();
         assert_eq!(st.marks("a<s>b"), vec![1..4]);
         assert!(st.marks("plain").is_empty());
         // `</` starts `</s>`; `s>` ends `<s>`/`</s>`.
@@ -214,5 +334,38 @@ mod tests {
         assert_eq!(st.marks("  s> y \n"), vec![2..4]);
         assert!(st.needs_marks("x </  "));
         assert!(!st.needs_marks("x < y"));
+    }
+
+    #[test]
+    fn marker_shapes_and_markup() {
+        for t in [
+            "<|im_end|>",
+            "<\u{ff5c}User\u{ff5c}>",
+            "[INST]",
+            "[/INST]",
+            "[TOOL_CALLS]",
+            "[IMG_BREAK]",
+        ] {
+            assert!(has_marker_shape(t), "{t}");
+        }
+        for t in [
+            "<think>",
+            "<table>",
+            "[multimodal]",
+            "<| |>",
+            "<||>",
+            "[]",
+            "[Inst]",
+            "hello",
+            "\n\n",
+        ] {
+            assert!(!has_marker_shape(t), "{t}");
+        }
+        for t in ["<think>", "</tool_call>", "<unused0>"] {
+            assert!(is_markup(t), "{t}");
+        }
+        for t in ["\n\n", "\t", "\u{2581}\u{2581}", "assistant", "Ωmega"] {
+            assert!(!is_markup(t), "{t}");
+        }
     }
 }

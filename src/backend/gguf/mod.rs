@@ -145,7 +145,7 @@ impl GgufBackend {
     }
 
     fn encode_impl(&self, text: &str, add_special: bool, offsets: bool) -> Result<Encoding> {
-        self.encode_with(text, add_special, offsets, self.parse_special)
+        self.encode_with(text, add_special, offsets, self.parse_special, &[])
     }
 
     /// `encode_impl` with CONTROL/UNKNOWN text parsed or not.
@@ -155,12 +155,15 @@ impl GgufBackend {
         add_special: bool,
         offsets: bool,
         parse_special: bool,
+        markers: &[u32],
     ) -> Result<Encoding> {
         let mut out = Out {
             ids: Vec::with_capacity(text.len() / 3 + 2),
             offsets: offsets.then(Vec::new),
         };
-        let fragments = self.partitioner.split(&self.vocab, text, parse_special);
+        let fragments = self
+            .partitioner
+            .split(&self.vocab, text, parse_special, markers);
         let v = &self.vocab;
         let bos = |out: &mut Out| -> Result<()> {
             let id = v.bos.ok_or_else(|| {
@@ -520,8 +523,13 @@ impl Encoder for GgufBackend {
         self.parse_special
     }
 
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
-        Some(self.encode_with(text, false, with_offsets, false))
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        markers: &[u32],
+    ) -> Option<Result<Encoding>> {
+        Some(self.encode_with(text, false, with_offsets, false, markers))
     }
 }
 
@@ -611,6 +619,18 @@ impl Tokenizer for GgufBackend {
 
     fn special_tokens(&self) -> &SpecialTokens {
         &self.special_tokens
+    }
+
+    /// USER_DEFINED tokens: llama.cpp cuts them out whatever `parse_special`.
+    fn added_tokens(&self) -> Vec<SpecialToken> {
+        let v = &self.vocab;
+        (0..u32::try_from(v.len()).unwrap_or(u32::MAX))
+            .filter(|&id| v.attr(id) & attr::USER_DEFINED != 0)
+            .map(|id| SpecialToken {
+                content: String::from_utf8_lossy(v.token(id)).into_owned(),
+                id,
+            })
+            .collect()
     }
 }
 

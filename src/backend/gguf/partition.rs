@@ -46,8 +46,15 @@ impl Partitioner {
         Self { finder }
     }
 
-    /// Splits `text`; an empty text has no fragments.
-    pub(crate) fn split(&self, vocab: &Vocab, text: &str, parse_special: bool) -> Vec<Fragment> {
+    /// Splits `text`; an empty text has no fragments. The ids in `markers`
+    /// (sorted) are never cut out: the chat layer's control markers, text.
+    pub(crate) fn split(
+        &self,
+        vocab: &Vocab,
+        text: &str,
+        parse_special: bool,
+        markers: &[u32],
+    ) -> Vec<Fragment> {
         if text.is_empty() {
             return Vec::new();
         }
@@ -56,8 +63,10 @@ impl Partitioner {
         if cache.is_empty() {
             return whole;
         }
-        let eligible =
-            |id: u32| parse_special || vocab.attr(id) & (attr::CONTROL | attr::UNKNOWN) == 0;
+        let eligible = |id: u32| {
+            (parse_special || vocab.attr(id) & (attr::CONTROL | attr::UNKNOWN) == 0)
+                && markers.binary_search(&id).is_err()
+        };
         let mut present = vec![false; cache.len()];
         match &self.finder {
             Some(ac) => {

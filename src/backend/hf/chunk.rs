@@ -405,18 +405,49 @@ impl<'a> SegMap<'a> {
     }
 }
 
+/// Which added tokens an encode keeps as text: the special ones (the
+/// reference's `encode_special_tokens`) and, for a chat request's plain
+/// stretches, the non-special control markers among them (sorted ids).
+#[derive(Clone, Copy, Default)]
+pub(super) struct AsText<'m> {
+    pub specials: bool,
+    pub markers: &'m [u32],
+}
+
+impl<'m> AsText<'m> {
+    /// Special tokens as text or not; no markers.
+    pub fn specials(on: bool) -> Self {
+        Self {
+            specials: on,
+            markers: &[],
+        }
+    }
+
+    /// Every special token and these markers as text.
+    pub fn plain(markers: &'m [u32]) -> Self {
+        Self {
+            specials: true,
+            markers,
+        }
+    }
+
+    fn marker(&self, id: u32) -> bool {
+        !self.markers.is_empty() && self.markers.binary_search(&id).is_ok()
+    }
+}
+
 /// Where the windows are, in chunk coordinates.
 #[derive(Clone, Copy)]
-struct Windows {
+struct Windows<'m> {
     head: usize,
     tail_from: usize,
     /// Also compute every span (`encode_with_offsets`, or a chunk asked for all).
     all: bool,
     /// Record pre-token boundaries (the family cuts at them).
     bounds: bool,
-    /// Special added tokens are text (the `PlainText` policy, or a plain
+    /// Which added tokens are text (the `PlainText` policy, or a plain
     /// encode asked for per call).
-    specials_as_text: bool,
+    as_text: AsText<'m>,
 }
 
 /// What one window learned.
@@ -554,11 +585,9 @@ impl HfBackend {
         text: &str,
         request: &ChunkRequest,
         bounds: bool,
-        specials_as_text: bool,
+        as_text: AsText<'_>,
     ) -> Result<ChunkEncoding> {
-        self.with_scratch(|scratch| {
-            self.encode_chunk_with(text, request, bounds, specials_as_text, scratch)
-        })
+        self.with_scratch(|scratch| self.encode_chunk_with(text, request, bounds, as_text, scratch))
     }
 
     /// Runs `f` with this thread's [`Scratch`] for this backend.
@@ -579,7 +608,7 @@ impl HfBackend {
     pub(super) fn plain_tokens(
         &self,
         text: &str,
-        specials_as_text: bool,
+        as_text: AsText<'_>,
         tokens: &mut Vec<PipelineToken>,
     ) -> Result<()> {
         let windows = Windows {
@@ -587,7 +616,7 @@ impl HfBackend {
             tail_from: text.len(),
             all: false,
             bounds: false,
-            specials_as_text,
+            as_text,
         };
         let mut out = Out {
             tokens: std::mem::take(tokens),
@@ -605,7 +634,7 @@ impl HfBackend {
         text: &str,
         request: &ChunkRequest,
         bounds: bool,
-        specials_as_text: bool,
+        as_text: AsText<'_>,
         scratch: &mut Scratch,
     ) -> Result<ChunkEncoding> {
         let len = text.len();
@@ -614,7 +643,7 @@ impl HfBackend {
             tail_from: len.saturating_sub(request.tail),
             all: request.all_offsets,
             bounds,
-            specials_as_text,
+            as_text,
         };
         let mut out = Out {
             // The sequential encode's estimate (`HfBackend::encode`).
@@ -677,7 +706,7 @@ impl HfBackend {
     fn walk_added(
         &self,
         text: &str,
-        windows: Windows,
+        windows: Windows<'_>,
         scratch: &mut Scratch,
         out: &mut Out,
     ) -> Result<()> {
@@ -687,8 +716,7 @@ impl HfBackend {
         // may (before `pos` after an `rstrip`, as in the reference).
         let (mut pos, mut search) = (0, 0);
         loop {
-            let next =
-                self.extract_added(added, text, search, pos, false, windows.specials_as_text);
+            let next = self.extract_added(added, text, search, pos, false, windows.as_text);
             let text_end = next.map_or(len, |m| m.start);
             if text_end > pos {
                 let segment = text
@@ -738,18 +766,28 @@ impl HfBackend {
         search: usize,
         gap_from: usize,
         normalized: bool,
-        specials_as_text: bool,
+        as_text: AsText<'_>,
     ) -> Option<Found> {
-        match &self.added {
-            Some(matcher) => matcher.next(text, search, gap_from, normalized, specials_as_text),
-            None => added
-                .extract_next(text.as_bytes(), search, normalized, specials_as_text)
-                .map(|((start, stop), id)| Found {
-                    start,
-                    stop,
-                    resume: stop,
-                    id,
-                }),
+        let mut search = search;
+        loop {
+            let found = match &self.added {
+                Some(matcher) => matcher.next(text, search, gap_from, normalized, as_text.specials),
+                None => added
+                    .extract_next(text.as_bytes(), search, normalized, as_text.specials)
+                    .map(|((start, stop), id)| Found {
+                        start,
+                        stop,
+                        resume: stop,
+                        id,
+                    }),
+            }?;
+            // A marker kept as text is skipped as the reference skips a
+            // special token under `encode_special_tokens`: the search goes
+            // on from the end of its own text.
+            if !as_text.marker(found.id) {
+                return Some(found);
+            }
+            search = found.resume;
         }
     }
 
@@ -758,7 +796,7 @@ impl HfBackend {
         &self,
         segment: &str,
         pos: usize,
-        windows: Windows,
+        windows: Windows<'_>,
         scratch: &mut Scratch,
         out: &mut Out,
     ) -> Result<()> {
@@ -789,8 +827,7 @@ impl HfBackend {
         // mapped the segment's ends.
         let mut norm_added: Vec<(usize, usize, usize)> = Vec::new();
         loop {
-            let nnext =
-                self.extract_added(added, norm, nsearch, npos, true, windows.specials_as_text);
+            let nnext = self.extract_added(added, norm, nsearch, npos, true, windows.as_text);
             let nend = nnext.map_or(norm.len(), |m| m.start);
             if nend > npos {
                 let text = norm
@@ -967,7 +1004,7 @@ impl HfBackend {
         piece: &Piece<'_>,
         spans: &[Span],
         first: usize,
-        windows: Windows,
+        windows: Windows<'_>,
         map: &mut SegMap<'_>,
         scratch: &mut Scratch,
         out: &mut Out,
@@ -1083,7 +1120,7 @@ impl HfBackend {
         (ps, pe): (usize, usize),
         from: usize,
         limit: usize,
-        windows: Windows,
+        windows: Windows<'_>,
         map: &mut SegMap<'_>,
         scratch: &mut Scratch,
         out: &mut Out,
@@ -1132,7 +1169,7 @@ impl HfBackend {
         (ps, pe): (usize, usize),
         floor: usize,
         end: usize,
-        windows: Windows,
+        windows: Windows<'_>,
         map: &mut SegMap<'_>,
         scratch: &mut Scratch,
         out: &mut Out,

@@ -38,6 +38,7 @@ use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::special::SpecialTokenPolicy;
 use crate::special::{SpecialToken, SpecialTokens};
+use chunk::AsText;
 pub(crate) use vocab::ModelKind;
 use vocab::Vocab;
 
@@ -863,7 +864,11 @@ impl HfBackend {
             || (self.unicode_steps && !text.is_ascii())
             || self.regex_split.as_ref().is_some_and(|r| r.needs(text));
         if walk {
-            self.plain_tokens(text, options.encode_special_tokens, tokens)?;
+            self.plain_tokens(
+                text,
+                AsText::specials(options.encode_special_tokens),
+                tokens,
+            )?;
         } else {
             self.pipe()?
                 .encode_into(text, options, tokens)
@@ -989,7 +994,7 @@ impl Encoder for HfBackend {
             text,
             &ChunkRequest::new(0, 0, true),
             false,
-            self.specials_as_text,
+            AsText::specials(self.specials_as_text),
         )?;
         let spans = chunk
             .offsets
@@ -1012,9 +1017,27 @@ impl Encoder for HfBackend {
         !self.specials_as_text
     }
 
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        markers: &[u32],
+    ) -> Option<Result<Encoding>> {
+        if !with_offsets && !markers.is_empty() {
+            // Markers as text: the walk, which skips them as specials.
+            let mut tokens = Vec::new();
+            return Some(
+                self.plain_tokens(text, AsText::plain(markers), &mut tokens)
+                    .map(|()| Encoding::from_ids(PipelineToken::cast_slice(&tokens).to_vec())),
+            );
+        }
         if with_offsets {
-            let chunk = self.encode_chunk_impl(text, &ChunkRequest::new(0, 0, true), false, true);
+            let chunk = self.encode_chunk_impl(
+                text,
+                &ChunkRequest::new(0, 0, true),
+                false,
+                AsText::plain(markers),
+            );
             return Some(chunk.and_then(|c| {
                 let offsets = c
                     .offsets
@@ -1077,7 +1100,7 @@ impl Encoder for HfBackend {
             text,
             request,
             self.split.family.needs_boundaries(),
-            self.specials_as_text,
+            AsText::specials(self.specials_as_text),
         )
     }
 }
@@ -1192,5 +1215,25 @@ impl Tokenizer for HfBackend {
 
     fn special_tokens(&self) -> &SpecialTokens {
         &self.special_tokens
+    }
+
+    /// `added_tokens` entries with `"special": false`.
+    fn added_tokens(&self) -> Vec<SpecialToken> {
+        self.vocab
+            .added
+            .iter()
+            .filter(|&&id| {
+                !self
+                    .vocab
+                    .special
+                    .get(id as usize)
+                    .copied()
+                    .unwrap_or(false)
+            })
+            .filter_map(|&id| {
+                let content = self.vocab.tokens.get(id as usize)?.as_deref()?.to_owned();
+                Some(SpecialToken { content, id })
+            })
+            .collect()
     }
 }

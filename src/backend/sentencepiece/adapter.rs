@@ -249,7 +249,12 @@ impl Encoder for SpmBackend {
         self.control_matcher.is_some()
     }
 
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        _markers: &[u32],
+    ) -> Option<Result<Encoding>> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 4);
         let mut offsets = Vec::new();
         self.encode_segments(text, false, &mut ids, with_offsets.then_some(&mut offsets));

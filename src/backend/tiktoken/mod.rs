@@ -784,7 +784,12 @@ impl Encoder for TiktokenBackend {
         self.policy == SpecialTokenPolicy::Parse
     }
 
-    fn encode_plain(&self, text: &str, with_offsets: bool) -> Option<Result<Encoding>> {
+    fn encode_plain(
+        &self,
+        text: &str,
+        with_offsets: bool,
+        _markers: &[u32],
+    ) -> Option<Result<Encoding>> {
         if with_offsets {
             return Some(self.encode_offsets_with(text, false, false));
         }
