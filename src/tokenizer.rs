@@ -71,13 +71,34 @@ enum ChatSlot {
 }
 
 impl ChatSlot {
-    fn for_info(info: &TokenizerInfo) -> Self {
-        Self::Lazy(LazyChatTemplate::new(
-            info.dir.clone().unwrap_or_default(),
-            info.chat_template_override.clone(),
-            info.config.as_deref().cloned(),
-        ))
+    fn for_info(info: &TokenizerInfo, backend: &dyn backend::Tokenizer) -> Self {
+        Self::Lazy(
+            LazyChatTemplate::new(
+                info.dir.clone().unwrap_or_default(),
+                info.chat_template_override.clone(),
+                info.config.as_deref().cloned(),
+            )
+            .with_fallback(template_fallback(info, backend)),
+        )
     }
+}
+
+/// What a template sees as `bos_token`, `eos_token`, ... where no
+/// `tokenizer_config.json` names them: a bare SentencePiece model's or GGUF
+/// file's own tokens (the pieces of its `bos_id`, `eos_id`, ...), as
+/// transformers' slow tokenizers give `<s>`, `</s>`, `<unk>` with no config;
+/// nothing for the other formats, which have none without a config.
+fn template_fallback(
+    info: &TokenizerInfo,
+    backend: &dyn backend::Tokenizer,
+) -> crate::chat::SpecialTokens {
+    let mut out = crate::chat::SpecialTokens::new();
+    if info.config.is_none() && matches!(info.format, Format::SentencePiece | Format::Gguf) {
+        for (role, token) in backend.special_tokens().named() {
+            out.set(format!("{role}_token"), token.content.clone());
+        }
+    }
+    out
 }
 
 /// A loaded tokenizer. Cheap to clone (one `Arc`), `Send + Sync`.
@@ -109,7 +130,7 @@ impl Tokenizer {
         let backend_name = backend.backend_name();
         let metrics = Metrics::new(backend_name);
         let parallel = ParallelEncoder::new(ParallelOptions::default(), backend.backend_name());
-        let chat = Arc::new(ChatSlot::for_info(&info));
+        let chat = Arc::new(ChatSlot::for_info(&info, &*backend));
         let budget = Arc::new(BudgetFacts {
             context_length: crate::config::context_length(
                 info.dir.as_deref(),
@@ -170,7 +191,7 @@ impl Tokenizer {
 
     /// The same tokenizer with another chat template (Jinja text), compiled now.
     pub fn with_chat_template(&self, template: &str) -> Result<Self> {
-        let specials = crate::chat::SpecialTokens::from_dir(
+        let mut specials = crate::chat::SpecialTokens::from_dir(
             self.inner
                 .info
                 .dir
@@ -178,6 +199,7 @@ impl Tokenizer {
                 .unwrap_or(std::path::Path::new("")),
             self.inner.info.config.as_deref(),
         )?;
+        specials.fill_from(&template_fallback(&self.inner.info, &*self.inner.backend));
         let compiled = ChatTemplate::from_text(template, &specials)?;
         Ok(self.derive(|inner| {
             inner.chat = Arc::new(ChatSlot::Ready(compiled));

@@ -280,7 +280,8 @@ enum Command {
     },
     /// Render a chat conversation with the tokenizer's template, exactly as
     /// transformers' `apply_chat_template(..., tokenize=False)`; no newline added.
-    /// Only the template and the special tokens are read, not the vocabulary.
+    /// Only the template and the special tokens are read, not the vocabulary (a GGUF file or a
+    /// SentencePiece model without `tokenizer_config.json` is loaded: its tokens are its own).
     Chat {
         #[command(flatten)]
         source: Source,

@@ -372,6 +372,15 @@ impl SpecialTokens {
         }
     }
 
+    /// Sets each of `fallback`'s tokens that these lack.
+    pub(crate) fn fill_from(&mut self, fallback: &SpecialTokens) {
+        for (name, text) in fallback.iter() {
+            if self.get(name).is_none() {
+                self.set(name, text);
+            }
+        }
+    }
+
     /// The token called `name` (`bos_token`, ...).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.tokens

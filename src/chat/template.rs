@@ -374,6 +374,8 @@ pub struct LazyChatTemplate {
     dir: PathBuf,
     override_path: Option<PathBuf>,
     tokenizer_config: Option<Json>,
+    /// Tokens the template sees where the configs name none.
+    fallback: SpecialTokens,
     cell: OnceLock<Result<ChatTemplate, ChatTemplateError>>,
 }
 
@@ -389,18 +391,27 @@ impl LazyChatTemplate {
             dir,
             override_path,
             tokenizer_config,
+            fallback: SpecialTokens::new(),
             cell: OnceLock::new(),
         }
+    }
+
+    /// The same, with `fallback`'s tokens for those the configs do not name
+    /// (a bare SentencePiece model's own, which have no config).
+    pub(crate) fn with_fallback(mut self, fallback: SpecialTokens) -> Self {
+        self.fallback = fallback;
+        self
     }
 
     /// The compiled template, loading it on the first call.
     pub fn get(&self) -> Result<&ChatTemplate, ChatTemplateError> {
         self.cell
             .get_or_init(|| {
-                load_chat_template(
+                load_chat_template_with(
                     &self.dir,
                     self.override_path.as_deref(),
                     self.tokenizer_config.as_ref(),
+                    &self.fallback,
                 )
             })
             .as_ref()
@@ -418,6 +429,16 @@ pub fn load_chat_template(
     override_path: Option<&Path>,
     tokenizer_config: Option<&Json>,
 ) -> Result<ChatTemplate, ChatTemplateError> {
+    load_chat_template_with(dir, override_path, tokenizer_config, &SpecialTokens::new())
+}
+
+/// [`load_chat_template`], with `fallback`'s tokens for those the configs do not name.
+fn load_chat_template_with(
+    dir: &Path,
+    override_path: Option<&Path>,
+    tokenizer_config: Option<&Json>,
+    fallback: &SpecialTokens,
+) -> Result<ChatTemplate, ChatTemplateError> {
     let source = TemplateSource::discover(dir, override_path, tokenizer_config)?.ok_or_else(|| {
         ChatTemplateError::NoTemplate {
             detail: format!(
@@ -426,7 +447,8 @@ pub fn load_chat_template(
             ),
         }
     })?;
-    let specials = SpecialTokens::from_dir(dir, tokenizer_config)?;
+    let mut specials = SpecialTokens::from_dir(dir, tokenizer_config)?;
+    specials.fill_from(fallback);
     ChatTemplate::new(source, &specials)
 }
 

@@ -18,8 +18,10 @@ enum ConfigHome {
     Dir(PathBuf),
     /// A built-in tiktoken encoding: no template.
     Builtin,
-    /// A GGUF file: the template is in its metadata, read by a full load.
-    Gguf,
+    /// A GGUF file (the template is in its metadata), or a SentencePiece
+    /// model with no `tokenizer_config.json` (the special tokens are its
+    /// pieces): read by a full load.
+    Model,
 }
 
 impl LoadOptions {
@@ -31,7 +33,7 @@ impl LoadOptions {
     pub fn load_chat_template(&self, source: &str) -> Result<ChatTemplate> {
         let dir = match self.config_home(source)? {
             ConfigHome::Dir(dir) => dir,
-            ConfigHome::Gguf => return Ok(self.load(source)?.chat_template()?.clone()),
+            ConfigHome::Model => return Ok(self.load(source)?.chat_template()?.clone()),
             ConfigHome::Builtin => {
                 if let Some(file) = &self.chat_template {
                     let text = crate::limits::read_capped(file, crate::limits::MAX_CONFIG_JSON)?;
@@ -58,7 +60,7 @@ impl LoadOptions {
     pub fn load_special_tokens(&self, source: &str) -> Result<SpecialTokens> {
         match self.config_home(source)? {
             ConfigHome::Builtin => Ok(SpecialTokens::new()),
-            ConfigHome::Gguf => {
+            ConfigHome::Model => {
                 let tok = self.load(source)?;
                 let mut specials = SpecialTokens::new();
                 for (role, token) in tok.special_tokens().named() {
@@ -80,14 +82,19 @@ impl LoadOptions {
         if let Some(allowed) = &self.allowed_dirs {
             self.check_allowed(source, allowed)?;
         }
+        let mut file = None;
         let dir = match Source::parse(source, self)? {
             Source::Path(path) if path.is_dir() => path,
-            Source::Path(path) if gguf::is_gguf(&path) => return Ok(ConfigHome::Gguf),
-            Source::Path(path) => path
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            Source::Path(path) if gguf::is_gguf(&path) => return Ok(ConfigHome::Model),
+            Source::Path(path) => {
+                let dir = path
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                file = Some(path);
+                dir
+            }
             Source::Hub { repo, revision } => hub::resolve(&repo, revision.as_deref(), self)?,
-            Source::HubFile { .. } => return Ok(ConfigHome::Gguf),
+            Source::HubFile { .. } => return Ok(ConfigHome::Model),
             Source::Builtin(_) => return Ok(ConfigHome::Builtin),
         };
         // `original/tokenizer.model` keeps its configs one level up, as the full load does.
@@ -102,8 +109,22 @@ impl LoadOptions {
         }
         // A folder (or repo) whose tokenizer is a GGUF file.
         if !gguf::gguf_files(&dir).is_empty() {
-            return Ok(ConfigHome::Gguf);
+            return Ok(ConfigHome::Model);
+        }
+        let file = file.or_else(|| super::pick_file(&dir));
+        if file.as_deref().is_some_and(is_sentencepiece) {
+            return Ok(ConfigHome::Model);
         }
         Ok(ConfigHome::Dir(dir))
     }
+}
+
+/// Whether `file` is a SentencePiece model, sniffed as the full load does.
+fn is_sentencepiece(file: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(super::DETECT_HEAD);
+    std::fs::File::open(file)
+        .and_then(|f| f.take(super::DETECT_HEAD as u64).read_to_end(&mut head))
+        .is_ok()
+        && super::detect::detect(&head) == Some(super::Format::SentencePiece)
 }

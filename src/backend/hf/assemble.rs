@@ -117,6 +117,8 @@ pub(super) struct Parts {
     /// The post-processor's JSON, read where a pipeline is put together.
     post_processor: String,
     frame: PipelineTokenizer,
+    /// Past every id of the file: where a [`stand_in`] model's ids start.
+    stand_in_from: u32,
 }
 
 /// The pipeline a load encodes with while the model builds: every
@@ -193,6 +195,14 @@ pub(super) fn bpe_parts(
         added_vocabulary.add_tokens(added, vocab.len(), id_of, Some(&NormalizerChain(declared)))
     })?
     .map_err(|e| Error::parse(path, format!("added tokens: {e}")))?;
+    // Numbered from the model's size, they are the file's ids where a
+    // vocabulary is empty only if the file numbered them so.
+    if vocab.is_empty() && !same_added_ids(full, &added_vocabulary) {
+        return Err(Error::parse(
+            path,
+            "the added tokens of a BPE with an empty vocabulary must have the ids 0, 1, 2, ... (the reference renumbers them so)",
+        ));
+    }
     let post_processor = canonical
         .get("post_processor")
         .map_or_else(|| Ok("null".to_owned()), serde_json::to_string)
@@ -207,6 +217,7 @@ pub(super) fn bpe_parts(
         decoder,
         post_processor,
         frame,
+        stand_in_from: first_free_id(full),
     }))
 }
 
@@ -232,7 +243,10 @@ impl Parts {
             table.insert(token.clone(), id);
         }
         let merges = merge_list(path, model.and_then(|m| m.get("merges")), self.legacy)?;
-        let options = self.options;
+        let mut options = self.options;
+        if table.is_empty() {
+            table = stand_in(path, &mut options, self.stand_in_from)?;
+        }
         check_bpe_tables(
             path,
             &table,
@@ -403,8 +417,125 @@ fn atoms(options: &BpeConfig) -> Vec<String> {
         atoms.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
     }
     atoms.extend(options.unk_token.clone());
-    atoms.push("\u{10FFFF}".to_owned());
+    atoms.push(INERT.to_owned());
     atoms
+}
+
+/// The model built for a BPE whose `model.vocab` is empty (a file of added
+/// tokens only), which `tokenizers` 1.0 cannot build (it panics on an empty
+/// store, and refuses an `unk_token` outside the vocabulary or a byte-level
+/// model without its bytes): the [`atoms`], the unknown token (if the file
+/// names one) an inert entry, at ids from `from` on, past the file's. Every
+/// word handed to it then gives stand-in ids, which `Vocab::model_ids` turns
+/// into the reference's answer: nothing, or its unknown-token error.
+fn stand_in(path: &Path, options: &mut BpeConfig, from: u32) -> Result<BpeVocab> {
+    if options.unk_token.is_some() {
+        options.unk_token = Some(INERT.to_owned());
+    }
+    options.ignore_merges = false;
+    let mut vocab = BpeVocab::default();
+    let mut next = from;
+    for atom in atoms(options) {
+        if vocab.contains_key(&atom) {
+            continue;
+        }
+        vocab.insert(atom, next);
+        next = next
+            .checked_add(1)
+            .ok_or_else(|| Error::parse(path, "no ids left past the added tokens' ids"))?;
+    }
+    Ok(vocab)
+}
+
+/// The entry that stands for no text: `tokenizers` needs one in a store.
+const INERT: &str = "\u{10FFFF}";
+
+/// One past the largest id of `doc`'s `model.vocab` map and `added_tokens`.
+fn first_free_id(doc: &Value) -> u32 {
+    let model = doc
+        .get("model")
+        .and_then(|m| m.get("vocab"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|v| v.values());
+    let added = doc
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("id"));
+    model
+        .chain(added)
+        .filter_map(entry_id)
+        .map(|id| id.saturating_add(1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// `(content, id)` of `doc`'s added tokens.
+fn added_ids(doc: &Value) -> Vec<(&str, u32)> {
+    let list = doc.get("added_tokens").and_then(Value::as_array);
+    list.into_iter()
+        .flatten()
+        .filter_map(|t| Some((t.get("content")?.as_str()?, entry_id(t.get("id")?)?)))
+        .collect()
+}
+
+/// `doc` (canonical) with a [`stand_in`] model where its BPE's `model.vocab`
+/// is empty, for `tokenizers`' whole read; `false` (unchanged) otherwise.
+///
+/// The reader numbers added tokens past the model's entries unless they are
+/// entries, so the stand-in also holds each added token under its file id.
+/// A model with no merges (nor `ignore_merges`) never gives an entry of two
+/// chars or more, so only such tokens may be held: any other is refused.
+pub(super) fn stand_in_document(path: &Path, doc: &mut Value) -> Result<bool> {
+    let from = first_free_id(doc);
+    let added: Vec<(String, u32)> = added_ids(doc)
+        .into_iter()
+        .map(|(t, id)| (t.to_owned(), id))
+        .collect();
+    let Some(model) = doc.get_mut("model").and_then(Value::as_object_mut) else {
+        return Ok(false);
+    };
+    let empty = model.get("type").and_then(Value::as_str) == Some("BPE")
+        && model
+            .get("vocab")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty);
+    let Some(mut options) = bpe_options(model).filter(|_| empty) else {
+        return Ok(false);
+    };
+    let atoms = stand_in(path, &mut options, from)?;
+    let mut vocab: Map<String, Value> = Map::with_capacity(atoms.len() + added.len());
+    for (content, id) in added {
+        if content.chars().nth(1).is_none() || atoms.contains_key(&content) {
+            return Err(Error::parse(
+                path,
+                format!(
+                    "the added token {content:?} of a BPE with an empty vocabulary cannot be read by tokenizers 1.0 with this file's components"
+                ),
+            ));
+        }
+        vocab.insert(content, id.into());
+    }
+    vocab.extend(atoms.into_iter().map(|(t, id)| (t, id.into())));
+    model.insert("vocab".into(), Value::Object(vocab));
+    model.insert("ignore_merges".into(), false.into());
+    if options.unk_token.is_some() {
+        model.insert("unk_token".into(), INERT.into());
+    }
+    Ok(true)
+}
+
+/// Whether `added` holds `doc`'s added tokens, each under the id the file
+/// gives it.
+pub(super) fn same_added_ids(doc: &Value, added: &BucketAddedVocabulary) -> bool {
+    let replayed = added.get_vocab();
+    let listed = added_ids(doc);
+    replayed.len() == listed.len()
+        && listed
+            .iter()
+            .all(|&(content, id)| replayed.get(content) == Some(&id))
 }
 
 fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<PipelineTokenizer> {

@@ -552,7 +552,11 @@ impl HfBackend {
         let scratch = model_scratch.get_or_insert_with(|| model.init_scratch());
         let words = &self.vocab.suffix_words;
         if words.is_empty() {
-            return model.tokenize_spans(text, spans, scratch, out).map_err(err);
+            let first = out.len();
+            model
+                .tokenize_spans(text, spans, scratch, out)
+                .map_err(err)?;
+            return self.vocab.model_ids(out, first);
         }
         // One-character words of a suffix BPE never reach the model, whose
         // fold answers them wrongly (`Vocab::suffix_words`); the runs between

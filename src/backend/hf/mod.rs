@@ -483,10 +483,10 @@ impl HfBackend {
             && (pipe_view.get_padding().is_some() || pipe_view.get_truncation().is_some());
         // Padding kept runs `tokenizers`' whole pipeline, which cannot do
         // what the crate's walk does in its place.
-        if file_padding && (splits_always || prefix_space) {
+        if file_padding && (splits_always || prefix_space || vocab.empty_model.is_some()) {
             return Err(Error::parse(
                 path,
-                "a `Split` regex tokenizers 1.0 cannot run, or a `ByteLevel` pre-tokenizer's `add_prefix_space`, with the file's padding or truncation kept is not supported",
+                "a `Split` regex tokenizers 1.0 cannot run, a `ByteLevel` pre-tokenizer's `add_prefix_space`, or an empty BPE vocabulary, with the file's padding or truncation kept is not supported",
             ));
         }
         let specials_as_text = policy == SpecialTokenPolicy::PlainText;
@@ -575,6 +575,9 @@ impl HfBackend {
             // Chunk walks place spans by token lengths; the prefix space has
             // no text to stand on.
             split = SplitSpec::sequential("`ByteLevel` pre-tokenizer with `add_prefix_space`");
+        }
+        if vocab.empty_model.is_some() {
+            split = SplitSpec::sequential("a BPE with an empty vocabulary");
         }
         if spm.is_ok() {
             split = split.with_min_bytes(SPM_ROUTE_MIN_BYTES);
@@ -784,19 +787,31 @@ impl HfBackend {
         legacy: bool,
     ) -> Result<PipelineTokenizer> {
         let canonical;
-        let json = if legacy {
-            no_panic(path, "upgrading tokenizer.json", || {
-                tokenizers::canonicalize_value(value)
-            })?
-            .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+        let stand_in = assemble::stand_in_document(path, value)?;
+        let json = if legacy || stand_in {
+            if legacy {
+                no_panic(path, "upgrading tokenizer.json", || {
+                    tokenizers::canonicalize_value(value)
+                })?
+                .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
+            }
             canonical = serde_json::to_string(value)
                 .map_err(|e| Error::parse(path, format!("upgrading tokenizer.json: {e}")))?;
             canonical.as_str()
         } else {
             json
         };
-        no_panic(path, "tokenizer.json", || tokenizers::from_json(json))?
-            .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))
+        let pipe = no_panic(path, "tokenizer.json", || tokenizers::from_json(json))?
+            .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        // The reader gives an added token its model entry's id: none may be
+        // a stand-in's.
+        if stand_in && !assemble::same_added_ids(value, pipe.get_added_vocabulary()) {
+            return Err(Error::parse(
+                path,
+                "an added token of this BPE with an empty vocabulary takes a stand-in id in tokenizers 1.0",
+            ));
+        }
+        Ok(pipe)
     }
 
     /// `Ok` when encodes run on the SentencePiece engine, else why not.

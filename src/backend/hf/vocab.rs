@@ -8,6 +8,8 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::path::Path;
 
+use tokenizers::pipeline::PipelineToken;
+
 use super::interim::{InterimBpe, InterimModel, InterimWordPiece};
 use crate::backend::char_cuts::{CharCuts, Rebuilds};
 use crate::backend::{StartRule, byte_level};
@@ -151,6 +153,11 @@ pub(crate) struct Vocab {
     /// Where a CJK pre-token may be cut for the model (claim 351): a
     /// byte-level BPE's only.
     pub cuts: Option<CharCuts>,
+    /// For a BPE with an empty `model.vocab`: the model's `unk_token`, if
+    /// any (`Some(None)`: none). Its model is a stand-in whose ids lie past
+    /// the file's: where the reference's model gives nothing for a word, or
+    /// fails for want of its unknown token ([`Self::model_ids`]).
+    pub empty_model: Option<Option<String>>,
     /// The engine that encodes while the model builds (claims 340, 344),
     /// built here from the tables this read holds (a BPE's from the ids the
     /// merge check looks up anyway); taken by the load.
@@ -187,8 +194,11 @@ impl Vocab {
             .map(str::to_owned);
         let byte_level = kind == ModelKind::Bpe && decoder_type.as_deref() == Some("ByteLevel");
         let n_model = entries.len();
-        if n_model == 0 && kind != ModelKind::Unigram {
-            // tokenizers 1.0.0-rc.3 panics building an empty vocabulary store.
+        // A BPE of added tokens only (`Tokenizer(BPE())` saved by the
+        // reference) loads: its model is built as a stand-in
+        // ([`super::assemble::stand_in`]), as tokenizers 1.0 panics building
+        // an empty vocabulary store.
+        if n_model == 0 && !matches!(kind, ModelKind::Unigram | ModelKind::Bpe) {
             return Err(Error::parse(
                 path,
                 format!(
@@ -215,7 +225,8 @@ impl Vocab {
         let model = &view.model;
         let interim = match kind {
             ModelKind::Bpe
-                if (byte_level || model.byte_fallback)
+                if n_model > 0
+                    && (byte_level || model.byte_fallback)
                     && no_affix(&model.continuing_subword_prefix)
                     && no_affix(&model.end_of_word_suffix) =>
             {
@@ -360,8 +371,10 @@ impl Vocab {
             .iter()
             .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
             .collect();
+        let empty_model = (n_model == 0 && kind == ModelKind::Bpe).then(|| model.unk_token.clone());
         Ok(Self {
             cuts,
+            empty_model,
             added: view.added_tokens.iter().map(|t| t.id).collect(),
             interim,
             stream: std::sync::OnceLock::new(),
@@ -395,6 +408,35 @@ impl Vocab {
 
     pub(crate) fn contains(&self, id: u32) -> bool {
         self.tokens.get(id as usize).is_some_and(Option::is_some)
+    }
+
+    /// The model's ids in `tokens[first..]` as the reference's BPE over an
+    /// empty vocabulary gives them ([`Self::empty_model`]): a word it was
+    /// handed is dropped, or with an `unk_token` it fails, as that token is
+    /// in no model vocabulary. Only the stand-in's ids (outside the file's)
+    /// come from such words; nothing changes for any other model.
+    pub(crate) fn model_ids(&self, tokens: &mut Vec<PipelineToken>, first: usize) -> Result<()> {
+        let Some(unk) = &self.empty_model else {
+            return Ok(());
+        };
+        let Some(rest) = tokens.get(first..) else {
+            return Ok(());
+        };
+        if rest.iter().all(|t| self.contains(t.id())) {
+            return Ok(());
+        }
+        if let Some(unk) = unk {
+            return Err(Error::backend(
+                super::NAME,
+                format!("Unk token `{unk}` not found in the vocabulary"),
+            ));
+        }
+        let kept: Vec<PipelineToken> = tokens
+            .drain(first..)
+            .filter(|t| self.contains(t.id()))
+            .collect();
+        tokens.extend(kept);
+        Ok(())
     }
 
     /// The byte a `<0xNN>` token stands for, when the decoder reassembles them.
