@@ -76,6 +76,47 @@ fn class5_markup_plus_str_escapes_the_str() {
     assert_eq!(render("{{ 'x' + '<b>' }}").unwrap(), "x<b>");
 }
 
+/// A sum with a `Markup` side is a `Markup` in Python, and `str + Markup` escapes the `str`
+/// (`__radd__`), so every later plain string added to it is escaped too: functionary v3.1's
+/// `"Use the function '"|safe + name + "' to '"|safe + description + ...|tojson`.
+#[test]
+fn class5_markup_sums_stay_markup() {
+    let cases = [
+        ("{{ 'a'|safe + 'b<' + '<'|safe + '&' }}", "ab&lt;<&amp;"),
+        ("{{ 'a<' + 'b<'|safe }}", "a&lt;b<"),
+        ("{{ 'a<'|safe + 'b<'|safe }}", "a<b<"),
+        ("{{ '<'|e + '<' }}|{{ '<' + '<'|e }}", "&lt;&lt;|&lt;&lt;"),
+        ("{{ '<' + ('>'|safe + '&') }}", "&lt;>&amp;"),
+        ("{{ ('<' + '>'|safe) + '&' }}", "&lt;>&amp;"),
+        (
+            "{% set x = 'a'|safe %}{% set x = x + '<' %}{% set x = x + '>' %}{{ x }}",
+            "a&lt;&gt;",
+        ),
+        (
+            "{% macro m() %}<{% endmacro %}{{ 'a'|safe + m() }}",
+            "a&lt;",
+        ),
+        ("{{ ('a'|safe + '<')|e }}", "a&lt;"),
+        ("{{ ('a'|safe + '<')|length }}", "5"),
+        ("{{ ('a'|safe + '<')|upper }}", "A&LT;"),
+        (
+            "{% for c in 'a'|safe + '<' %}{{ c }},{% endfor %}",
+            "a,&,l,t,;,",
+        ),
+        (
+            "{{ 'f('|safe + {'k': '\"<'}|tojson + ')'|safe }}",
+            "f({&#34;k&#34;: &#34;\\&#34;&lt;&#34;})",
+        ),
+        // `~` joins plain strings, as Jinja2's `str_join` does without autoescape.
+        ("{{ ('a'|safe + '<') ~ 'c<' }}", "a&lt;c<"),
+        ("{{ ('a'|safe ~ 'b') + '<' }}", "ab<"),
+        ("{{ 'a' + 'b' + '<' }}", "ab<"),
+    ];
+    for (template, want) in cases {
+        assert_eq!(render(template).unwrap(), want, "{template}");
+    }
+}
+
 #[test]
 fn class6_filters_return_generators() {
     let tools = json!({"messages": [{"role": "user", "content": "hi"}],

@@ -66,6 +66,9 @@ thread_local! {
     static METER: Cell<Meter> = const { Cell::new(UNLIMITED) };
     /// Left operands of `*` waiting for their right operand (see `mul_lhs`).
     static MUL_STACK: RefCell<Vec<Operand>> = const { RefCell::new(Vec::new()) };
+    /// What the `+` whose right operand [`add_rhs`] just saw makes of its sum (see
+    /// [`add_result`], which runs right after minijinja adds).
+    static ADD_MARKUP: Cell<SumMarkup> = const { Cell::new(SumMarkup::Plain) };
 }
 
 /// Installs a fresh budget for one render on this thread; restores the previous one (if renders
@@ -83,6 +86,7 @@ impl RenderBudget {
             work: 0,
             work_limit: fuel.saturating_mul(WORK_PER_FUEL),
         };
+        ADD_MARKUP.set(SumMarkup::Plain);
         RenderBudget {
             previous: METER.replace(meter),
             previous_stack: MUL_STACK.take(),
@@ -175,6 +179,8 @@ struct Operand {
     size: usize,
     /// Whether it is a string marked safe (`|safe`, Python's `Markup`).
     safe_str: bool,
+    /// A string's length in bytes.
+    str_len: Option<usize>,
     /// Whether `*` repeats it (a string or list).
     repeatable: bool,
 }
@@ -188,6 +194,7 @@ fn operand(value: &Value) -> Operand {
         count,
         size: size_of(value),
         safe_str: value.kind() == ValueKind::String && value.is_safe(),
+        str_len: value.as_str().map(str::len),
         repeatable: matches!(
             value.kind(),
             ValueKind::String | ValueKind::Seq | ValueKind::Iterable
@@ -264,24 +271,86 @@ pub(crate) fn add_lhs(value: Value) -> Result<Value, Error> {
     Ok(value)
 }
 
+/// What a `+` of strings is in Python when one side is a `Markup`: the sum is a `Markup`, and
+/// the plain side is escaped first (`Markup.__add__`, and `__radd__` for `str + Markup`), even
+/// with autoescape off. minijinja's sum is a plain string of the unescaped text.
+#[derive(Clone, Copy)]
+enum SumMarkup {
+    /// Not a `Markup` sum: minijinja's is right.
+    Plain,
+    /// A `Markup` sum whose text is right (the right side was escaped, or neither needed it).
+    Safe,
+    /// `str + Markup`: the first this many bytes (the left side) are still to be escaped.
+    EscapeLeft(usize),
+}
+
 /// The filter around the right operand of `+`: charges it (the left one is charged by
-/// [`add_lhs`], so the sum is paid for before it is built), makes a sequence a plain list and,
-/// as Python's `Markup.__add__` does even with autoescape off, escapes a plain string added to
-/// a safe one.
+/// [`add_lhs`], so the sum is paid for before it is built), makes a sequence a plain list, and
+/// records for [`add_result`] what the sum is when a side is a safe string; a plain string
+/// added to a safe one is escaped here (Python's `Markup.__add__`).
 pub(crate) fn add_rhs(value: Value) -> Result<Value, Error> {
     let lhs = pop_lhs();
     charge_bytes(size_of(&value).saturating_add(lhs.map_or(0, |l| l.size)))?;
     let value = flat_operand(value)?;
-    if lhs.is_some_and(|l| l.safe_str) && value.kind() == ValueKind::String && !value.is_safe() {
-        let escaped = html_escape(value.as_str().unwrap_or_default());
-        return Ok(Value::from_safe_string(escaped));
+    let mut markup = SumMarkup::Plain;
+    if let (Some(lhs), Some(lhs_len), Some(rhs)) =
+        (lhs, lhs.and_then(|l| l.str_len), value.as_str())
+    {
+        markup = match (lhs.safe_str, value.is_safe()) {
+            (true, false) => {
+                let escaped = Value::from_safe_string(html_escape(rhs)?);
+                ADD_MARKUP.set(SumMarkup::Safe);
+                return Ok(escaped);
+            }
+            (true, true) => SumMarkup::Safe,
+            (false, true) => SumMarkup::EscapeLeft(lhs_len),
+            (false, false) => SumMarkup::Plain,
+        };
     }
+    ADD_MARKUP.set(markup);
     Ok(value)
 }
 
-/// markupsafe's `escape`.
-fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + s.len() / 8);
+/// The filter around a whole `a + b`: makes the sum a safe string where Python's would be a
+/// `Markup` (see [`SumMarkup`]), escaping its left side for `str + Markup`, so that what is
+/// added to it next is escaped as Jinja2 escapes it.
+pub(crate) fn add_result(value: Value) -> Result<Value, Error> {
+    let markup = ADD_MARKUP.replace(SumMarkup::Plain);
+    let Some(text) = value.as_str() else {
+        return Ok(value);
+    };
+    match markup {
+        SumMarkup::Plain => Ok(value),
+        SumMarkup::Safe if value.is_safe() => Ok(value),
+        SumMarkup::Safe => {
+            charge_bytes(text.len())?;
+            Ok(Value::from_safe_string(text.to_owned()))
+        }
+        SumMarkup::EscapeLeft(at) => {
+            let (Some(left), Some(right)) = (text.get(..at), text.get(at..)) else {
+                return Ok(value);
+            };
+            let mut sum = html_escape(left)?;
+            charge_bytes(right.len())?;
+            sum.push_str(right);
+            Ok(Value::from_safe_string(sum))
+        }
+    }
+}
+
+/// markupsafe's `escape`; charges the escaped text (up to five times `s`) before building it.
+fn html_escape(s: &str) -> Result<String, Error> {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'&' | b'<' | b'>' => 3,
+            b'"' | b'\'' => 4,
+            _ => 0,
+        })
+        .sum();
+    let len = s.len().saturating_add(extra);
+    charge_bytes(len)?;
+    let mut out = String::with_capacity(len);
     for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -292,5 +361,5 @@ fn html_escape(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    Ok(out)
 }

@@ -192,6 +192,7 @@ pub(crate) fn build(
     env.add_filter(syntax::MUL_LHS_FILTER, budget::push_lhs);
     env.add_filter(syntax::ADD_LHS_FILTER, budget::add_lhs);
     env.add_filter(syntax::ADD_RHS_FILTER, budget::add_rhs);
+    env.add_filter(syntax::ADD_RESULT_FILTER, budget::add_result);
     env.add_filter(syntax::MUL_RHS_FILTER, budget::mul_rhs);
     // Jinja2's map/select/reject/selectattr/rejectattr return generators: minijinja's list
     // results are kept under hidden names and handed out as one-shot iterators.

@@ -16,6 +16,8 @@
 //!   generators first. The spans come from minijinja's own parser, so text in strings,
 //!   comments and raw blocks is never touched.
 
+use std::collections::HashMap;
+
 use minijinja::machinery::Token;
 use minijinja::machinery::ast::{BinOpKind, CallArg, Expr, Stmt};
 use minijinja::syntax::SyntaxConfig;
@@ -254,6 +256,9 @@ pub(crate) const MUL_RHS_FILTER: &str = "__rtok_mul_rhs";
 pub(crate) const ADD_LHS_FILTER: &str = "__rtok_add_lhs";
 /// See [`ADD_LHS_FILTER`].
 pub(crate) const ADD_RHS_FILTER: &str = "__rtok_add_rhs";
+/// The filter a whole `a + b` is wrapped in: the sum is safe where Python's is a `Markup`
+/// (`Markup + str`, `str + Markup`), so that what is added to it next is escaped too.
+pub(crate) const ADD_RESULT_FILTER: &str = "__rtok_add_result";
 
 /// The filter a slice with a step is rewritten to call (`x[a:b:c]` → `(x)|f(a, b, c)`), so
 /// that it slices as Python does (see `functions::python_slice`).
@@ -263,6 +268,9 @@ pub(crate) const SLICE_FILTER: &str = "__rtok_slice";
 struct Rewrites<'s> {
     source: &'s str,
     edits: Vec<Edit>,
+    /// The closing edit of each span [`push`] has wrapped: a second wrap of the same span adds
+    /// its filter there (`(x)|f|g`) instead of nesting another pair of parentheses.
+    closes: HashMap<(usize, usize), usize>,
 }
 
 /// One edit of the template: at byte `at`, `remove` bytes replaced by `text`.
@@ -292,6 +300,7 @@ pub(crate) fn instrument(source: &str, syntax: &SyntaxConfig) -> Option<String> 
     let mut rewrites = Rewrites {
         source,
         edits: Vec::new(),
+        closes: HashMap::new(),
     };
     visit_stmt(&ast, &mut rewrites);
     let mut wraps = rewrites.edits;
@@ -325,13 +334,25 @@ fn own_span(expr: &Expr<'_>) -> Option<(usize, usize)> {
     ))
 }
 
-/// Wraps `span` as `(span)|filter`.
+/// Wraps `span` as `(span)|filter`; a span already wrapped (children are visited first, so by
+/// an inner expression's wrap) gets `|filter` after its first filter.
 fn push(wraps: &mut Rewrites<'_>, span: Option<(usize, usize)>, filter: &'static str) {
     let Some((start, end)) = span.filter(|(start, end)| start < end) else {
         return;
     };
+    if let Some(close) = wraps
+        .closes
+        .get(&(start, end))
+        .and_then(|&i| wraps.edits.get_mut(i))
+    {
+        let text = close.text.to_mut();
+        text.push('|');
+        text.push_str(filter);
+        return;
+    }
     let (open, close) = open_close(start, end, 0);
     wraps.edits.push(open);
+    wraps.closes.insert((start, end), wraps.edits.len());
     wraps.edits.push(Edit {
         text: format!(")|{filter}").into(),
         ..close
@@ -501,6 +522,10 @@ fn visit_expr(expr: &Expr<'_>, wraps: &mut Rewrites<'_>) -> Option<(usize, usize
                     };
                     push(wraps, left, lhs);
                     push(wraps, right, rhs);
+                    if matches!(b.op, BinOpKind::Add) {
+                        let sum = left.map(|(start, _)| (start.min(own.0), own.1));
+                        push(wraps, sum, ADD_RESULT_FILTER);
+                    }
                 }
                 _ => {}
             }
@@ -661,6 +686,14 @@ mod tests {
         assert_eq!(
             instrument("{{ (a)[ 1 : (2) : 3 ] }}", &syntax).as_deref(),
             Some("{{ ((a))|__rtok_slice( 1 ,  (2) ,  3 ) }}")
+        );
+        // A sum is wrapped in the result filter; a wrap of the same span (the sum as an
+        // operand) adds its filter after it instead of another pair of parentheses.
+        assert_eq!(
+            instrument("{{ a + b + c }}{% for x in d + e %}{% endfor %}", &syntax).as_deref(),
+            Some(
+                "{{ (((a)|__rtok_add_lhs + (b)|__rtok_add_rhs)|__rtok_add_result|__rtok_add_lhs + (c)|__rtok_add_rhs)|__rtok_add_result }}{% for x in ((d)|__rtok_add_lhs + (e)|__rtok_add_rhs)|__rtok_add_result|__rtok_for_iter %}{% endfor %}"
+            )
         );
         assert_eq!(
             instrument("{{ [0] * n * 2 }}", &syntax).as_deref(),
