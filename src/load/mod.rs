@@ -439,9 +439,10 @@ impl LoadOptions {
             TiktokenSpec {
                 ranks,
                 specials,
-                pattern: family.pattern(),
+                pattern: family.pattern().into(),
                 roles,
                 add_bos,
+                runs_apart: false,
             },
             self.special_tokens,
         )
