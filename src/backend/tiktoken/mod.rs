@@ -25,7 +25,7 @@ use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
 use crate::backend::line_memo::LineMemos;
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::backend::{BuildCancel, BuildGuard, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::{cuts_after_lines, is_known_pattern};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
@@ -115,6 +115,9 @@ pub(crate) struct TiktokenBackend {
     /// Line groups seen again, per thread, where the pattern lets a segment
     /// be cut after its lines (claim 357); `None` where it does not.
     lines: Option<LineMemos>,
+    /// Cancels the engine's background build when the backend is dropped
+    /// (issue 39); `None` where no thread builds it.
+    _build: Option<BuildGuard>,
 }
 
 /// What the regex path needs beyond the ranks.
@@ -350,18 +353,27 @@ impl TiktokenBackend {
         let ranks = Arc::new(ranks);
         let fast: Arc<OnceLock<Option<fast::FastBpe>>> = Arc::new(OnceLock::new());
         let native = fast::NativeSplit::new(&pattern).ok().map(Arc::new);
+        let mut build = None;
         let split = if let Some(grammar) = &native {
             if ranks.len() < SYNC_BUILD_RANKS {
-                let _ = fast.set(fast::FastBpe::new(&ranks, Arc::clone(grammar)).ok());
+                let engine = fast::FastBpe::new(&ranks, Arc::clone(grammar), &BuildCancel::never());
+                let _ = fast.set(engine.ok());
             } else {
+                let (guard, cancel) = BuildGuard::new();
+                build = Some(guard);
                 let (cell, ranks, grammar) =
                     (Arc::clone(&fast), Arc::clone(&ranks), Arc::clone(grammar));
                 // If no thread can be had, the first encode that needs the
-                // engine (or `warm_up`) builds it.
+                // engine (or `warm_up`) builds it. Once the backend is gone
+                // the build stops at its next stage: the cell it fills then
+                // holds `None`, read by no one.
                 let _ = std::thread::Builder::new()
                     .name("rtok-tiktoken-bpe".into())
                     .spawn(move || {
-                        cell.get_or_init(|| fast::FastBpe::new(&ranks, grammar).ok());
+                        if cancel.cancelled() {
+                            return;
+                        }
+                        cell.get_or_init(|| fast::FastBpe::new(&ranks, grammar, &cancel).ok());
                     });
             }
             // Re-measured once the chunk encoder recorded only its windows
@@ -391,6 +403,7 @@ impl TiktokenBackend {
             split,
             chunker: OnceLock::new(),
             native,
+            _build: build,
         })
     }
 
@@ -647,7 +660,7 @@ impl TiktokenBackend {
         self.fast
             .get_or_init(|| {
                 let grammar = Arc::clone(self.native.as_ref()?);
-                fast::FastBpe::new(&self.ranks, grammar).ok()
+                fast::FastBpe::new(&self.ranks, grammar, &BuildCancel::never()).ok()
             })
             .as_ref()
     }
