@@ -251,15 +251,11 @@ impl Parts {
         }
         super::pipe::stage(cancel)?;
         let merges = merge_list(path, model.and_then(|m| m.get("merges")), self.legacy)?;
-<<<<<<< HEAD
+        super::pipe::stage(cancel)?;
         let mut options = self.options;
         if table.is_empty() {
             table = stand_in(path, &mut options, self.stand_in_from)?;
         }
-=======
-        super::pipe::stage(cancel)?;
-        let options = self.options;
->>>>>>> helper-c
         check_bpe_tables(
             path,
             &table,
