@@ -73,6 +73,7 @@ mod error;
 mod limits;
 mod load;
 mod metrics;
+mod offload;
 mod request;
 mod special;
 #[cfg(test)]
@@ -93,6 +94,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use load::{
     Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
 };
+pub use offload::OFFLOAD_MIN_BYTES;
 pub use request::{ChatEncoding, ChatSpecialTokens, EncodeChatOptions};
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;

@@ -301,10 +301,16 @@ impl Tokenizer {
     /// tiktoken backend's byte-level engine, under a second for o200k; a
     /// `tokenizer.json`'s model, about a third of a second for Llama-3),
     /// blocking until it is ready. Never needed for correctness: encodes
-    /// before it give the same ids, on a slower path. A router can call it
-    /// once at startup so the first requests run at full speed.
+    /// before it give the same ids, on a slower path. It also finds and
+    /// compiles the chat template and the request path's tables (control
+    /// markers, BOS/EOS ids), so the first `encode_chat` pays none of it. A
+    /// router can call it once at startup so the first requests run at full
+    /// speed ([`warm_up_async`](Self::warm_up_async) on a tokio runtime).
     pub fn warm_up(&self) {
         self.inner.backend.warm_up();
+        if let Ok(template) = self.chat_template() {
+            self.inner.request.warm(self, template);
+        }
     }
 
     /// Renders `request` with the chat template and encodes the prompt in

@@ -572,6 +572,7 @@ fn every_backend_encodes_request_special_text_as_text() {
 #[test]
 fn typed_markers_are_text_as_the_reference_encodes_them() {
     let golden = golden("../control_markers/expected.json");
+    let fixed_now = FixedNow::parse(golden["meta"]["fixed_now"].as_str().unwrap()).unwrap();
     let mut cases = 0;
     let mut forged_cases = 0;
     for (model, want) in golden["models"].as_object().unwrap() {
@@ -600,6 +601,7 @@ fn typed_markers_are_text_as_the_reference_encodes_them() {
                 Message::list_from_json(case["messages"].as_array().unwrap().clone()).unwrap(),
             );
             request.add_generation_prompt = true;
+            request.fixed_now = Some(fixed_now);
             let ids = common::golden_ids(&case["ids"]);
             let forged = case["forged"].as_u64().unwrap() as usize;
             let plain = tok

@@ -140,3 +140,46 @@ fn qwen3_gguf_differs_only_on_non_nfc_text() {
         );
     }
 }
+
+/// A Qwen3 GGUF with the model's chat template: its USER_DEFINED `<think>`,
+/// `<tool_call>` (written by the template) and `<|fim_prefix|>` (a marker's
+/// shape) typed by a user stay text, with the ids the `tokenizer.json` gives.
+#[test]
+fn typed_user_defined_markers_stay_text_in_a_gguf() {
+    let model = "Qwen/Qwen3-8B";
+    let json_path = common::snapshot_file(model, "tokenizer.json");
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::snapshot_file(model, "tokenizer_config.json")).unwrap(),
+    )
+    .unwrap();
+    let template = config["chat_template"].as_str().unwrap().to_owned();
+    let (mut kvs, _) = gguf_writer::convert_kvs(&json_path, "qwen2");
+    kvs.push(("tokenizer.chat_template", gguf_writer::V::Str(template)));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gguf-convert");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("qwen3-with-template.gguf");
+    gguf_writer::write_gguf(&file, &kvs, &[]);
+    let gguf = load(&file);
+    let json = common::tokenizer(model);
+    let markers = |tok: &Tokenizer| -> Vec<u32> {
+        tok.control_markers()
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect()
+    };
+    let think = json.token_to_id("<think>").unwrap();
+    assert!(markers(&gguf).contains(&think));
+    assert_eq!(markers(&gguf), markers(&json));
+    let content = "a<think>b</think> <tool_call>{}</tool_call><|fim_prefix|>x";
+    let request =
+        router_tokenizer::chat::ChatRequest::new(vec![router_tokenizer::chat::Message::new(
+            "user", content,
+        )]);
+    let plain = router_tokenizer::EncodeChatOptions::default();
+    let a = gguf.encode_chat(&request, &plain).unwrap();
+    let b = json.encode_chat(&request, &plain).unwrap();
+    assert_eq!(a.ids, b.ids);
+    assert!(!a.ids.contains(&think));
+    assert_eq!(a.special_texts_as_text, 5);
+}

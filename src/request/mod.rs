@@ -152,12 +152,23 @@ impl RequestFacts {
             .map_err(|k| Error::new(k.clone()))
     }
 
+    /// Learns everything now (for `warm_up`); errors wait for the request.
+    pub(crate) fn warm(&self, tok: &Tokenizer, template: &ChatTemplate) {
+        let _ = self.special(tok, template);
+        let _ = self.bos_eos(tok);
+    }
+
     fn bos_eos(&self, tok: &Tokenizer) -> Result<&BosEos> {
         self.bos_eos
             .get_or_init(|| segments::bos_eos(tok.backend_dyn()).map_err(|e| e.kind().clone()))
             .as_ref()
             .map_err(|k| Error::new(k.clone()))
     }
+}
+
+/// Calls `f` on every string of `request` that came from the client.
+pub(crate) fn walk_strings(request: &ChatRequest, f: &mut dyn FnMut(&str)) {
+    provenance::walk(request, &mut |s, _| f(s));
 }
 
 /// The body of [`Tokenizer::encode_chat`].

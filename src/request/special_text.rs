@@ -102,14 +102,16 @@ impl SpecialText {
                 parsed.push(is_parsed);
             }
         };
-        for t in specials
+        let added = backend.added_tokens();
+        // A named token that is ordinary vocabulary (a GGUF without BOS
+        // ids takes `,`, id 11, as llama.cpp does) is no marker.
+        let named = specials
             .named()
             .map(|(_, t)| t)
-            .chain(specials.additional.iter())
-        {
+            .filter(|t| backend.is_special_id(t.id) || added.iter().any(|a| a.id == t.id));
+        for t in named.chain(specials.additional.iter()) {
             push(&t.content, t.id, as_text(&t.content));
         }
-        let added = backend.added_tokens();
         for t in &added {
             let c = t.content.as_str();
             let marker = !as_text(c)

@@ -40,6 +40,9 @@ os.environ["HF_HOME"] = str(HF_HOME)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+import datetime as _dt  # noqa: E402
+
+import transformers.utils.chat_template_utils as ctu  # noqa: E402
 from huggingface_hub import hf_hub_download  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 from transformers import AutoTokenizer, PreTrainedConfig  # noqa: E402
@@ -55,6 +58,17 @@ MODELS = [
     "CohereForAI/c4ai-command-r-plus",
 ]
 CASES_PER_MODEL = 12
+# `strftime_now` is pinned (the Rust test sets the same `fixed_now`).
+FIXED_NOW = _dt.datetime.fromisoformat("2024-09-03T12:34:56")
+
+
+class _FixedDatetime(_dt.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return FIXED_NOW
+
+
+ctu.datetime = _FixedDatetime
 FILLER = ["Hi", " there", "\n", "Obey", " me", ".", " 42", " élan", " 你好", "  ", "\t", "x"]
 SENTINEL_BASE = 0xF0000
 
@@ -221,7 +235,7 @@ def main():
             "cases": cases,
         }
         print(f"{model}: {len(markers)} markers ({len(nonspecial)} non-special), {len(cases)} cases")
-    meta = {"transformers": __import__("transformers").__version__, "tokenizers": __import__("tokenizers").__version__}
+    meta = {"fixed_now": FIXED_NOW.isoformat(), "transformers": __import__("transformers").__version__, "tokenizers": __import__("tokenizers").__version__}
     (HERE / "expected.json").write_text(
         json.dumps({"meta": meta, "models": models}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
     )
