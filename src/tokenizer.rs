@@ -32,6 +32,9 @@ pub(crate) struct TokenizerInfo {
     /// `tokenizer_config.json`, for the chat template loader.
     pub config: Option<Arc<Value>>,
     pub chat_template_override: Option<PathBuf>,
+    /// A `tekken.json`'s `config.version` (`v3`, `v7`, …): the instruct
+    /// version mistral-common encodes requests with.
+    pub tekken_version: Option<String>,
 }
 
 #[derive(Clone)]
@@ -240,6 +243,7 @@ impl Tokenizer {
                 eos_token_ids: eos,
                 config: None,
                 chat_template_override: None,
+                tekken_version: None,
             },
         )
     }
@@ -368,6 +372,12 @@ impl Tokenizer {
     /// This handle's prompt-cache options.
     pub fn prompt_cache_options(&self) -> &PromptCacheOptions {
         &self.inner.cache_options
+    }
+
+    /// A `tekken.json`'s instruct version (`v3`, `v7`, …); `None` for
+    /// every other format.
+    pub fn tekken_version(&self) -> Option<&str> {
+        self.inner.info.tekken_version.as_deref()
     }
 
     /// The backend, for the request path.

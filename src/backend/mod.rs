@@ -33,6 +33,48 @@ use crate::special::{SpecialToken, SpecialTokens};
 /// encodes.
 pub(crate) const BPE_WORD_CACHE_SLOTS: usize = 1 << 18;
 
+/// The backend's end of a build a load left to a background thread (the
+/// tiktoken engine, a `tokenizer.json` pipeline or model): dropped with the
+/// backend, it cancels the build, which stops at its next stage and frees
+/// what it held (issue 39: a hundred dropped loads kept a hundred builds
+/// running, and the allocator kept the memory they had touched).
+pub(crate) struct BuildGuard(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl BuildGuard {
+    /// A guard and the flag the build thread reads.
+    pub(crate) fn new() -> (Self, BuildCancel) {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        (Self(std::sync::Arc::clone(&flag)), BuildCancel(Some(flag)))
+    }
+}
+
+impl Drop for BuildGuard {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// The build thread's end of a [`BuildGuard`]: whether every handle of the
+/// backend is gone, so the build should stop. Read between stages (and
+/// between items of the long ones), never on an encode path.
+#[derive(Clone, Default)]
+pub(crate) struct BuildCancel(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl BuildCancel {
+    /// A flag never set: builds run on the caller's thread (or for a live
+    /// handle) always finish.
+    pub(crate) fn never() -> Self {
+        Self(None)
+    }
+
+    /// Whether the backend that wanted the build is gone.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire))
+    }
+}
+
 /// Text to ids.
 pub trait Encoder: Send + Sync {
     /// Encodes `text`. With `add_special_tokens`, BOS/EOS (or the

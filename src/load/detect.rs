@@ -14,6 +14,8 @@ pub enum Format {
     SentencePiece,
     /// GGUF model or vocab file.
     Gguf,
+    /// Mistral's `tekken.json` (mistral-common's `Tekkenizer`).
+    Tekken,
 }
 
 impl Format {
@@ -24,6 +26,7 @@ impl Format {
             Self::Tiktoken => "tiktoken",
             Self::SentencePiece => "SentencePiece protobuf",
             Self::Gguf => "GGUF",
+            Self::Tekken => "Mistral tekken.json",
         }
     }
 }
@@ -39,6 +42,9 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'{') {
+        if super::tekken::looks_like_tekken(head) {
+            return Some(Format::Tekken);
+        }
         return Some(Format::HfJson);
     }
     if head.starts_with(b"GGUF") {
@@ -57,7 +63,7 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
 pub(crate) fn max_file_bytes(format: Format) -> u64 {
     use crate::limits;
     match format {
-        Format::HfJson => limits::MAX_TOKENIZER_JSON,
+        Format::HfJson | Format::Tekken => limits::MAX_TOKENIZER_JSON,
         Format::Tiktoken => limits::MAX_RANK_FILE,
         Format::SentencePiece => limits::MAX_SPM_MODEL,
         Format::Gguf => limits::MAX_GGUF,
@@ -99,6 +105,7 @@ mod tests {
             Some(Format::HfJson)
         );
         assert_eq!(detect(b"GGUF\x03\0\0\0"), Some(Format::Gguf));
+        assert_eq!(detect(b"{\n  \"config\": {"), Some(Format::Tekken));
         assert_eq!(detect(b"IQ== 0\nIg== 1\n"), Some(Format::Tiktoken));
         assert_eq!(
             detect(b"\x0a\x0e\x0a\x05<unk>\x15\0\0\0\0"),

@@ -63,9 +63,10 @@ pub fn rank_file(data: &[u8]) {
     let spec = |ranks, id| TiktokenSpec {
         ranks,
         specials: vec![("<|endoftext|>".into(), id)],
-        pattern: CL100K_PATTERN,
+        pattern: CL100K_PATTERN.into(),
         roles: SpecialRoles::default(),
         add_bos: None,
+        runs_apart: false,
     };
     // An id out of proportion with the entries must be refused, never sized.
     assert!(
@@ -107,9 +108,10 @@ pub fn tokenizer_config(data: &[u8]) {
     let spec = TiktokenSpec {
         ranks,
         specials,
-        pattern: CL100K_PATTERN,
+        pattern: CL100K_PATTERN.into(),
         roles,
         add_bos: None,
+        runs_apart: false,
     };
     if let Ok(b) = TiktokenBackend::new(spec, SpecialTokenPolicy::Parse) {
         exercise(Arc::new(b));

@@ -106,6 +106,7 @@ impl LoadOptions {
                 eos_token_ids: eos,
                 config: config.map(Arc::new),
                 chat_template_override: self.chat_template.clone(),
+                tekken_version: None,
             },
         );
         // The model's own figure wins over a config.json that sits beside it.

@@ -158,7 +158,8 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
     let client = http::Client::new(repo, options, token(options));
     let folder = cache.join(format!("models--{}", repo.replace('/', "--")));
     let mut found = None;
-    for file in TOKENIZER_FILES {
+    let tekken_first = (!options.prefer_tokenizer_json).then_some(&super::TEKKEN_FILE);
+    for file in tekken_first.into_iter().chain(TOKENIZER_FILES) {
         if let Some(got) = client.get(revision, file, crate::limits::MAX_TOKENIZER_JSON)? {
             found = Some((*file, got));
             break;
@@ -169,7 +170,7 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
             repo,
             Some("tokenizer.json"),
             false,
-            "no tokenizer file in the repository (tokenizer.json, tokenizer.model, tiktoken.model)",
+            "no tokenizer file in the repository (tekken.json, tokenizer.json, tokenizer.model, tiktoken.model)",
         )
     })?;
     let snapshot = folder.join("snapshots").join(&commit);

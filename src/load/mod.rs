@@ -8,6 +8,10 @@ mod gguf;
 pub(crate) mod hub;
 mod registry;
 mod source;
+mod tekken;
+
+/// Mistral's tokenizer file in a repo or folder.
+pub(crate) const TEKKEN_FILE: &str = "tekken.json";
 pub(crate) mod testing;
 
 use std::path::{Path, PathBuf};
@@ -69,6 +73,10 @@ pub struct LoadOptions {
     /// Prompt caches (the L0 exact cache; on by default, see
     /// [`PromptCacheOptions`]). Shared by every clone of the handle.
     pub prompt_cache: PromptCacheOptions,
+    /// Load `tokenizer.json` where a folder or hub repo also has Mistral's
+    /// `tekken.json` (by default `tekken.json` wins, as in vLLM: Mistral's
+    /// converted `tokenizer.json` files once shipped a wrong pattern).
+    pub prefer_tokenizer_json: bool,
     /// Corrections to the added tokens a chat request may not forge
     /// ([`ControlTokens`]); handle-level, like `parallel`.
     pub control_tokens: ControlTokens,
@@ -168,6 +176,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("prompt_cache", &self.prompt_cache)
             .field("allowed_dirs", &self.allowed_dirs)
             .field("control_tokens", &self.control_tokens)
+            .field("prefer_tokenizer_json", &self.prefer_tokenizer_json)
             .finish()
     }
 }
@@ -288,6 +297,7 @@ impl LoadOptions {
                 eos_token_ids: eos,
                 config: None,
                 chat_template_override: self.chat_template.clone(),
+                tekken_version: None,
             },
         ))
     }
@@ -300,13 +310,14 @@ impl LoadOptions {
         self.load_file(path, &dir, source)
     }
 
-    /// Picks the tokenizer file in a folder: `tokenizer.json`, then
-    /// `tokenizer.model` (sniffed), then `tiktoken.model` / `*.tiktoken`, then `*.gguf`.
+    /// Picks the tokenizer file in a folder: `tekken.json` (unless
+    /// [`prefer_tokenizer_json`](Self::prefer_tokenizer_json)), `tokenizer.json`,
+    /// then `tokenizer.model` (sniffed), then `tiktoken.model` / `*.tiktoken`, then `*.gguf`.
     fn load_dir(&self, dir: &Path, source: &str) -> Result<Tokenizer> {
-        let file = pick_file(dir).ok_or_else(|| {
+        let file = pick_file_for(dir, self.prefer_tokenizer_json).ok_or_else(|| {
             Error::new(ErrorKind::NotFound {
                 what: format!(
-                    "{}: no tokenizer.json, tokenizer.model, *.tiktoken or *.gguf",
+                    "{}: no tekken.json, tokenizer.json, tokenizer.model, *.tiktoken or *.gguf",
                     dir.display()
                 ),
             })
@@ -340,6 +351,7 @@ impl LoadOptions {
                 .map_or_else(|| dir.to_path_buf(), Path::to_path_buf)
         };
         let config = TokenizerConfig::read_dir(&config_dir)?;
+        let mut tekken_version = None;
         let backend: Arc<dyn crate::backend::Tokenizer> = match format {
             Format::HfJson => {
                 let text = std::str::from_utf8(&bytes)
@@ -370,6 +382,15 @@ impl LoadOptions {
             }
             // Sniffed above; reached only if the file changed in between.
             Format::Gguf => return self.load_gguf(file, source),
+            // mistral-common never parses special-token text.
+            Format::Tekken => {
+                let tekken = tekken::read(file, &bytes)?;
+                tekken_version = Some(tekken.version);
+                Arc::new(TiktokenBackend::new(
+                    tekken.spec,
+                    SpecialTokenPolicy::PlainText,
+                )?)
+            }
         };
         let tokenizer_eos = backend.special_tokens().eos.as_ref().map(|t| t.id);
         let eos = merge_eos_ids(
@@ -386,6 +407,7 @@ impl LoadOptions {
                 eos_token_ids: eos,
                 config: config.raw.map(Arc::new),
                 chat_template_override: self.chat_template.clone(),
+                tekken_version,
             },
         ))
     }
@@ -439,9 +461,10 @@ impl LoadOptions {
             TiktokenSpec {
                 ranks,
                 specials,
-                pattern: family.pattern(),
+                pattern: family.pattern().into(),
                 roles,
                 add_bos,
+                runs_apart: false,
             },
             self.special_tokens,
         )
@@ -502,9 +525,22 @@ const DETECT_HEAD: usize = 512;
 
 /// The tokenizer file a folder holds, in priority order.
 pub(crate) fn pick_file(dir: &Path) -> Option<PathBuf> {
+    pick_file_for(dir, false)
+}
+
+/// [`pick_file`], with `tekken.json` first (as vLLM picks it for Mistral
+/// repos) unless `prefer_tokenizer_json`.
+fn pick_file_for(dir: &Path, prefer_tokenizer_json: bool) -> Option<PathBuf> {
+    let tekken = dir.join(TEKKEN_FILE);
+    if !prefer_tokenizer_json && tekken.is_file() {
+        return Some(tekken);
+    }
     let json = dir.join("tokenizer.json");
     if json.is_file() {
         return Some(json);
+    }
+    if tekken.is_file() {
+        return Some(tekken);
     }
     for name in [
         "tokenizer.model",

@@ -38,7 +38,7 @@ use tokenizers::vocab::bucket_added_vocabulary::{
 use super::interim::{InterimBpe, InterimModel};
 use super::no_panic;
 use super::vocab::{check_bpe_tables, entry_id};
-use crate::backend::byte_level;
+use crate::backend::{BuildCancel, byte_level};
 use crate::error::{Error, Result};
 
 /// The document with `model.vocab` and `model.merges` replaced by empty
@@ -96,9 +96,10 @@ pub(super) fn bpe_pipeline(
     full: &Value,
     canonical: &Value,
     legacy: bool,
+    cancel: &BuildCancel,
 ) -> Result<Option<PipelineTokenizer>> {
     bpe_parts(path, full, canonical, legacy)?
-        .map(|parts| parts.build(full.get("model")))
+        .map(|parts| parts.build(full.get("model"), cancel))
         .transpose()
 }
 
@@ -228,9 +229,15 @@ impl Parts {
     }
 
     /// The model build from `model` (the file's model object, with its
-    /// vocabulary and merges), and the pipeline put together around it.
-    pub(super) fn build(self, model: Option<&Value>) -> Result<PipelineTokenizer> {
+    /// vocabulary and merges), and the pipeline put together around it; a
+    /// background build stops between stages once `cancel` is set.
+    pub(super) fn build(
+        self,
+        model: Option<&Value>,
+        cancel: &BuildCancel,
+    ) -> Result<PipelineTokenizer> {
         let path = self.path.as_path();
+        super::pipe::stage(cancel)?;
         let vocab = model
             .and_then(|m| m.get("vocab"))
             .and_then(Value::as_object)
@@ -242,7 +249,9 @@ impl Parts {
                 .ok_or_else(|| Error::parse(path, format!("vocab entry {token:?} has a bad id")))?;
             table.insert(token.clone(), id);
         }
+        super::pipe::stage(cancel)?;
         let merges = merge_list(path, model.and_then(|m| m.get("merges")), self.legacy)?;
+        super::pipe::stage(cancel)?;
         let mut options = self.options;
         if table.is_empty() {
             table = stand_in(path, &mut options, self.stand_in_from)?;
@@ -253,6 +262,7 @@ impl Parts {
             &merges,
             options.continuing_subword_prefix.as_deref(),
         )?;
+        super::pipe::stage(cancel)?;
         let bpe = no_panic(path, "building the BPE model", || {
             PipelineBPE::from_config(BpeConfig {
                 vocab: table,
@@ -262,6 +272,7 @@ impl Parts {
             })
         })?
         .map_err(|e| Error::parse(path, format!("tokenizer.json: {e}")))?;
+        super::pipe::stage(cancel)?;
         let post_processor = read_post_processor(path, &self.post_processor)?;
         Ok(PipelineTokenizer::from_parts(
             self.added_vocabulary,

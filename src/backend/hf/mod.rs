@@ -30,7 +30,7 @@ use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineToken
 
 use crate::backend::join_cuts::JoinCuts;
 use crate::backend::line_memo::LineMemos;
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::backend::{BuildCancel, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::config::TokenizerConfig;
 use crate::encode::family::{classify_hf, hf_cuts_after_lines};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
@@ -401,7 +401,7 @@ impl HfBackend {
                 if routes.interim && spm.is_err() && parts.interim_fits() {
                     return Ok((spm, Early::Parts(Box::new(parts))));
                 }
-                Ok((spm, Early::Built(parts.build(value.get("model"))?)))
+                Ok((spm, Early::Built(parts.build(value.get("model"), &BuildCancel::never())?)))
             },
             || Vocab::read(path, &value),
         );
@@ -411,10 +411,12 @@ impl HfBackend {
             (Early::Parts(parts), Some(InterimModel::Bpe(bpe))) => {
                 match parts.interim(&skeleton, bpe)? {
                     Some(interim) => Early::Staged(parts, Box::new(interim)),
-                    None => Early::Built(parts.build(value.get("model"))?),
+                    None => Early::Built(parts.build(value.get("model"), &BuildCancel::never())?),
                 }
             }
-            (Early::Parts(parts), _) => Early::Built(parts.build(value.get("model"))?),
+            (Early::Parts(parts), _) => {
+                Early::Built(parts.build(value.get("model"), &BuildCancel::never())?)
+            }
             // A WordPiece file is read whole on a thread of its own while
             // its interim engine encodes (claim 344).
             (Early::None, Some(InterimModel::WordPiece(model))) if routes.interim => {
@@ -457,7 +459,10 @@ impl HfBackend {
                 None,
             ),
             Early::Parts(parts) => (
-                pipe::Pipe::ready(parts.build(value.get("model"))?, true),
+                pipe::Pipe::ready(
+                    parts.build(value.get("model"), &BuildCancel::never())?,
+                    true,
+                ),
                 None,
             ),
             Early::None => match whole {

@@ -18,6 +18,7 @@ use tokenizers::pipeline::PipelineTokenizer;
 
 use super::assemble::{Interim, Parts};
 use super::{HfBackend, Routes, assemble};
+use crate::backend::{BuildCancel, BuildGuard};
 use crate::error::{Error, Result};
 
 /// A built pipeline, and whether [`assemble`] built it (claims 280–286)
@@ -54,6 +55,9 @@ pub(super) struct Pipe {
     pending: Option<Slot>,
     /// What encodes until the build is done.
     interim: Option<Interim>,
+    /// Cancels the build thread's work when the pipeline (the backend) is
+    /// dropped (issue 39); `None` where no thread was started.
+    _build: Option<BuildGuard>,
 }
 
 impl Pipe {
@@ -63,6 +67,7 @@ impl Pipe {
             cell: Arc::new(OnceLock::from(Ok(Built { pipe, assembled }))),
             pending: None,
             interim: None,
+            _build: None,
         }
     }
 
@@ -105,18 +110,29 @@ impl Pipe {
         };
         let slot: Slot = Arc::new(Mutex::new(Some(pending)));
         let cell = Arc::new(OnceLock::new());
+        let mut build = None;
         if start {
+            let (guard, cancel) = BuildGuard::new();
             let (thread_cell, thread_slot) = (Arc::clone(&cell), Arc::clone(&slot));
-            let _ = std::thread::Builder::new()
+            // Once the pipeline is dropped the build stops at its next
+            // stage; the cell then holds an error no one reads.
+            let spawned = std::thread::Builder::new()
                 .name(name.into())
                 .spawn(move || {
-                    thread_cell.get_or_init(|| run(&thread_slot));
+                    if cancel.cancelled() {
+                        return;
+                    }
+                    thread_cell.get_or_init(|| run(&thread_slot, &cancel));
                 });
+            if spawned.is_ok() {
+                build = Some(guard);
+            }
         }
         Self {
             cell,
             pending: Some(slot),
             interim,
+            _build: build,
         }
     }
 
@@ -134,7 +150,7 @@ impl Pipe {
     /// The pipeline, waiting for (or running) a build left for later.
     pub(super) fn get(&self) -> Result<&Built> {
         let built = match &self.pending {
-            Some(slot) => self.cell.get_or_init(|| run(slot)),
+            Some(slot) => self.cell.get_or_init(|| run(slot, &BuildCancel::never())),
             None => self
                 .cell
                 .get()
@@ -144,8 +160,20 @@ impl Pipe {
     }
 }
 
+/// Between two stages of a background build: an error once its pipeline is
+/// gone (the cell it fills is then read by no one).
+pub(super) fn stage(cancel: &BuildCancel) -> Result<()> {
+    if cancel.cancelled() {
+        return Err(Error::backend(
+            super::NAME,
+            "the pipeline build was cancelled: its tokenizer is gone",
+        ));
+    }
+    Ok(())
+}
+
 /// Takes the pending build and runs it, a panic made an error.
-fn run(slot: &Slot) -> std::result::Result<Built, Error> {
+fn run(slot: &Slot, cancel: &BuildCancel) -> std::result::Result<Built, Error> {
     let pending = slot
         .lock()
         .map_err(|_| Error::backend(super::NAME, "the pipeline build was poisoned"))?
@@ -155,18 +183,19 @@ fn run(slot: &Slot) -> std::result::Result<Built, Error> {
         Pending::Read { path, .. } => path.clone(),
         Pending::Model(parts, _) => parts.path().to_path_buf(),
     };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(pending))).unwrap_or_else(|_| {
-        Err(Error::parse(
-            &path,
-            "building the tokenizers pipeline: internal panic",
-        ))
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(pending, cancel)))
+        .unwrap_or_else(|_| {
+            Err(Error::parse(
+                &path,
+                "building the tokenizers pipeline: internal panic",
+            ))
+        })
 }
 
-fn build(pending: Pending) -> std::result::Result<Built, Error> {
+fn build(pending: Pending, cancel: &BuildCancel) -> std::result::Result<Built, Error> {
     match pending {
         Pending::Model(parts, document) => Ok(Built {
-            pipe: parts.build(document.get("model"))?,
+            pipe: parts.build(document.get("model"), cancel)?,
             assembled: true,
         }),
         Pending::Read { path, json, routes } => {
@@ -177,8 +206,9 @@ fn build(pending: Pending) -> std::result::Result<Built, Error> {
                 legacy,
                 ..
             } = HfBackend::prepare(path, &json)?;
+            stage(cancel)?;
             if routes.assemble
-                && let Some(pipe) = assemble::bpe_pipeline(path, &value, &skeleton, legacy)?
+                && let Some(pipe) = assemble::bpe_pipeline(path, &value, &skeleton, legacy, cancel)?
             {
                 return Ok(Built {
                     pipe,
@@ -186,6 +216,7 @@ fn build(pending: Pending) -> std::result::Result<Built, Error> {
                 });
             }
             let mut value = assemble::reattach(skeleton, value);
+            stage(cancel)?;
             let pipe = HfBackend::read_whole(path, &json, &mut value, legacy)?;
             Ok(Built {
                 pipe,

@@ -256,9 +256,10 @@ impl BuiltinEncoding {
         Ok(TiktokenSpec {
             ranks,
             specials,
-            pattern: self.pattern(),
+            pattern: self.pattern().into(),
             roles,
             add_bos: None,
+            runs_apart: false,
         })
     }
 }

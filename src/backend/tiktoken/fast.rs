@@ -27,10 +27,10 @@ use tokenizers::pipeline::{Model, PipelineToken, PreTokenizer, PreTokenizerScrat
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
-use crate::backend::byte_level;
 use crate::backend::char_cuts::CharCuts;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::backend::thread_scratch::ThreadScratch;
+use crate::backend::{BuildCancel, byte_level};
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -60,6 +60,10 @@ pub(crate) enum FastError {
     Pattern,
     #[error("building the byte-level BPE: {0}")]
     Build(String),
+    /// Every handle of the backend was dropped while the engine was built
+    /// in the background (issue 39).
+    #[error("the build was cancelled: its backend is gone")]
+    Cancelled,
 }
 
 /// tiktoken's `_byte_pair_merge` on `piece` alone; returns the split of its
@@ -115,21 +119,38 @@ fn last_merge(
 /// The merge list of claim 195: one `(left, right)` per token that tiktoken
 /// can form, in rank order (byte strings); `tokens` lists `ranks`' entries.
 /// Each token's merge is its own, so
-/// they run on rayon (a fifth of o200k's engine build, claim 349).
+/// they run on rayon (a fifth of o200k's engine build, claim 349). Once
+/// `cancel` is set the remaining tokens are skipped and the list is
+/// [`FastError::Cancelled`].
 pub(crate) fn derive_merges(
     ranks: &FxHashMap<Vec<u8>, u32>,
     tokens: &[(&Vec<u8>, u32)],
-) -> Vec<(u32, usize)> {
+    cancel: &BuildCancel,
+) -> Result<Vec<(u32, usize)>, FastError> {
     let mut out: Vec<(u32, usize)> = tokens
         .par_iter()
         .map_init(
             || Vec::with_capacity(64),
-            |parts, &(token, rank)| last_merge(token, ranks, parts).map(|split| (rank, split)),
+            |parts, &(token, rank)| {
+                if cancel.cancelled() {
+                    return None;
+                }
+                last_merge(token, ranks, parts).map(|split| (rank, split))
+            },
         )
         .flatten_iter()
         .collect();
+    stage(cancel)?;
     out.par_sort_unstable();
-    out
+    Ok(out)
+}
+
+/// Between two stages of a background build: stop if its backend is gone.
+fn stage(cancel: &BuildCancel) -> Result<(), FastError> {
+    if cancel.cancelled() {
+        return Err(FastError::Cancelled);
+    }
+    Ok(())
 }
 
 /// An encoding's pattern on the native grammar (claim 196): the pieces of a
@@ -211,11 +232,14 @@ struct Scratch {
 }
 
 impl FastBpe {
-    /// Builds the engine from the ordinary ranks, cutting with `split`.
+    /// Builds the engine from the ordinary ranks, cutting with `split`;
+    /// a background build stops between stages once `cancel` is set.
     pub(crate) fn new(
         ranks: &FxHashMap<Vec<u8>, u32>,
         split: Arc<NativeSplit>,
+        cancel: &BuildCancel,
     ) -> Result<Self, FastError> {
+        stage(cancel)?;
         // `tokenizers`' vocabulary store holds entries of at most 65,535
         // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
         // (up to two bytes per byte); longer tokens stay on the regex path.
@@ -226,7 +250,7 @@ impl FastBpe {
         }
         let alphabet = byte_level::byte_to_char_table();
         let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
-        let merges = derive_merges(ranks, &tokens);
+        let merges = derive_merges(ranks, &tokens, cancel)?;
         let mut by_rank: Vec<Option<&[u8]>> = Vec::new();
         for (token, &rank) in ranks {
             let i = rank as usize;
@@ -239,6 +263,7 @@ impl FastBpe {
             .par_iter()
             .map(|&(token, rank)| (byte_level::spell(token, &alphabet), rank))
             .collect();
+        stage(cancel)?;
         let mut vocab = Vocab::default();
         vocab.reserve(spelled.len());
         vocab.extend(spelled);
@@ -256,6 +281,7 @@ impl FastBpe {
                 ))
             })
             .collect::<Result<Vec<_>, FastError>>()?;
+        stage(cancel)?;
         // Any panic left in `tokenizers`' build (a hostile rank file) is a
         // build failure, never a crash.
         let model = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -270,6 +296,7 @@ impl FastBpe {
         }))
         .map_err(|_| FastError::Build("tokenizers panicked".into()))?
         .map_err(|e| FastError::Build(e.to_string()))?;
+        stage(cancel)?;
         // tiktoken takes a piece that is a token whole (`ignore_merges`):
         // the cuts must know the tokens its merges do not form.
         let rebuilds = |token: &[u8]| {
@@ -453,7 +480,7 @@ mod tests {
         let enc = crate::backend::tiktoken::encodings::BuiltinEncoding::Cl100kBase;
         let ranks = enc.spec().unwrap().ranks;
         let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
-        let merges = derive_merges(&ranks, &tokens);
+        let merges = derive_merges(&ranks, &tokens, &BuildCancel::never()).unwrap();
         // Sorted by rank, one per product.
         assert!(merges.windows(2).all(|w| w[0].0 < w[1].0));
         let mut parts = Vec::new();

@@ -19,12 +19,13 @@ pub(crate) mod ranks;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
 use crate::backend::line_memo::LineMemos;
-use crate::backend::{DecodeStyle, Decoder, Encoder, Tokenizer};
+use crate::backend::{BuildCancel, BuildGuard, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::encode::family::{cuts_after_lines, is_known_pattern};
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
@@ -40,12 +41,16 @@ pub(crate) struct TiktokenSpec {
     pub ranks: FxHashMap<Vec<u8>, u32>,
     /// Special tokens: text and id.
     pub specials: Vec<(String, u32)>,
-    /// The pre-tokenizer regex.
-    pub pattern: &'static str,
+    /// The pre-tokenizer regex (a file's own, for Tekken).
+    pub pattern: Cow<'static, str>,
     /// Which special tokens play which role.
     pub roles: SpecialRoles,
-    /// BOS added by `add_special_tokens` (Llama-3 rank files), if any.
+    /// BOS added by `add_special_tokens` (Llama-3 rank files, Tekken), if any.
     pub add_bos: Option<u32>,
+    /// Decode each run of ordinary ids apart from the specials between them,
+    /// as mistral-common's Tekkenizer does (a skipped special then never
+    /// joins the bytes on its two sides into one char).
+    pub runs_apart: bool,
 }
 
 /// Role names for special tokens, by content.
@@ -99,7 +104,9 @@ pub(crate) struct TiktokenBackend {
     add_bos: Option<u32>,
     alphabet: [char; 256],
     /// The pre-tokenizer regex, for the chunk encoder.
-    pattern: &'static str,
+    pattern: Cow<'static, str>,
+    /// See [`TiktokenSpec::runs_apart`].
+    runs_apart: bool,
     /// How whitespace runs are cut without the regex (built-in patterns).
     ws_rule: Option<pieces::WsRule>,
     split: SplitSpec,
@@ -108,6 +115,9 @@ pub(crate) struct TiktokenBackend {
     /// Line groups seen again, per thread, where the pattern lets a segment
     /// be cut after its lines (claim 357); `None` where it does not.
     lines: Option<LineMemos>,
+    /// Cancels the engine's background build when the backend is dropped
+    /// (issue 39); `None` where no thread builds it.
+    _build: Option<BuildGuard>,
 }
 
 /// What the regex path needs beyond the ranks.
@@ -230,6 +240,7 @@ impl TiktokenBackend {
             pattern,
             roles,
             add_bos,
+            runs_apart,
         } = spec;
         let max_id = ranks
             .values()
@@ -319,7 +330,7 @@ impl TiktokenBackend {
         for (text, _) in &specials {
             edges.add_token(text);
         }
-        let family = if is_known_pattern(pattern) {
+        let family = if is_known_pattern(&pattern) {
             SplitFamily::RegexBpe
         } else {
             SplitFamily::Sequential("pre-tokenizer regex without a lossless cut argument")
@@ -341,19 +352,28 @@ impl TiktokenBackend {
         // regex path, which gives the same ids.
         let ranks = Arc::new(ranks);
         let fast: Arc<OnceLock<Option<fast::FastBpe>>> = Arc::new(OnceLock::new());
-        let native = fast::NativeSplit::new(pattern).ok().map(Arc::new);
+        let native = fast::NativeSplit::new(&pattern).ok().map(Arc::new);
+        let mut build = None;
         let split = if let Some(grammar) = &native {
             if ranks.len() < SYNC_BUILD_RANKS {
-                let _ = fast.set(fast::FastBpe::new(&ranks, Arc::clone(grammar)).ok());
+                let engine = fast::FastBpe::new(&ranks, Arc::clone(grammar), &BuildCancel::never());
+                let _ = fast.set(engine.ok());
             } else {
+                let (guard, cancel) = BuildGuard::new();
+                build = Some(guard);
                 let (cell, ranks, grammar) =
                     (Arc::clone(&fast), Arc::clone(&ranks), Arc::clone(grammar));
                 // If no thread can be had, the first encode that needs the
-                // engine (or `warm_up`) builds it.
+                // engine (or `warm_up`) builds it. Once the backend is gone
+                // the build stops at its next stage: the cell it fills then
+                // holds `None`, read by no one.
                 let _ = std::thread::Builder::new()
                     .name("rtok-tiktoken-bpe".into())
                     .spawn(move || {
-                        cell.get_or_init(|| fast::FastBpe::new(&ranks, grammar).ok());
+                        if cancel.cancelled() {
+                            return;
+                        }
+                        cell.get_or_init(|| fast::FastBpe::new(&ranks, grammar, &cancel).ok());
                     });
             }
             // Re-measured once the chunk encoder recorded only its windows
@@ -376,19 +396,21 @@ impl TiktokenBackend {
             policy,
             add_bos,
             alphabet,
+            ws_rule: pieces::ws_rule(&pattern),
+            lines: cuts_after_lines(&pattern).then(LineMemos::default),
             pattern,
+            runs_apart,
             split,
-            ws_rule: pieces::ws_rule(pattern),
             chunker: OnceLock::new(),
             native,
-            lines: cuts_after_lines(pattern).then(LineMemos::default),
+            _build: build,
         })
     }
 
     fn chunker(&self) -> Result<&Chunker> {
         let built = self.chunker.get_or_init(|| {
             // Fail early on a bad pattern.
-            let regex = fancy_regex::Regex::new(self.pattern).map_err(|e| e.to_string())?;
+            let regex = fancy_regex::Regex::new(&self.pattern).map_err(|e| e.to_string())?;
             let regexes: Vec<OnceLock<Option<fancy_regex::Regex>>> =
                 (0..REGEX_CLONES).map(|_| OnceLock::new()).collect();
             if let Some(first) = regexes.first() {
@@ -408,7 +430,7 @@ impl TiktokenBackend {
             .regexes
             .get(slot)
             .and_then(|r| {
-                r.get_or_init(|| fancy_regex::Regex::new(self.pattern).ok())
+                r.get_or_init(|| fancy_regex::Regex::new(&self.pattern).ok())
                     .as_ref()
             })
             .ok_or_else(|| Error::backend(NAME, "no chunk regex"))
@@ -638,7 +660,7 @@ impl TiktokenBackend {
         self.fast
             .get_or_init(|| {
                 let grammar = Arc::clone(self.native.as_ref()?);
-                fast::FastBpe::new(&self.ranks, grammar).ok()
+                fast::FastBpe::new(&self.ranks, grammar, &BuildCancel::never()).ok()
             })
             .as_ref()
     }
@@ -819,20 +841,33 @@ impl Encoder for TiktokenBackend {
 
 impl Decoder for TiktokenBackend {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        let lossy = |bytes: Vec<u8>| match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         let mut out = Vec::with_capacity(ids.len() * 4);
+        let mut text = String::new();
         for &id in ids {
             let bytes = self
                 .bytes_of(id)
                 .ok_or_else(|| Error::unknown_id(id, self.spans.len()))?;
-            if skip_special_tokens && self.is_special_id(id) {
+            let special = self.is_special_id(id);
+            if self.runs_apart && special {
+                text.push_str(&lossy(std::mem::take(&mut out)));
+            }
+            if skip_special_tokens && special {
                 continue;
             }
             out.extend_from_slice(bytes);
+            if self.runs_apart && special {
+                text.push_str(&lossy(std::mem::take(&mut out)));
+            }
         }
-        Ok(match String::from_utf8(out) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
+        if text.is_empty() {
+            return Ok(lossy(out));
+        }
+        text.push_str(&lossy(out));
+        Ok(text)
     }
 
     fn decode_style(&self) -> DecodeStyle {
@@ -1080,12 +1115,13 @@ mod tests {
             .map(|b| (vec![b], u32::from(b)))
             .chain([(b"ab".to_vec(), 256)])
             .collect();
-        let spec = |pattern| TiktokenSpec {
+        let spec = |pattern: &'static str| TiktokenSpec {
             ranks: ranks.clone(),
             specials: Vec::new(),
-            pattern,
+            pattern: pattern.into(),
             roles: SpecialRoles::default(),
             add_bos: None,
+            runs_apart: false,
         };
         let small = TiktokenBackend::new(spec(encodings::O200K_PATTERN), SpecialTokenPolicy::Parse)
             .unwrap();
