@@ -96,18 +96,14 @@ impl MistralVersion {
         Self::parse(&file.config.version)
     }
 
-    /// The version of `tok`: its source's SentencePiece file-name suffix, or
-    /// for a `.json` Tekken source its `config.version` (read from the file).
+    /// The version of `tok`: a Tekken file's `config.version` as the loader
+    /// kept it, else its source's SentencePiece file-name suffix. `None` for
+    /// other tokenizers (and for v15, which is not covered).
     pub fn of(tok: &Tokenizer) -> Option<Self> {
-        let source = tok.source();
-        if let Some(v) = Self::from_file_name(source) {
-            return Some(v);
+        match tok.tekken_version() {
+            Some(v) => Self::parse(v),
+            None => Self::from_file_name(tok.source()),
         }
-        if source.ends_with(".json") {
-            let text = std::fs::read_to_string(source).ok()?;
-            return Self::from_tekken_json(&text);
-        }
-        None
     }
 }
 
