@@ -139,6 +139,14 @@ pub enum ErrorKind {
         /// The special-token text.
         token: String,
     },
+    /// A chat request the tokenizer's chat format refuses (mistral_common
+    /// raises for it: a tool result without its call, a bad tool call id,
+    /// roles out of order); a router answers HTTP 400.
+    #[error("invalid chat request: {reason}")]
+    InvalidRequest {
+        /// What is wrong.
+        reason: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {

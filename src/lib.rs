@@ -152,6 +152,17 @@ pub mod __testing {
     pub use crate::load::testing::{
         FastRoute, hf_json, hf_json_assembled, hf_json_route, interim_active, spm_route,
     };
+    pub use crate::request::mistral::MistralVersion;
+
+    /// `request` encoded as mistral_common's `encode_chat_completion` does
+    /// for `version` (until `encode_chat` dispatches to it).
+    pub fn encode_mistral(
+        tok: &crate::Tokenizer,
+        request: &crate::chat::ChatRequest,
+        version: MistralVersion,
+    ) -> crate::Result<crate::ChatEncoding> {
+        crate::request::mistral::encode_mistral(tok, request, version)
+    }
 }
 
 /// Test helpers (feature `test-util`).

@@ -3,6 +3,7 @@
 //! special-token text that came from the request kept apart from the
 //! special tokens the template wrote (DESIGN.md, claims 200–207).
 
+pub(crate) mod mistral;
 mod provenance;
 mod ranges;
 mod segments;
