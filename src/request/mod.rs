@@ -3,6 +3,8 @@
 //! special-token text that came from the request kept apart from the
 //! special tokens the template wrote (DESIGN.md, claims 200–207).
 
+mod format;
+pub(crate) mod harmony;
 mod provenance;
 mod ranges;
 mod segments;
@@ -15,6 +17,7 @@ use crate::chat::{ChatRequest, ChatTemplate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::ControlTokens;
 use crate::tokenizer::Tokenizer;
+pub use format::ChatFormat;
 use provenance::Sentinels;
 pub(crate) use special_text::SpecialText;
 
@@ -62,6 +65,9 @@ pub struct EncodeChatOptions {
     /// Compute [`ChatEncoding::message_ranges`] (one extra render per
     /// message, and offsets).
     pub message_ranges: bool,
+    /// How to render the request; `None` is the handle's default, the
+    /// chat template ([`ChatFormat::Jinja`]).
+    pub format: Option<ChatFormat>,
 }
 
 impl EncodeChatOptions {
@@ -86,6 +92,13 @@ impl EncodeChatOptions {
     /// Computing per-message id ranges (or not).
     pub fn with_message_ranges(mut self, on: bool) -> Self {
         self.message_ranges = on;
+        self
+    }
+
+    /// Rendered in another chat format (e.g. [`ChatFormat::Harmony`] for
+    /// gpt-oss as vLLM and SGLang render it).
+    pub fn with_format(mut self, format: ChatFormat) -> Self {
+        self.format = Some(format);
         self
     }
 }
@@ -162,6 +175,19 @@ impl RequestFacts {
 
 /// The body of [`Tokenizer::encode_chat`].
 pub(crate) fn encode_chat(
+    tok: &Tokenizer,
+    request: &ChatRequest,
+    options: &EncodeChatOptions,
+) -> Result<ChatEncoding> {
+    match options.format.unwrap_or_default() {
+        ChatFormat::Jinja => encode_chat_jinja(tok, request, options),
+        ChatFormat::Harmony => harmony::encode_chat(tok, request, options),
+        f @ ChatFormat::MistralCommon => Err(f.unsupported()),
+    }
+}
+
+/// `encode_chat` with the tokenizer's chat template.
+fn encode_chat_jinja(
     tok: &Tokenizer,
     request: &ChatRequest,
     options: &EncodeChatOptions,
