@@ -147,6 +147,17 @@ pub enum ErrorKind {
         /// What is wrong.
         reason: String,
     },
+    /// A chat format ([`ChatFormat`](crate::ChatFormat)) cannot render this
+    /// request with this tokenizer: not supported yet, a request it refuses
+    /// (as the engine it mirrors refuses it), or a vocabulary without its
+    /// control tokens.
+    #[error("chat format {format}: {detail}")]
+    ChatFormat {
+        /// The format (`harmony`, `mistral`, …).
+        format: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {detail}")]
     Config {

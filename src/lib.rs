@@ -95,7 +95,14 @@ pub use load::{
     Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
 };
 pub use offload::OFFLOAD_MIN_BYTES;
-pub use request::{ChatEncoding, ChatSpecialTokens, EncodeChatOptions};
+pub use request::{ChatEncoding, ChatFormat, ChatSpecialTokens, EncodeChatOptions};
+
+/// gpt-oss's Harmony format: prompts rendered as `openai-harmony` renders
+/// them (through [`Tokenizer::encode_chat`] with [`ChatFormat::Harmony`]),
+/// and generations split into channels as they stream.
+pub mod harmony {
+    pub use crate::request::harmony::{HarmonyEvent, HarmonyHeader, HarmonyStream, render_text};
+}
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 

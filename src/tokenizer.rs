@@ -18,7 +18,7 @@ use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::load::Format;
 use crate::metrics::Metrics;
-use crate::request::{ChatEncoding, EncodeChatOptions, RequestFacts};
+use crate::request::{ChatEncoding, ChatFormat, EncodeChatOptions, RequestFacts};
 use crate::special::{ControlTokens, SpecialToken, SpecialTokens};
 
 /// Facts about where a tokenizer came from, kept for metadata and chat templates.
@@ -47,6 +47,8 @@ struct Inner {
     budget: Arc<BudgetFacts>,
     /// What `encode_chat` learns once (special-token texts, BOS/EOS ids).
     request: Arc<RequestFacts>,
+    /// The chat format `encode_chat` uses when its options name none.
+    chat_format: Option<ChatFormat>,
     /// The L0 prompt cache (shared by clones and by handles that differ only
     /// in parallel options, chat template or context length).
     l0: Option<Arc<L0Cache>>,
@@ -150,6 +152,7 @@ impl Tokenizer {
                 chat,
                 budget,
                 request: Arc::default(),
+                chat_format: None,
                 l0: L0Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
                 l1: L1Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
                 cache_options: PromptCacheOptions::default(),
@@ -353,6 +356,26 @@ impl Tokenizer {
             inner.l1 = L1Cache::new(&options, name).map(Arc::new);
             inner.cache_options = options;
         })
+    }
+
+    /// The chat format [`encode_chat`](Self::encode_chat) uses when its
+    /// options name none: the one set by [`with_chat_format`](Self::with_chat_format)
+    /// (or `LoadOptions::chat_format`), else [`ChatFormat::MistralCommon`]
+    /// for a `tekken.json` without a Jinja template beside it, else
+    /// [`ChatFormat::Jinja`] (transformers' `apply_chat_template`).
+    pub fn chat_format(&self) -> ChatFormat {
+        if let Some(format) = self.inner.chat_format {
+            return format;
+        }
+        if self.format() == Format::Tekken && self.chat_template().is_err() {
+            return ChatFormat::MistralCommon;
+        }
+        ChatFormat::Jinja
+    }
+
+    /// The same tokenizer with another default chat format. Cheap: no reload.
+    pub fn with_chat_format(&self, format: ChatFormat) -> Self {
+        self.derive(|inner| inner.chat_format = Some(format))
     }
 
     /// The same tokenizer with corrected control markers ([`ControlTokens`]).

@@ -351,3 +351,39 @@ fn messages_and_tools_may_be_given_inline_as_json() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--format harmony`: openai-harmony's render (text needs no vocabulary; `--encode` ids),
+/// compared with the first golden case of `tests/golden/harmony/`.
+#[test]
+fn format_harmony_text_and_ids() {
+    let golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/harmony/cases.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let case = &golden["cases"][1];
+    let messages = case["request"]["messages"].to_string();
+    let now = case["request"]["now"].as_str().unwrap();
+    let base = ["chat", "-t", "openai/gpt-oss-20b", "--format", "harmony"];
+    let mut args = base.to_vec();
+    args.extend(["--messages", "-", "--now", now]);
+    assert_eq!(ok(&rtok(&args, &messages)), case["text"].as_str().unwrap());
+    args.push("--encode");
+    let ids: Vec<u64> = ok(&rtok(&args, &messages))
+        .split_whitespace()
+        .map(|i| i.parse().unwrap())
+        .collect();
+    let want: Vec<u64> = case["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, want);
+    let mut mistral = base.to_vec();
+    mistral[4] = "mistral";
+    mistral.extend(["--messages", HI]);
+    assert!(!rtok(&mistral, "").status.success());
+}

@@ -4,9 +4,31 @@
 
 mod common;
 
-use router_tokenizer::__testing::{MistralVersion, encode_mistral};
+use router_tokenizer::__testing::MistralVersion;
 use router_tokenizer::chat::ChatRequest;
-use router_tokenizer::{ErrorKind, LoadOptions};
+use router_tokenizer::{
+    ChatEncoding, ChatFormat, EncodeChatOptions, ErrorKind, Format, LoadOptions, Result, Tokenizer,
+};
+
+/// The public path: `encode_chat` in the mistral-common format (the default
+/// for a `tekken.json` with no Jinja template beside it).
+fn encode_mistral(
+    tok: &Tokenizer,
+    request: &ChatRequest,
+    _: MistralVersion,
+) -> Result<ChatEncoding> {
+    let options = EncodeChatOptions::default().with_format(ChatFormat::MistralCommon);
+    let got = tok.encode_chat(request, &options);
+    if tok.format() == Format::Tekken {
+        assert_eq!(tok.chat_format(), ChatFormat::MistralCommon);
+        let by_default = tok.encode_chat(request, &EncodeChatOptions::default());
+        assert_eq!(
+            by_default.as_ref().map(|e| &e.ids).ok(),
+            got.as_ref().map(|e| &e.ids).ok()
+        );
+    }
+    got
+}
 use serde_json::Value;
 
 fn golden() -> Value {

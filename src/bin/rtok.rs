@@ -9,9 +9,9 @@ use router_tokenizer::chat::{
     ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
 };
 use router_tokenizer::{
-    ChatSpecialTokens, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases, Output,
-    ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig, StopSequenceDecoder,
-    Tokenizer, UnknownIds,
+    ChatFormat, ChatSpecialTokens, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases,
+    Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig,
+    StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -60,6 +60,27 @@ struct Input {
     /// Input file; `-` or absent reads stdin.
     #[arg(long, short = 'i')]
     input: Option<PathBuf>,
+}
+
+/// `rtok chat --format`: how the request is rendered.
+#[derive(Clone, Copy, ValueEnum)]
+enum ChatFormatArg {
+    /// The tokenizer's chat template, as transformers renders it (the default).
+    Jinja,
+    /// `mistral-common`'s encoding (not supported yet).
+    Mistral,
+    /// `openai-harmony`'s, as vLLM and SGLang render gpt-oss.
+    Harmony,
+}
+
+impl From<ChatFormatArg> for ChatFormat {
+    fn from(f: ChatFormatArg) -> Self {
+        match f {
+            ChatFormatArg::Jinja => ChatFormat::Jinja,
+            ChatFormatArg::Mistral => ChatFormat::MistralCommon,
+            ChatFormatArg::Harmony => ChatFormat::Harmony,
+        }
+    }
 }
 
 /// Which end `truncate` cuts off.
@@ -324,6 +345,11 @@ enum Command {
         /// (default) or refused.
         #[arg(long, value_enum, default_value = "plain", requires = "encode")]
         special_tokens: ChatSpecialArg,
+        /// How to render: the chat template (`jinja`), or the format an engine renders the
+        /// model with instead (`harmony`: gpt-oss as vLLM and SGLang render it, always
+        /// ending with the assistant header; its text needs no vocabulary).
+        #[arg(long, value_enum, default_value = "jinja")]
+        format: ChatFormatArg,
     },
     /// Format, vocabulary size, special tokens, eos ids, chat template names.
     Inspect {
@@ -597,6 +623,7 @@ fn run(cli: Cli) -> Result<()> {
             encode,
             json,
             special_tokens,
+            format,
         } => {
             let read = |p: &PathBuf| -> Result<String> {
                 if p.as_os_str() == "-" {
@@ -660,7 +687,9 @@ fn run(cli: Cli) -> Result<()> {
                 };
                 let enc = tok.encode_chat(
                     &request,
-                    &EncodeChatOptions::default().with_special_tokens(policy),
+                    &EncodeChatOptions::default()
+                        .with_special_tokens(policy)
+                        .with_format(format.into()),
                 )?;
                 if json {
                     writeln!(out, "{}", serde_json::json!({ "ids": enc.ids }))?;
@@ -669,6 +698,16 @@ fn run(cli: Cli) -> Result<()> {
                     writeln!(out, "{}", line.join(" "))?;
                 }
                 return Ok(());
+            }
+            match ChatFormat::from(format) {
+                ChatFormat::Harmony => {
+                    out.write_all(router_tokenizer::harmony::render_text(&request)?.as_bytes())?;
+                    return Ok(());
+                }
+                ChatFormat::MistralCommon => {
+                    anyhow::bail!("chat format mistral: not supported yet");
+                }
+                _ => {}
             }
             let options = load_options(&source, ParallelOptions::default())?;
             let compiled = match template_text {

@@ -436,6 +436,11 @@ impl FixedNow {
     pub(crate) fn to_iso(self) -> String {
         self.0.to_string()
     }
+
+    /// `YYYY-MM-DD`: Harmony's conversation-start date.
+    pub(crate) fn date_iso(self) -> String {
+        self.0.date().to_string()
+    }
 }
 
 /// What to render: the conversation and the options of `apply_chat_template`.

@@ -25,6 +25,7 @@ use crate::cache::PromptCacheOptions;
 use crate::config::{self, TokenizerConfig};
 use crate::encode::ParallelOptions;
 use crate::error::{Error, ErrorKind, Result};
+use crate::request::ChatFormat;
 use crate::special::{ControlTokens, SpecialTokenPolicy, merge_eos_ids};
 use crate::tokenizer::{Tokenizer, TokenizerInfo};
 pub use alias::ModelAliases;
@@ -77,6 +78,9 @@ pub struct LoadOptions {
     /// `tekken.json` (by default `tekken.json` wins, as in vLLM: Mistral's
     /// converted `tokenizer.json` files once shipped a wrong pattern).
     pub prefer_tokenizer_json: bool,
+    /// The chat format `encode_chat` uses when its options name none (see
+    /// [`Tokenizer::chat_format`]); handle-level. `None`: the tokenizer's own.
+    pub chat_format: Option<ChatFormat>,
     /// Corrections to the added tokens a chat request may not forge
     /// ([`ControlTokens`]); handle-level, like `parallel`.
     pub control_tokens: ControlTokens,
@@ -177,6 +181,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("allowed_dirs", &self.allowed_dirs)
             .field("control_tokens", &self.control_tokens)
             .field("prefer_tokenizer_json", &self.prefer_tokenizer_json)
+            .field("chat_format", &self.chat_format)
             .finish()
     }
 }
@@ -212,9 +217,14 @@ impl LoadOptions {
     /// `tok` with this load's handle-level options: parallelism, prompt
     /// caches, control tokens.
     pub(crate) fn configure(&self, tok: &Tokenizer) -> Tokenizer {
-        tok.with_parallel(self.parallel.clone())
+        let tok = tok
+            .with_parallel(self.parallel.clone())
             .with_prompt_cache(self.prompt_cache.clone())
-            .with_control_tokens(self.control_tokens.clone())
+            .with_control_tokens(self.control_tokens.clone());
+        match self.chat_format {
+            Some(format) => tok.with_chat_format(format),
+            None => tok,
+        }
     }
 
     /// Loads on the caller's tokio runtime (file reads and parsing run in

@@ -77,8 +77,8 @@ pub(super) fn load_shared(
 ) -> Result<Tokenizer> {
     let parsed_key = key(source, options);
     let handle_key = format!(
-        "{parsed_key}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
-        options.parallel, options.prompt_cache, options.control_tokens
+        "{parsed_key}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+        options.parallel, options.prompt_cache, options.control_tokens, options.chat_format
     );
     load_keyed(handle_key, source, options, || {
         let parsed = load_keyed(parsed_key, source, options, load)?;

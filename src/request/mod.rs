@@ -3,6 +3,8 @@
 //! special-token text that came from the request kept apart from the
 //! special tokens the template wrote (DESIGN.md, claims 200–207).
 
+mod format;
+pub(crate) mod harmony;
 pub(crate) mod mistral;
 mod provenance;
 mod ranges;
@@ -16,6 +18,7 @@ use crate::chat::{ChatRequest, ChatTemplate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::ControlTokens;
 use crate::tokenizer::Tokenizer;
+pub use format::ChatFormat;
 use provenance::Sentinels;
 pub(crate) use special_text::SpecialText;
 
@@ -63,6 +66,9 @@ pub struct EncodeChatOptions {
     /// Compute [`ChatEncoding::message_ranges`] (one extra render per
     /// message, and offsets).
     pub message_ranges: bool,
+    /// How to render the request; `None` is the handle's default, the
+    /// chat template ([`ChatFormat::Jinja`]).
+    pub format: Option<ChatFormat>,
 }
 
 impl EncodeChatOptions {
@@ -87,6 +93,13 @@ impl EncodeChatOptions {
     /// Computing per-message id ranges (or not).
     pub fn with_message_ranges(mut self, on: bool) -> Self {
         self.message_ranges = on;
+        self
+    }
+
+    /// Rendered in another chat format (e.g. [`ChatFormat::Harmony`] for
+    /// gpt-oss as vLLM and SGLang render it).
+    pub fn with_format(mut self, format: ChatFormat) -> Self {
+        self.format = Some(format);
         self
     }
 }
@@ -174,6 +187,30 @@ pub(crate) fn walk_strings(request: &ChatRequest, f: &mut dyn FnMut(&str)) {
 
 /// The body of [`Tokenizer::encode_chat`].
 pub(crate) fn encode_chat(
+    tok: &Tokenizer,
+    request: &ChatRequest,
+    options: &EncodeChatOptions,
+) -> Result<ChatEncoding> {
+    match options.format.unwrap_or_else(|| tok.chat_format()) {
+        ChatFormat::Jinja => encode_chat_jinja(tok, request, options),
+        ChatFormat::Harmony => harmony::encode_chat(tok, request, options),
+        f @ ChatFormat::MistralCommon => {
+            let version = mistral::MistralVersion::of(tok).ok_or_else(|| {
+                Error::new(ErrorKind::ChatFormat {
+                    format: f.name(),
+                    detail: format!(
+                        "{} is no Mistral tokenizer (a tekken.json, or a SentencePiece .model.vN file)",
+                        tok.source()
+                    ),
+                })
+            })?;
+            mistral::encode_mistral(tok, request, version)
+        }
+    }
+}
+
+/// `encode_chat` with the tokenizer's chat template.
+fn encode_chat_jinja(
     tok: &Tokenizer,
     request: &ChatRequest,
     options: &EncodeChatOptions,
