@@ -74,6 +74,7 @@ mod limits;
 mod load;
 mod metrics;
 mod request;
+mod serving;
 mod special;
 #[cfg(test)]
 mod test_support;
@@ -94,6 +95,10 @@ pub use load::{
     Format, HubTimeouts, LoadOptions, ModelAliases, create_tokenizer, create_tokenizer_async,
 };
 pub use request::{ChatEncoding, ChatSpecialTokens, EncodeChatOptions};
+pub use serving::{
+    DetokenizeRequest, DetokenizeResponse, TokenizeChatRequest, TokenizeCompletionRequest,
+    TokenizeRequest, TokenizeResponse,
+};
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
