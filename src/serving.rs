@@ -185,7 +185,10 @@ fn estimate(tok: &Tokenizer, request: &ChatRequest) -> Result<usize> {
         if let Some(name) = &m.name {
             total += n(name)? + 1;
         }
-        for field in [&m.tool_call_id, &m.reasoning_content].into_iter().flatten() {
+        for field in [&m.tool_call_id, &m.reasoning_content]
+            .into_iter()
+            .flatten()
+        {
             total += n(field)?;
         }
         for value in m.extra.values() {
@@ -208,9 +211,8 @@ fn estimate(tok: &Tokenizer, request: &ChatRequest) -> Result<usize> {
     // The cookbook's function-calling estimate (`num_tokens_for_tools`).
     let costs = ToolCosts::for_vocab(tok.vocab_size());
     let mut tools_total: isize = 0;
-    let count = |text: &str| -> Result<isize> {
-        Ok(isize::try_from(n(text)?).unwrap_or(isize::MAX))
-    };
+    let count =
+        |text: &str| -> Result<isize> { Ok(isize::try_from(n(text)?).unwrap_or(isize::MAX)) };
     for tool in tools {
         let function = tool.get("function").unwrap_or(tool);
         tools_total += costs.func_init;

@@ -52,7 +52,11 @@ fn an_openai_body_gets_the_generation_prompt() {
     assert!(ChatRequest::from_openai(&body).is_err());
     let mut body = user_body();
     body["add_generation_prompt"] = json!(false);
-    assert!(!ChatRequest::from_openai(&body).unwrap().add_generation_prompt);
+    assert!(
+        !ChatRequest::from_openai(&body)
+            .unwrap()
+            .add_generation_prompt
+    );
 }
 
 #[test]
@@ -69,7 +73,10 @@ fn body_fields_reach_the_request() {
     let r = ChatRequest::from_openai(&body).unwrap();
     assert_eq!(r.tools.as_ref().unwrap().len(), 1);
     assert_eq!(r.documents.as_ref().unwrap().len(), 1);
-    assert!(!r.add_generation_prompt, "kwargs' add_generation_prompt is lifted");
+    assert!(
+        !r.add_generation_prompt,
+        "kwargs' add_generation_prompt is lifted"
+    );
     assert_eq!(r.chat_template_kwargs["enable_thinking"], json!(false));
     assert_eq!(r.chat_template_kwargs["reasoning_effort"], json!("low"));
     assert!(!r.chat_template_kwargs.contains_key("add_generation_prompt"));
@@ -77,10 +84,16 @@ fn body_fields_reach_the_request() {
     // vLLM's tool_choice checks.
     let mut bad = body.clone();
     bad.as_object_mut().unwrap().remove("tools");
-    assert!(ChatRequest::from_openai(&bad).is_err(), "tool_choice without tools");
+    assert!(
+        ChatRequest::from_openai(&bad).is_err(),
+        "tool_choice without tools"
+    );
     let mut bad = body.clone();
     bad["tool_choice"] = json!({"type": "function", "function": {"name": "g"}});
-    assert!(ChatRequest::from_openai(&bad).is_err(), "unknown named tool");
+    assert!(
+        ChatRequest::from_openai(&bad).is_err(),
+        "unknown named tool"
+    );
     let mut none = body.clone();
     none.as_object_mut().unwrap().remove("tools");
     none["tool_choice"] = json!("none");
@@ -122,11 +135,16 @@ fn assistant_tool_calls_with_null_content_render_as_vllm() {
             "{model}: renders as given"
         );
         let request = ChatRequest::from_openai(&body).unwrap();
-        assert_eq!(tok.apply_chat_template(&request).unwrap(), expected, "{model}");
+        assert_eq!(
+            tok.apply_chat_template(&request).unwrap(),
+            expected,
+            "{model}"
+        );
         let enc = tok
             .encode_chat(
                 &request,
-                &EncodeChatOptions::default().with_special_tokens(router_tokenizer::ChatSpecialTokens::Parse),
+                &EncodeChatOptions::default()
+                    .with_special_tokens(router_tokenizer::ChatSpecialTokens::Parse),
             )
             .unwrap();
         assert_eq!(enc.ids, tok.encode(&expected, false).unwrap().into_ids());
@@ -144,13 +162,19 @@ fn content_parts_are_shaped_for_the_template() {
         let tok = common::tokenizer(model);
         let request = ChatRequest::from_openai(&body).unwrap();
         assert_eq!(
-            tok.chat_template().unwrap().content_format_for(&request).unwrap(),
+            tok.chat_template()
+                .unwrap()
+                .content_format_for(&request)
+                .unwrap(),
             format,
             "{model}: vLLM's detected format"
         );
         let text = tok.apply_chat_template(&request).unwrap();
         assert_eq!(text, expected, "{model}");
-        assert!(!text.contains("'type'"), "{model}: no Python repr of the parts");
+        assert!(
+            !text.contains("'type'"),
+            "{model}: no Python repr of the parts"
+        );
     }
     // Gemma-3 knows `{"type": "image"}`: the OpenAI image_url part becomes its image token.
     let (expected, _, _) = render_case("google/gemma-3-4b-it", "parts");
@@ -194,7 +218,8 @@ fn shaping_leaves_plain_conversations_alone() {
         let tok = common::tokenizer(model);
         let mut plain = ChatRequest::new(messages.clone());
         plain.add_generation_prompt = true;
-        plain.fixed_now = Some(router_tokenizer::chat::FixedNow::new(2024, 7, 26, 0, 0, 0).unwrap());
+        plain.fixed_now =
+            Some(router_tokenizer::chat::FixedNow::new(2024, 7, 26, 0, 0, 0).unwrap());
         let mut shaped = plain.clone();
         shaped.content_shaping = ContentShaping::Auto;
         assert_eq!(
@@ -214,7 +239,8 @@ fn count_chat_on_openai_model_names_follows_the_cookbook() {
         let tok = common::tokenizer(model);
         let no_template = ChatRequest::new(vec![Message::new("user", "Hello!")]);
         assert!(
-            tok.encode_chat(&no_template, &EncodeChatOptions::default()).is_err(),
+            tok.encode_chat(&no_template, &EncodeChatOptions::default())
+                .is_err(),
             "{model} has no template"
         );
         for case in g["counts"].as_array().unwrap() {
@@ -260,7 +286,8 @@ fn tokenize_completions() {
     let prompt = "vllm1 This is a test prompt.";
     for add_special in [false, true] {
         let tokens = tok.encode(prompt, add_special).unwrap().into_ids();
-        let r = tokenize(json!({"add_special_tokens": add_special, "model": MODEL, "prompt": prompt}));
+        let r =
+            tokenize(json!({"add_special_tokens": add_special, "model": MODEL, "prompt": prompt}));
         assert_eq!(r.tokens, tokens);
         assert_eq!(r.count, tokens.len());
         assert_eq!(r.max_model_len, tok.context_length());
@@ -295,17 +322,18 @@ fn tokenize_chat_and_with_tools() {
                             .unwrap()
                             .push(json!({"role": "assistant", "content": "Sure,"}));
                     }
-                    let mut request = ChatRequest::new(
-                        serde_json::from_value(conversation.clone()).unwrap(),
-                    );
+                    let mut request =
+                        ChatRequest::new(serde_json::from_value(conversation.clone()).unwrap());
                     request.add_generation_prompt = add_generation;
                     request.continue_final_message = if continue_final {
                         router_tokenizer::chat::ContinueFinalMessage::Content
                     } else {
                         router_tokenizer::chat::ContinueFinalMessage::Off
                     };
-                    request.chat_template_kwargs =
-                        json!({"date_string": "26 Jul 2024"}).as_object().unwrap().clone();
+                    request.chat_template_kwargs = json!({"date_string": "26 Jul 2024"})
+                        .as_object()
+                        .unwrap()
+                        .clone();
                     if with_tools {
                         request.tools = Some(tools.as_array().unwrap().clone());
                     }
@@ -323,7 +351,10 @@ fn tokenize_chat_and_with_tools() {
                         body["tools"] = tools.clone();
                     }
                     let r = tokenize(body);
-                    assert_eq!(r.tokens, tokens, "gen {add_generation} special {add_special} continue {continue_final}");
+                    assert_eq!(
+                        r.tokens, tokens,
+                        "gen {add_generation} special {add_special} continue {continue_final}"
+                    );
                     assert_eq!(r.count, tokens.len());
                     assert_eq!(r.token_strs, None);
                 }
@@ -334,12 +365,17 @@ fn tokenize_chat_and_with_tools() {
     let r = tokenize(json!({"messages": [{"role": "user", "content": "Hi"}],
         "chat_template_kwargs": {"date_string": "26 Jul 2024"}}));
     let text = tok.decode(&r.tokens, false).unwrap();
-    assert!(text.starts_with("<|begin_of_text|><|start_header_id|>"), "{text:?}");
+    assert!(
+        text.starts_with("<|begin_of_text|><|start_header_id|>"),
+        "{text:?}"
+    );
     assert!(!text.starts_with("<|begin_of_text|><|begin_of_text|>"));
     assert!(text.ends_with("<|start_header_id|>assistant<|end_header_id|>\n\n"));
     // Both flags on is refused, as vLLM's validator refuses it.
-    let both: TokenizeRequest = serde_json::from_value(json!({"messages": [{"role": "user", "content": "Hi"}],
-        "add_generation_prompt": true, "continue_final_message": true})).unwrap();
+    let both: TokenizeRequest =
+        serde_json::from_value(json!({"messages": [{"role": "user", "content": "Hi"}],
+        "add_generation_prompt": true, "continue_final_message": true}))
+        .unwrap();
     assert!(tok.tokenize(&both).is_err());
 }
 
@@ -350,9 +386,15 @@ fn tokenize_with_return_token_strs() {
     let r = tokenize(json!({"prompt": prompt, "model": MODEL, "return_token_strs": true}));
     let tokens = tok.encode(prompt, true).unwrap().into_ids();
     assert_eq!(r.tokens, tokens);
-    let strs: Vec<String> = tokens.iter().map(|&id| tok.id_to_token(id).unwrap()).collect();
+    let strs: Vec<String> = tokens
+        .iter()
+        .map(|&id| tok.id_to_token(id).unwrap())
+        .collect();
     assert_eq!(r.token_strs.as_ref(), Some(&strs));
-    assert!(strs.iter().any(|s| s.starts_with('Ġ')), "the vocabulary's own spelling");
+    assert!(
+        strs.iter().any(|s| s.starts_with('Ġ')),
+        "the vocabulary's own spelling"
+    );
 }
 
 #[test]

@@ -9,9 +9,9 @@ use router_tokenizer::chat::{
     ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
 };
 use router_tokenizer::{
-    ChatSpecialTokens, DetokenizeRequest, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases, Output,
-    ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig, StopSequenceDecoder,
-    TokenizeRequest, Tokenizer, UnknownIds,
+    ChatSpecialTokens, DetokenizeRequest, EncodeChatOptions, LoadOptions, MatchedStop,
+    ModelAliases, Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig,
+    StopSequenceDecoder, TokenizeRequest, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -436,8 +436,8 @@ fn run(cli: Cli) -> Result<()> {
             out.write_all(text.as_bytes())?;
         }
         Command::Tokenize { source, input } => {
-            let body: TokenizeRequest = serde_json::from_str(&read_input(&input)?)
-                .context("reading the /tokenize body")?;
+            let body: TokenizeRequest =
+                serde_json::from_str(&read_input(&input)?).context("reading the /tokenize body")?;
             let tok = load(&source)?;
             writeln!(out, "{}", serde_json::to_string(&tok.tokenize(&body)?)?)?;
         }

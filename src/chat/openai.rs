@@ -107,7 +107,11 @@ fn shape_part(part: &ContentPart) -> Option<ContentPart> {
 }
 
 /// vLLM's shaping of one message's content for `format`.
-fn shape_content(role: &str, content: Option<&MessageContent>, format: ContentFormat) -> MessageContent {
+fn shape_content(
+    role: &str,
+    content: Option<&MessageContent>,
+    format: ContentFormat,
+) -> MessageContent {
     let parts: Vec<ContentPart> = match content {
         None => Vec::new(),
         Some(MessageContent::Text(t)) => match format {
@@ -169,7 +173,13 @@ pub(crate) fn shape_messages(messages: &[Message], format: ContentFormat) -> Vec
                 }
             }
             let mut order: Vec<String> = VLLM_KEY_ORDER.iter().map(|k| (*k).to_owned()).collect();
-            order.extend(m.extra.keys().filter(|k| !order.contains(k)).cloned().collect::<Vec<_>>());
+            order.extend(
+                m.extra
+                    .keys()
+                    .filter(|k| !order.contains(k))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
             out.key_order = KeyOrder(order);
             out
         })
@@ -192,7 +202,10 @@ fn bad(detail: impl Into<String>) -> ChatTemplateError {
 }
 
 /// A list of objects under `key`, or `None` when absent or null.
-fn object_list(body: &Map<String, Json>, key: &str) -> Result<Option<Vec<Json>>, ChatTemplateError> {
+fn object_list(
+    body: &Map<String, Json>,
+    key: &str,
+) -> Result<Option<Vec<Json>>, ChatTemplateError> {
     match body.get(key) {
         None | Some(Json::Null) => Ok(None),
         Some(Json::Array(items)) => {
@@ -204,7 +217,10 @@ fn object_list(body: &Map<String, Json>, key: &str) -> Result<Option<Vec<Json>>,
             }
             Ok(Some(items.clone()))
         }
-        Some(other) => Err(bad(format!("`{key}`: expected a list, got {}", kind_of(other)))),
+        Some(other) => Err(bad(format!(
+            "`{key}`: expected a list, got {}",
+            kind_of(other)
+        ))),
     }
 }
 
@@ -212,7 +228,10 @@ fn flag(body: &Map<String, Json>, key: &str) -> Result<Option<bool>, ChatTemplat
     match body.get(key) {
         None | Some(Json::Null) => Ok(None),
         Some(Json::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(bad(format!("`{key}`: expected a boolean, got {}", kind_of(other)))),
+        Some(other) => Err(bad(format!(
+            "`{key}`: expected a boolean, got {}",
+            kind_of(other)
+        ))),
     }
 }
 
@@ -236,7 +255,10 @@ fn check_tool_choice(choice: &Json, tools: Option<&[Json]>) -> Result<(), ChatTe
                     bad("`tool_choice` must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}")
                 })?;
             let known = tools.iter().any(|t| {
-                t.get("function").and_then(|f| f.get("name")).and_then(Json::as_str) == Some(name)
+                t.get("function")
+                    .and_then(|f| f.get("name"))
+                    .and_then(Json::as_str)
+                    == Some(name)
             });
             if known {
                 Ok(())
@@ -328,9 +350,8 @@ impl ChatRequest {
         };
         request.continue_final_message = match continue_value {
             None => ContinueFinalMessage::Off,
-            Some(v) => serde_json::from_value(v).map_err(|e| {
-                bad(format!("`continue_final_message`: {e}"))
-            })?,
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| bad(format!("`continue_final_message`: {e}")))?,
         };
         let generation = flag(body, "add_generation_prompt")?.or(kw_generation);
         if generation == Some(true) && request.continue_final_message.is_on() {
