@@ -75,6 +75,7 @@ mod load;
 mod metrics;
 mod offload;
 mod request;
+mod serving;
 mod special;
 #[cfg(test)]
 mod test_support;
@@ -103,6 +104,10 @@ pub use request::{ChatEncoding, ChatFormat, ChatSpecialTokens, EncodeChatOptions
 pub mod harmony {
     pub use crate::request::harmony::{HarmonyEvent, HarmonyHeader, HarmonyStream, render_text};
 }
+pub use serving::{
+    DetokenizeRequest, DetokenizeResponse, TokenizeChatRequest, TokenizeCompletionRequest,
+    TokenizeRequest, TokenizeResponse,
+};
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 

@@ -189,6 +189,17 @@ impl Tokenizer {
         }
     }
 
+    /// [`chat_template`](Self::chat_template) with the chat layer's error, so callers can
+    /// tell "no template" apart.
+    pub(crate) fn chat_template_raw(
+        &self,
+    ) -> std::result::Result<&ChatTemplate, crate::chat::ChatTemplateError> {
+        match &*self.inner.chat {
+            ChatSlot::Lazy(lazy) => lazy.get(),
+            ChatSlot::Ready(t) => Ok(t),
+        }
+    }
+
     /// Renders a chat request into the prompt string, exactly as transformers'
     /// `apply_chat_template(..., tokenize=False)` does.
     pub fn apply_chat_template(&self, request: &ChatRequest) -> Result<String> {

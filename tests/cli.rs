@@ -303,3 +303,92 @@ fn parallel_encode_and_bench() {
     assert_ne!(code, 0);
     assert!(err.contains("--threads"), "{err}");
 }
+
+#[test]
+fn chat_reads_a_whole_openai_body() {
+    // A whole body: its tools, tool_choice and kwargs are used, the generation prompt is on
+    // (OpenAI's default), and the assistant's `content: null` renders (vLLM's shaping).
+    let body = r#"{"model": "qwen", "temperature": 0,
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+        "tool_choice": "auto",
+        "chat_template_kwargs": {"enable_thinking": false}}"#;
+    let (code, out, err) = rtok(&["chat", "-t", "Qwen/Qwen3-8B", "--messages", "-"], body);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("<tools>") && out.contains("\"name\": \"get_weather\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+        "{out}"
+    );
+    // A bad tool_choice is refused as vLLM refuses it.
+    let bad = body.replace(
+        "\"auto\"",
+        "{\"type\": \"function\", \"function\": {\"name\": \"nope\"}}",
+    );
+    let (code, _, err) = rtok(&["chat", "-t", "Qwen/Qwen3-8B", "--messages", "-"], &bad);
+    assert_ne!(code, 0);
+    assert!(err.contains("tool_choice"), "{err}");
+}
+
+#[test]
+fn tokenize_and_detokenize_print_vllm_bodies() {
+    let (code, out, err) = rtok(
+        &["tokenize", "-t", "meta-llama/Llama-3.2-1B-Instruct"],
+        r#"{"prompt": "Hello world", "return_token_strs": true}"#,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tokens"], serde_json::json!([128000, 9906, 1917]));
+    assert_eq!(v["count"], 3);
+    assert_eq!(
+        v["token_strs"],
+        serde_json::json!(["<|begin_of_text|>", "Hello", "Ġworld"])
+    );
+    assert!(v["max_model_len"].as_u64().unwrap() > 0);
+
+    let (code, out, err) = rtok(
+        &["tokenize", "-t", "meta-llama/Llama-3.2-1B-Instruct"],
+        r#"{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"date_string": "26 Jul 2024"}}"#,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["token_strs"], serde_json::Value::Null);
+    let ids: Vec<String> = v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    let (code, out, err) = rtok(
+        &["detokenize", "-t", "meta-llama/Llama-3.2-1B-Instruct"],
+        &format!("{{\"tokens\": [{}]}}", ids.join(",")),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("<|begin_of_text|><|start_header_id|>system"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with("<|start_header_id|>assistant<|end_header_id|>\n\n"),
+        "{prompt}"
+    );
+
+    // Bad bodies are one-line errors.
+    let (code, _, err) = rtok(&["detokenize"], r#"{"tokens": "x"}"#);
+    assert_ne!(code, 0);
+    assert!(err.contains("/detokenize"), "{err}");
+}

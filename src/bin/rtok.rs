@@ -9,9 +9,9 @@ use router_tokenizer::chat::{
     ChatCliInput, ChatRequest, ChatTemplate, ContinueFinalMessage, FixedNow,
 };
 use router_tokenizer::{
-    ChatFormat, ChatSpecialTokens, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases,
-    Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig,
-    StopSequenceDecoder, Tokenizer, UnknownIds,
+    ChatFormat, ChatSpecialTokens, DetokenizeRequest, EncodeChatOptions, LoadOptions, MatchedStop,
+    ModelAliases, Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig,
+    StopSequenceDecoder, TokenizeRequest, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -306,8 +306,10 @@ enum Command {
     Chat {
         #[command(flatten)]
         source: Source,
-        /// A JSON list of OpenAI-style messages (or an object with `messages`): a file,
-        /// `-` for stdin, or the JSON text itself.
+        /// A JSON list of OpenAI-style messages, rendered as given; or a whole OpenAI chat
+        /// body (`{"model", "messages", "tools", "tool_choice", "chat_template_kwargs", …}`),
+        /// read with OpenAI's defaults (generation prompt on) and vLLM's content shaping. A
+        /// file, `-` for stdin, or the JSON text itself.
         #[arg(long)]
         messages: PathBuf,
         /// A JSON list of tool schemas: a file, `-` for stdin, or the JSON text itself.
@@ -350,6 +352,21 @@ enum Command {
         /// ending with the assistant header; its text needs no vocabulary).
         #[arg(long, value_enum, default_value = "jinja")]
         format: ChatFormatArg,
+    },
+    /// vLLM's `/tokenize`: reads a request body (`{"prompt": …}` or `{"messages": […], …}`)
+    /// and prints the response body `{"count", "max_model_len", "tokens", "token_strs"}`.
+    Tokenize {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
+    },
+    /// vLLM's `/detokenize`: reads `{"tokens": […]}` and prints `{"prompt": …}`.
+    Detokenize {
+        #[command(flatten)]
+        source: Source,
+        #[command(flatten)]
+        input: Input,
     },
     /// Format, vocabulary size, special tokens, eos ids, chat template names.
     Inspect {
@@ -443,6 +460,18 @@ fn run(cli: Cli) -> Result<()> {
             let ids = parse_ids(&read_input(&input)?)?;
             let text = tok.decode(&ids, skip_special_tokens)?;
             out.write_all(text.as_bytes())?;
+        }
+        Command::Tokenize { source, input } => {
+            let body: TokenizeRequest =
+                serde_json::from_str(&read_input(&input)?).context("reading the /tokenize body")?;
+            let tok = load(&source)?;
+            writeln!(out, "{}", serde_json::to_string(&tok.tokenize(&body)?)?)?;
+        }
+        Command::Detokenize { source, input } => {
+            let body: DetokenizeRequest = serde_json::from_str(&read_input(&input)?)
+                .context("reading the /detokenize body")?;
+            let tok = load(&source)?;
+            writeln!(out, "{}", serde_json::to_string(&tok.detokenize(&body)?)?)?;
         }
         Command::Count { source, input } => {
             let tok = load(&source)?;

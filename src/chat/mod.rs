@@ -57,6 +57,7 @@ mod env;
 mod error;
 mod functions;
 mod lexing;
+mod openai;
 mod pyfmt;
 mod request;
 mod source;
@@ -67,6 +68,7 @@ mod value;
 pub use content_format::ContentFormat;
 pub use env::RenderLimits;
 pub use error::{ChatTemplateError, Limit};
+pub use openai::ContentShaping;
 pub use request::{
     ChatCliInput, ChatRequest, ContentPart, ContinueFinalMessage, FixedNow, FunctionCall, Message,
     MessageContent, ToolCall,

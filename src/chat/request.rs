@@ -472,6 +472,11 @@ pub struct ChatRequest {
     /// Pins what `strftime_now` returns for this render; `None` uses the current local time.
     #[serde(skip)]
     pub fixed_now: Option<FixedNow>,
+    /// Whether the render shapes content first as vLLM does (`null` content, parts, tool-call
+    /// arguments); off by default, as transformers renders messages as given.
+    /// [`ChatRequest::from_openai`] turns it on.
+    #[serde(default)]
+    pub content_shaping: super::ContentShaping,
 }
 
 impl ChatRequest {
@@ -511,29 +516,45 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 }
 
 impl ChatRequest {
-    /// Builds the request of `rtok chat` from its inputs.
+    /// Builds the request of `rtok chat` from its inputs. A list is the messages alone,
+    /// rendered as given (transformers); an object is a whole OpenAI chat body, read by
+    /// [`ChatRequest::from_openai`] (its tools, kwargs and defaults), which the flags then
+    /// override: `--tools`/`--documents`/`--template` replace, `--kwargs` merges over,
+    /// `--add-generation-prompt` and `--continue-final-message` switch on.
     pub fn from_cli(input: &ChatCliInput<'_>) -> Result<Self, ChatTemplateError> {
-        let list = match parse_json::<Json>("--messages", input.messages)? {
-            Json::Object(mut wrapper) => wrapper.remove("messages"),
-            list => Some(list),
+        let mut request = match parse_json::<Json>("--messages", input.messages)? {
+            body @ Json::Object(_) => ChatRequest::from_openai(&body).map_err(|e| match e {
+                ChatTemplateError::InvalidRequest { detail } => {
+                    ChatTemplateError::request(format!("--messages: {detail}"))
+                }
+                other => other,
+            })?,
+            Json::Array(list) => ChatRequest::new(Message::list_from_json(list)?),
+            _ => {
+                return Err(ChatTemplateError::request(
+                    "--messages: expected a list of messages or an object with a `messages` list",
+                ));
+            }
         };
-        let Some(Json::Array(list)) = list else {
-            return Err(ChatTemplateError::request(
-                "--messages: expected a list of messages or an object with a `messages` list",
-            ));
-        };
-        let mut request = ChatRequest::new(Message::list_from_json(list)?);
         if let Some(tools) = input.tools {
             request.tools = Some(parse_json("--tools", tools)?);
         }
         if let Some(documents) = input.documents {
             request.documents = Some(parse_json("--documents", documents)?);
         }
-        request.add_generation_prompt = input.add_generation_prompt;
-        request.continue_final_message = input.continue_final_message.clone();
-        request.chat_template_name = input.template.map(str::to_owned);
+        if input.continue_final_message.is_on() {
+            request.continue_final_message = input.continue_final_message.clone();
+            request.add_generation_prompt = false;
+        }
+        if input.add_generation_prompt {
+            request.add_generation_prompt = true;
+        }
+        if let Some(name) = input.template {
+            request.chat_template_name = Some(name.to_owned());
+        }
         if let Some(kwargs) = input.kwargs {
-            request.chat_template_kwargs = parse_json("--kwargs", kwargs)?;
+            let kwargs: Map<String, Json> = parse_json("--kwargs", kwargs)?;
+            request.chat_template_kwargs.extend(kwargs);
         }
         Ok(request)
     }

@@ -254,8 +254,17 @@ impl ChatTemplate {
             ));
         }
 
+        // vLLM's rewrite of the messages, when the request asks for it (`from_openai`).
+        let shaped;
+        let source_messages = match request.content_shaping.format(compiled.format) {
+            Some(format) => {
+                shaped = super::openai::shape_messages(&request.messages, format);
+                &shaped
+            }
+            None => &request.messages,
+        };
         let (messages, continued) =
-            build_messages(&request.messages, continue_field, &compiled.source)?;
+            build_messages(source_messages, continue_field, &compiled.source)?;
         let ctx = self.build_context(request, messages)?;
 
         // Fuel grows with the request (rounded up to a power-of-two multiple of the base).
