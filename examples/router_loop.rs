@@ -13,7 +13,7 @@
 mod common;
 
 use router_tokenizer::chat::{ChatRequest, Message};
-use router_tokenizer::{MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer};
+use router_tokenizer::{EncodeChatOptions, MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer};
 use std::time::{Duration, Instant};
 
 /// What one request did, and how long each stage took.
@@ -52,6 +52,9 @@ async fn main() -> Result<(), BoxError> {
     } else {
         common::options().load_async(&source).await?
     };
+    // Build what the load left building and compile the chat template now,
+    // so the first request pays none of it.
+    tokenizer.warm_up_async().await;
     println!(
         "{source}: loaded in {:.1?} ({} tokens, eos {:?})",
         start.elapsed(),
@@ -66,7 +69,7 @@ async fn main() -> Result<(), BoxError> {
     for i in 0..requests {
         let tokenizer = tokenizer.clone();
         let reply = passage(&corpus, i);
-        tasks.spawn(async move { serve(&tokenizer, i, &reply) });
+        tasks.spawn(async move { serve(&tokenizer, i, &reply).await });
     }
     let mut served = Vec::with_capacity(requests);
     while let Some(done) = tasks.join_next().await {
@@ -124,18 +127,29 @@ fn passage(corpus: &str, i: usize) -> String {
 }
 
 /// One request: render, encode, then stream the replayed generation.
-fn serve(tokenizer: &Tokenizer, i: usize, reply: &str) -> Result<Served, BoxError> {
+async fn serve(tokenizer: &Tokenizer, i: usize, reply: &str) -> Result<Served, BoxError> {
     let start = Instant::now();
-    let request = ChatRequest::new(vec![
-        Message::new("system", "You are a concise assistant."),
-        Message::new("user", format!("Request {i}: continue the passage.")),
-    ]);
+    // An OpenAI chat-completions body, as a client sends it (the generation
+    // prompt is on by OpenAI's default).
+    let body = serde_json::json!({
+        "model": "router-model",
+        "messages": [
+            {"role": "system", "content": "You are a concise assistant."},
+            {"role": "user", "content": format!("Request {i}: continue the passage.")},
+        ],
+    });
+    let request = ChatRequest::from_openai(&body)?;
     let prompt = tokenizer.apply_chat_template(&request)?;
     let render = start.elapsed();
 
     let start = Instant::now();
-    // The template already wrote BOS: no special tokens are added again.
+    // Render and encode in one call, off the executor when the request is
+    // large (`OFFLOAD_MIN_BYTES`); a marker a user typed stays text.
+    let encoded = tokenizer
+        .encode_chat_async(&request, &EncodeChatOptions::default())
+        .await?;
     let prompt_ids = tokenizer.encode(&prompt, false)?;
+    assert_eq!(encoded.ids, prompt_ids.ids(), "request {i}: encode_chat");
     let encode = start.elapsed();
 
     // The model's output: the reply's ids, then EOS.
