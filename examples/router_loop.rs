@@ -12,8 +12,10 @@
 
 mod common;
 
-use router_tokenizer::chat::{ChatRequest, Message};
-use router_tokenizer::{EncodeChatOptions, MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer};
+use router_tokenizer::chat::ChatRequest;
+use router_tokenizer::{
+    EncodeChatOptions, MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer,
+};
 use std::time::{Duration, Instant};
 
 /// What one request did, and how long each stage took.
