@@ -643,14 +643,19 @@ impl Tokenizer {
 
     /// Checks that a prompt of `prompt_tokens` plus a completion of
     /// `max_tokens` fits the [`context_length`](Self::context_length).
-    /// Unknown context lengths pass.
     ///
     /// # Errors
     /// [`ErrorKind::ContextLengthExceeded`](crate::ErrorKind::ContextLengthExceeded),
-    /// naming both numbers and the limit (a router's HTTP 400).
+    /// naming both numbers and the limit (a router's HTTP 400);
+    /// [`ErrorKind::ContextLengthUnknown`](crate::ErrorKind::ContextLengthUnknown)
+    /// when the configs name no context length (HTTP 500): a budget that
+    /// cannot be checked is not reported as fitting. Set one with
+    /// [`with_context_length`](Self::with_context_length).
     pub fn check_budget(&self, prompt_tokens: usize, max_tokens: usize) -> Result<()> {
         let Some(context_length) = self.context_length() else {
-            return Ok(());
+            return Err(crate::Error::new(crate::ErrorKind::ContextLengthUnknown {
+                model: self.source().to_owned(),
+            }));
         };
         match prompt_tokens.checked_add(max_tokens) {
             Some(total) if total <= context_length => Ok(()),

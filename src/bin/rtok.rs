@@ -10,8 +10,8 @@ use router_tokenizer::chat::{
 };
 use router_tokenizer::{
     ChatSpecialTokens, EncodeChatOptions, LoadOptions, MatchedStop, ModelAliases, Output,
-    ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig, StopSequenceDecoder,
-    Tokenizer, UnknownIds,
+    ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig, StopReason,
+    StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -888,26 +888,33 @@ fn main() {
     }
 }
 
-/// The matched stop as `rtok stream` prints it: vLLM's `finish_reason` and
-/// `stop_reason` (the stop token id or string; `null` for EOS), and which stop it was.
+/// The matched stop as `rtok stream` prints it: OpenAI's `finish_reason` and
+/// vLLM's `stop_reason` (the library's mapping), and which stop it was.
 fn stop_json(matched: Option<&MatchedStop>) -> serde_json::Value {
-    match matched {
-        Some(MatchedStop::Eos { id }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "eos", "id": id})
-        }
-        Some(MatchedStop::Token { id, visible }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": id, "type": "token", "id": id, "visible": visible})
-        }
-        Some(MatchedStop::String {
-            index,
-            text,
-            visible,
-        }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": text, "type": "string", "index": index, "visible": visible})
-        }
-        Some(MatchedStop::TokenSequence { index }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "token_sequence", "index": index})
-        }
+    let Some(stop) = matched else {
+        return serde_json::Value::Null;
+    };
+    let stop_reason = match stop.stop_reason() {
+        Some(StopReason::Token(id)) => serde_json::json!(id),
+        Some(StopReason::String(text)) => serde_json::json!(text),
         None => serde_json::Value::Null,
+    };
+    let mut v = match stop {
+        MatchedStop::Eos { id } => serde_json::json!({"type": "eos", "id": id}),
+        MatchedStop::Token { id, visible } => {
+            serde_json::json!({"type": "token", "id": id, "visible": visible})
+        }
+        MatchedStop::String { index, visible, .. } => {
+            serde_json::json!({"type": "string", "index": index, "visible": visible})
+        }
+        MatchedStop::TokenSequence { index } => {
+            serde_json::json!({"type": "token_sequence", "index": index})
+        }
+    };
+    let mut out =
+        serde_json::json!({"finish_reason": stop.finish_reason(), "stop_reason": stop_reason});
+    if let (Some(out), serde_json::Value::Object(which)) = (out.as_object_mut(), v.take()) {
+        out.extend(which);
     }
+    out
 }

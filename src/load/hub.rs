@@ -114,15 +114,13 @@ pub(crate) fn resolve(
         return Ok(snapshot);
     }
     if offline {
-        return Err(hub_error(
-            repo,
-            None,
-            true,
-            format!(
-                "revision {revision:?} is not in the cache at {} and offline mode is on (HF_HUB_OFFLINE)",
+        // The model is missing, not the hub: the same kind as a missing path.
+        return Err(Error::new(ErrorKind::NotFound {
+            what: format!(
+                "{repo}@{revision} (not in the hub cache at {}, and offline mode is on: HF_HUB_OFFLINE)",
                 cache.display()
             ),
-        ));
+        }));
     }
     download(&cache, repo, revision, options)
 }
@@ -165,13 +163,14 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
             break;
         }
     }
+    // Every file answered 404: the repository or revision does not exist
+    // (or holds no tokenizer), which is the request's model, not the hub.
     let (name, (commit, etag, body)) = found.ok_or_else(|| {
-        hub_error(
-            repo,
-            Some("tokenizer.json"),
-            false,
-            "no tokenizer file in the repository (tekken.json, tokenizer.json, tokenizer.model, tiktoken.model)",
-        )
+        Error::new(ErrorKind::NotFound {
+            what: format!(
+                "{repo}@{revision} on the hub (no such repository or revision, or no tokenizer file: tekken.json, tokenizer.json, tokenizer.model, tiktoken.model)"
+            ),
+        })
     })?;
     let snapshot = folder.join("snapshots").join(&commit);
     http::store(&folder, &snapshot, name, &etag, &body)
