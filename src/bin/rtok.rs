@@ -60,6 +60,9 @@ struct Input {
     /// Input file; `-` or absent reads stdin.
     #[arg(long, short = 'i')]
     input: Option<PathBuf>,
+    /// The input itself, instead of a file or stdin (the ids for `decode`).
+    #[arg(long, conflicts_with = "input")]
+    text: Option<String>,
 }
 
 /// Which end `truncate` cuts off.
@@ -181,6 +184,9 @@ enum Command {
         /// Leave out special tokens.
         #[arg(long)]
         skip_special_tokens: bool,
+        /// Print `{"text": "…"}` (with a newline) instead of the bare text.
+        #[arg(long)]
+        json: bool,
     },
     /// Number of tokens in the input.
     Count {
@@ -188,6 +194,9 @@ enum Command {
         source: Source,
         #[command(flatten)]
         input: Input,
+        /// Print `{"count": N}`.
+        #[arg(long)]
+        json: bool,
     },
     /// The longest part of the input within a token budget, cut on a
     /// character boundary, printed exactly (no newline added).
@@ -360,6 +369,9 @@ fn load_options(source: &Source, parallel: ParallelOptions) -> Result<LoadOption
 }
 
 fn read_input(input: &Input) -> Result<String> {
+    if let Some(text) = &input.text {
+        return Ok(text.clone());
+    }
     let mut bytes = Vec::new();
     match &input.input {
         Some(path) if path.as_os_str() != "-" => {
@@ -412,16 +424,30 @@ fn run(cli: Cli) -> Result<()> {
             source,
             input,
             skip_special_tokens,
+            json,
         } => {
             let tok = load(&source)?;
             let ids = parse_ids(&read_input(&input)?)?;
             let text = tok.decode(&ids, skip_special_tokens)?;
-            out.write_all(text.as_bytes())?;
+            if json {
+                writeln!(out, "{}", serde_json::json!({ "text": text }))?;
+            } else {
+                out.write_all(text.as_bytes())?;
+            }
         }
-        Command::Count { source, input } => {
+        Command::Count {
+            source,
+            input,
+            json,
+        } => {
             let tok = load(&source)?;
             let text = read_input(&input)?;
-            writeln!(out, "{}", tok.count(&text, false)?)?;
+            let count = tok.count(&text, false)?;
+            if json {
+                writeln!(out, "{}", serde_json::json!({ "count": count }))?;
+            } else {
+                writeln!(out, "{count}")?;
+            }
         }
         Command::Truncate {
             source,
@@ -473,7 +499,10 @@ fn run(cli: Cli) -> Result<()> {
             // Time the engines a server runs on, not the regex path a
             // tiktoken encoding takes while its engine is still being built.
             tok.warm_up();
-            let text = read_input(&Input { input: Some(input) })?;
+            let text = read_input(&Input {
+                input: Some(input),
+                text: None,
+            })?;
             let ceiling = ceiling.then_some(pool.as_deref());
             let report = bench(&tok, &text, repeat.max(1), ceiling)?;
             if json {
