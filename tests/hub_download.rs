@@ -379,7 +379,7 @@ fn a_server_that_never_answers_fails_within_the_timeouts_and_is_retried() {
     let tries = server
         .requests()
         .iter()
-        .filter(|r| r.path.ends_with("tokenizer.json"))
+        .filter(|r| r.path.ends_with("/tekken.json"))
         .count();
     assert_eq!(tries, 2, "{:?}", server.requests());
     assert!(

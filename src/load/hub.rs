@@ -198,7 +198,7 @@ mod http {
     use std::time::Duration;
 
     use super::{LoadOptions, hub_error, is_commit_hash};
-    use crate::error::Result;
+    use crate::error::{Error, ErrorKind, Result};
 
     /// One repository's requests, with the options' limits.
     pub(super) struct Client<'a> {
@@ -216,6 +216,8 @@ mod http {
     enum Failure {
         /// The file is not there (404).
         Absent,
+        /// The repository is not there (or not visible to this token).
+        NoRepo,
         /// Worth another try: timeouts, connection errors, 429, 5xx.
         Transient(String),
         /// Not worth retrying: 401/403, bad responses.
@@ -271,6 +273,14 @@ mod http {
                 match self.attempt(&url, limit) {
                     Ok(got) => return Ok(Some(got)),
                     Err(Failure::Absent) => return Ok(None),
+                    Err(Failure::NoRepo) => {
+                        return Err(Error::new(ErrorKind::NotFound {
+                            what: format!(
+                                "{}@{revision} on the hub (no such repository)",
+                                self.repo
+                            ),
+                        }));
+                    }
                     Err(Failure::Transient(_)) if attempt < self.retries => {
                         attempt += 1;
                         std::thread::sleep(wait);
@@ -351,6 +361,11 @@ mod http {
                         };
                     }
                     404 => return Err(Failure::Absent),
+                    // The hub answers 401 for a repository it will not
+                    // confirm exists: the model is missing, not the token.
+                    401 if header("x-error-code").as_deref() == Some("RepoNotFound") => {
+                        return Err(Failure::NoRepo);
+                    }
                     401 | 403 => {
                         return Err(Failure::Fatal(format!(
                             "HTTP {status} (a gated or private repository needs a token: LoadOptions::token or HF_TOKEN)"
