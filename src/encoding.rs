@@ -5,8 +5,11 @@
 /// Ids are stored once and lent out as `&[u32]`; offsets are present only when
 /// they were asked for ([`Tokenizer::encode_with_offsets`](crate::Tokenizer::encode_with_offsets)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Encoding {
     ids: Vec<u32>,
+    /// `[[start, end], …]`; left out when not computed.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     offsets: Option<Vec<(usize, usize)>>,
 }
 

@@ -84,8 +84,8 @@ mod tokenizer;
 pub use backend::tiktoken::encodings::BuiltinEncoding;
 pub use cache::PromptCacheOptions;
 pub use decode::{
-    BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder,
-    TokenText, UnknownIds,
+    BatchOutput, DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopReason,
+    StopSequenceDecoder, TokenText, UnknownIds,
 };
 pub use encode::{
     Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,

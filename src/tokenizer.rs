@@ -683,14 +683,19 @@ impl Tokenizer {
 
     /// Checks that a prompt of `prompt_tokens` plus a completion of
     /// `max_tokens` fits the [`context_length`](Self::context_length).
-    /// Unknown context lengths pass.
     ///
     /// # Errors
     /// [`ErrorKind::ContextLengthExceeded`](crate::ErrorKind::ContextLengthExceeded),
-    /// naming both numbers and the limit (a router's HTTP 400).
+    /// naming both numbers and the limit (a router's HTTP 400);
+    /// [`ErrorKind::ContextLengthUnknown`](crate::ErrorKind::ContextLengthUnknown)
+    /// when the configs name no context length (HTTP 500): a budget that
+    /// cannot be checked is not reported as fitting. Set one with
+    /// [`with_context_length`](Self::with_context_length).
     pub fn check_budget(&self, prompt_tokens: usize, max_tokens: usize) -> Result<()> {
         let Some(context_length) = self.context_length() else {
-            return Ok(());
+            return Err(crate::Error::new(crate::ErrorKind::ContextLengthUnknown {
+                model: self.source().to_owned(),
+            }));
         };
         match prompt_tokens.checked_add(max_tokens) {
             Some(total) if total <= context_length => Ok(()),
@@ -863,7 +868,7 @@ mod tests {
         });
         let text = "a long enough <s> text";
         let first = tok.encode(text, true).unwrap();
-        // Stored on the second miss.
+        // Stored on the first miss: the next call hits.
         assert_eq!(tok.encode(text, true).unwrap(), first);
         let clone = tok.clone();
         assert_eq!(clone.encode(text, true).unwrap(), first);
@@ -877,7 +882,7 @@ mod tests {
             .into_iter()
             .find(|(k, _, _, _)| k.key().name() == "rtok_cache_hits_total")
             .map(|(_, _, _, v)| v);
-        assert_eq!(hits, Some(DebugValue::Counter(2)));
+        assert_eq!(hits, Some(DebugValue::Counter(3)));
     }
 
     #[test]

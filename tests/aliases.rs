@@ -80,17 +80,46 @@ fn cycles_and_dangling_aliases_are_clear_errors() {
     assert!(matches!(err.kind(), ErrorKind::Alias { .. }), "{err:?}");
     assert!(err.to_string().contains("a -> b -> c -> a"), "{err}");
 
+    assert_eq!(err.http_status(), 500, "the alias table is the server's");
+}
+
+/// Issue 41 item 1: a source that fails behind an alias keeps its own kind
+/// (it was `Alias` with "its source … does not load", the cause hidden in
+/// `source()`); the alias is context, in `alias()` and the message.
+#[test]
+fn a_failure_behind_an_alias_keeps_its_kind() {
     let dangling = options_with(&[("ghost", "nobody/no-such-model")]);
     let err = dangling.load("ghost").unwrap_err();
-    match err.kind() {
-        ErrorKind::Alias { name, reason } => {
-            assert_eq!(name, "ghost");
-            assert!(reason.contains("nobody/no-such-model"), "{reason}");
-        }
-        other => panic!("expected an alias error, got {other:?}"),
-    }
-    // The cause is kept.
-    assert!(std::error::Error::source(&err).is_some());
+    assert!(matches!(err.kind(), ErrorKind::NotFound { .. }), "{err:?}");
+    assert_eq!(err.alias(), Some("ghost"));
+    assert_eq!(err.http_status(), 404);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("ghost") && msg.contains("nobody/no-such-model"),
+        "{msg}"
+    );
+    // Without an alias there is none to name.
+    let direct = common::offline_options()
+        .load("nobody/no-such-model")
+        .unwrap_err();
+    assert_eq!(direct.alias(), None);
+    assert_eq!(direct.kind(), err.kind());
+}
+
+/// Issue 41 item 9: `gpt-4o -> gpt-4o` was rejected as a cycle.
+#[test]
+fn an_alias_naming_itself_is_its_source() {
+    let options = options_with(&[("gpt-4o", "gpt-4o"), ("served", "gpt-4o")]);
+    let tok = options.load("gpt-4o").unwrap();
+    assert_eq!(tok.source(), "gpt-4o");
+    assert_eq!(tok.encode("hello", false).unwrap().ids(), &[24912]);
+    assert_eq!(options.load("served").unwrap().source(), "gpt-4o");
+    // A loop through another name still is a cycle.
+    let looped = options_with(&[("a", "b"), ("b", "a")]);
+    assert!(matches!(
+        looped.load("a").unwrap_err().kind(),
+        ErrorKind::Alias { .. }
+    ));
 }
 
 #[test]

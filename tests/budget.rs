@@ -390,13 +390,37 @@ fn context_length_from_configs_and_check_budget() {
         "{msg}"
     );
     assert!(tok.check_budget(usize::MAX, 1).is_err());
-    // No known limit: everything passes; the loader hook sets one.
+    // No known limit: an explicit error (the server's, 500), never a silent
+    // pass; the loader hook sets one.
     let o200k = tokenizer("o200k_base");
-    o200k.check_budget(usize::MAX, usize::MAX).unwrap();
+    let err = o200k.check_budget(usize::MAX, usize::MAX).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::ContextLengthUnknown { model } if model == "o200k_base"),
+        "{err:?}"
+    );
+    assert_eq!(err.http_status(), 500);
+    assert_eq!(tok.check_budget(500, 13).unwrap_err().http_status(), 400);
     let limited = o200k.with_context_length(8);
     assert_eq!(limited.context_length(), Some(8));
     assert!(limited.check_budget(5, 4).is_err());
     assert_eq!(o200k.context_length(), None);
+}
+
+/// Issue 41 item 5: Meta-Llama-3-8B's configs name no context length, and
+/// `check_budget(10M, 10M)` used to be `Ok`.
+#[test]
+fn an_unknown_context_length_is_not_a_pass() {
+    let tok = tokenizer("meta-llama/Meta-Llama-3-8B-Instruct");
+    if tok.context_length().is_none() {
+        let err = tok.check_budget(10_000_000, 10_000_000).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::ContextLengthUnknown { .. }),
+            "{err:?}"
+        );
+        assert!(err.is_server_error());
+    } else {
+        assert!(tok.check_budget(10_000_000, 10_000_000).is_err());
+    }
 }
 
 #[test]

@@ -855,3 +855,43 @@ fn control_tokens_extend_and_narrow_the_markers() {
         }
     }
 }
+
+/// Issue 41 item 1: a template's own `raise_exception` (the request is
+/// invalid: 400) and a template that does not compile (the server's file:
+/// 500) were both `Template { detail }`, told apart only by downcasting.
+#[test]
+fn raised_and_broken_templates_are_different_kinds() {
+    let tok = common::tokenizer("o200k_base");
+    let strict = tok
+        .with_chat_template(
+            "{% if messages[0].role != 'system' %}{{ raise_exception('a system message must come first') }}{% endif %}ok",
+        )
+        .unwrap();
+    let request = ChatRequest::new(vec![Message::new("user", "hi")]);
+    let err = strict
+        .encode_chat(&request, &EncodeChatOptions::default())
+        .unwrap_err();
+    match err.kind() {
+        ErrorKind::TemplateRaised { message } => {
+            assert_eq!(message, "a system message must come first")
+        }
+        other => panic!("expected TemplateRaised, got {other:?}"),
+    }
+    assert_eq!(err.http_status(), 400);
+    let err = strict.apply_chat_template(&request).unwrap_err();
+    assert!(err.is_client_error(), "{err:?}");
+
+    let err = tok.with_chat_template("{% if %}").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Template { .. }), "{err:?}");
+    assert_eq!(err.http_status(), 500);
+    assert!(err.is_server_error());
+
+    // An empty conversation is the request's, as transformers' ValueError.
+    let empty = ChatRequest::new(vec![]);
+    let err = strict
+        .encode_chat(&empty, &EncodeChatOptions::default())
+        .unwrap_err();
+    if let ErrorKind::InvalidRequest { .. } = err.kind() {
+        assert_eq!(err.http_status(), 400);
+    }
+}

@@ -392,3 +392,22 @@ fn tokenize_and_detokenize_print_vllm_bodies() {
     assert_ne!(code, 0);
     assert!(err.contains("/detokenize"), "{err}");
 }
+
+/// Issue 41 item 9: `decode --json` and `count --json` were refused, and
+/// `encode`/`count` could not take the text as an argument.
+#[test]
+fn decode_and_count_print_json_and_text_comes_inline() {
+    let (code, out, err) = rtok(&["decode", "--json"], "13225 11 2375 0");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "{\"text\":\"Hello, world!\"}\n");
+    let (code, out, err) = rtok(&["count", "--json"], "Hello, world!");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "{\"count\":4}\n");
+    let (code, out, err) = rtok(&["encode", "--text", "Hello, world!"], "");
+    assert_eq!((code, out.as_str()), (0, "13225 11 2375 0\n"), "{err}");
+    let (code, out, err) = rtok(&["count", "--text", "Hello, world!", "--json"], "");
+    assert_eq!((code, out.as_str()), (0, "{\"count\":4}\n"), "{err}");
+    // A file and inline text together are ambiguous.
+    let (code, _, _) = rtok(&["count", "--text", "x", "--input", "f.txt"], "");
+    assert_ne!(code, 0);
+}

@@ -133,18 +133,14 @@ fn refusals_are_typed() {
     let mut req = ChatRequest::new(vec![Message::new("user", "hi")]);
     req.chat_template_kwargs
         .insert("reasoning_effort".into(), "none".into());
+    // Requests the mapping refuses are the client's (400).
     let err = tok.encode_chat(&req, &harmony()).unwrap_err();
-    assert!(matches!(
-        err.kind(),
-        ErrorKind::ChatFormat {
-            format: "harmony",
-            ..
-        }
-    ));
+    assert!(matches!(err.kind(), ErrorKind::InvalidRequest { .. }));
+    assert_eq!(err.http_status(), 400);
     let req = ChatRequest::new(vec![Message::new("ipython", "hi")]);
     assert!(matches!(
         tok.encode_chat(&req, &harmony()).unwrap_err().kind(),
-        ErrorKind::ChatFormat { .. }
+        ErrorKind::InvalidRequest { .. }
     ));
     let req = ChatRequest::new(vec![Message::new("user", "hi")]);
     let err = tok

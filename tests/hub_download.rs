@@ -171,11 +171,11 @@ fn a_pinned_revision_is_fetched_by_its_commit() {
             .all(|r| !r.path.contains("/resolve/main/")),
         "a pinned load never asks for main"
     );
-    // An unknown revision is a hub error, not a panic or a hang.
+    // An unknown revision is not found (404), not a panic or a hang.
     let err = options(&server, &cache)
         .load(&format!("{QWEN}@nope"))
         .unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Hub { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::NotFound { .. }), "{err:?}");
 }
 
 #[test]
@@ -223,17 +223,15 @@ fn a_gated_repo_needs_the_token_and_the_token_is_never_printed() {
 }
 
 #[test]
-fn a_missing_repo_or_file_is_a_hub_error() {
+fn a_missing_repo_or_file_is_not_found() {
     let server = HubServer::start(&served_cache(), Behaviour::default());
     let cache = empty_cache("missing");
     let err = options(&server, &cache).load("nobody/nothing").unwrap_err();
     match err.kind() {
-        ErrorKind::Hub { repo, offline, .. } => {
-            assert_eq!(repo, "nobody/nothing");
-            assert!(!offline);
-        }
-        other => panic!("expected a hub error, got {other:?}"),
+        ErrorKind::NotFound { what } => assert!(what.contains("nobody/nothing"), "{what}"),
+        other => panic!("expected not found, got {other:?}"),
     }
+    assert_eq!(err.http_status(), 404);
 }
 
 #[test]
@@ -381,7 +379,7 @@ fn a_server_that_never_answers_fails_within_the_timeouts_and_is_retried() {
     let tries = server
         .requests()
         .iter()
-        .filter(|r| r.path.ends_with("tokenizer.json"))
+        .filter(|r| r.path.ends_with("/tekken.json"))
         .count();
     assert_eq!(tries, 2, "{:?}", server.requests());
     assert!(

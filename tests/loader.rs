@@ -115,27 +115,24 @@ fn folders_and_hub_ids_resolve_offline() {
 }
 
 #[test]
-fn missing_model_offline_is_a_clear_hub_error() {
+fn missing_model_offline_is_not_found() {
+    // Issue 41 item 1: this was `Hub { offline: true }`, a 503 for a model
+    // the request named and the cache does not hold.
     let err = offline_options()
         .load("no-such-org/no-such-model")
         .unwrap_err();
     match err.kind() {
-        ErrorKind::Hub {
-            repo,
-            offline,
-            detail,
-            ..
-        } => {
-            assert_eq!(repo, "no-such-org/no-such-model");
-            assert!(*offline);
-            assert!(detail.contains("HF_HUB_OFFLINE"), "{detail}");
+        ErrorKind::NotFound { what } => {
+            assert!(what.contains("no-such-org/no-such-model"), "{what}");
+            assert!(what.contains("HF_HUB_OFFLINE"), "{what}");
         }
         other => panic!("unexpected {other:?}"),
     }
+    assert_eq!(err.http_status(), 404);
     let err = offline_options()
         .load("Qwen/Qwen3-8B@no-such-branch")
         .unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Hub { .. }), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::NotFound { .. }), "{err}");
 }
 
 #[test]
@@ -296,7 +293,7 @@ async fn async_load_runs_on_the_callers_runtime() {
         .load_async("no-such-org/no-such-model")
         .await
         .unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Hub { .. }));
+    assert!(matches!(err.kind(), ErrorKind::NotFound { .. }));
     // The default-options entry point too.
     let tok = router_tokenizer::create_tokenizer_async("cl100k_base")
         .await

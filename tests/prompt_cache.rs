@@ -239,3 +239,77 @@ proptest! {
         }
     }
 }
+
+/// Issue 41 item 9: a text was stored on its second miss, so a single retry
+/// (the case the docs give for L0) always missed. Stored on the first now.
+#[test]
+fn a_single_retry_hits() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let base = common::tokenizer("o200k_base");
+    let tok = metrics::with_local_recorder(&recorder, || {
+        base.with_prompt_cache(PromptCacheOptions::l0(16 << 20, 256))
+    });
+    let text = format!("a retried prompt {}", "lorem ipsum ".repeat(100));
+    let first = tok.encode(&text, false).unwrap();
+    let retry = tok.encode(&text, false).unwrap();
+    assert_eq!(first, retry);
+    let hits: u64 = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, _, _, _)| key.key().name() == "rtok_cache_hits_total")
+        .map(|(_, _, _, value)| match value {
+            metrics_util::debugging::DebugValue::Counter(n) => n,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(hits, 1, "the retry must be answered from the cache");
+}
+
+/// The L0 cost on text seen once (issue 41 item 9): 1,000 distinct 8 KiB
+/// texts, cache off against on. A measurement, not a check:
+/// `cargo test --test prompt_cache -- --ignored --nocapture l0_cost`.
+#[test]
+#[ignore]
+fn l0_cost_on_text_seen_once() {
+    // Words of the corpus in random order: every text (and every line) is
+    // new, so no memo inside the backends answers for it either.
+    let corpus = std::fs::read_to_string(&common::corpus_files()[0].1).unwrap();
+    let words: Vec<&str> = corpus.split_whitespace().collect();
+    let mut rng = common::Xorshift(41);
+    let mut text = |_: usize| {
+        let mut t = String::with_capacity(8 << 10);
+        while t.len() < 8 << 10 {
+            t.push_str(words[rng.below(words.len())]);
+            t.push(if rng.below(12) == 0 { '\n' } else { ' ' });
+        }
+        t
+    };
+    let texts: Vec<Vec<String>> = (0..7).map(|_| (0..1000).map(&mut text).collect()).collect();
+    for model in ["o200k_base", "meta-llama/Meta-Llama-3-8B-Instruct"] {
+        let tok = common::tokenizer(model);
+        let on = tok.with_prompt_cache(PromptCacheOptions::l0(32 << 20, 256));
+        let off = off(&tok);
+        let mut times = [Vec::new(), Vec::new()];
+        for round_texts in &texts {
+            for (which, t) in [&off, &on].into_iter().enumerate() {
+                let start = std::time::Instant::now();
+                // Each round its own texts, each mode its own copy of them.
+                for text in round_texts {
+                    let text = format!("{which}{text}");
+                    std::hint::black_box(t.encode(&text, false).unwrap());
+                }
+                times[which].push(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        for t in &mut times {
+            t.sort_by(f64::total_cmp);
+        }
+        let (off_ms, on_ms) = (times[0][3], times[1][3]);
+        println!(
+            "{model}: 1000 distinct 8 KiB texts: off {off_ms:.1} ms, on {on_ms:.1} ms ({:+.1}%)",
+            (on_ms / off_ms - 1.0) * 100.0
+        );
+    }
+}

@@ -7,8 +7,8 @@ use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use router_tokenizer::{
-    DecodeStream, MatchedStop, Output, Sequence, StopConfig, StopSequenceDecoder, Tokenizer,
-    UnknownIds,
+    DecodeStream, ErrorKind, MatchedStop, Output, Sequence, StopConfig, StopReason,
+    StopSequenceDecoder, Tokenizer, UnknownIds,
 };
 use std::sync::LazyLock;
 
@@ -662,4 +662,106 @@ fn stream_across_byte_fallback_runs() {
             "{source}: too few cases ({checked}, {runs})"
         );
     }
+}
+
+/// Issue 41 item 5: the library maps a stop to OpenAI's `finish_reason` and
+/// vLLM's `stop_reason` (only the CLI did).
+#[test]
+fn matched_stops_map_to_finish_and_stop_reasons() {
+    let tok = tokenizer("o200k_base");
+    let ids = tok.encode("Hello ### world", false).unwrap().into_ids();
+    let mut d = StopSequenceDecoder::new(
+        &tok,
+        &[],
+        StopConfig {
+            stop_strings: vec!["###".into()],
+            ..StopConfig::default()
+        },
+    )
+    .unwrap();
+    for &id in &ids {
+        if d.process_token(id).unwrap().is_stopped() {
+            break;
+        }
+    }
+    let stop = d.matched_stop().unwrap();
+    assert_eq!(stop.finish_reason(), "stop");
+    assert_eq!(stop.stop_reason(), Some(StopReason::String("###")));
+    let eos = MatchedStop::Eos { id: 199_999 };
+    assert_eq!((eos.finish_reason(), eos.stop_reason()), ("stop", None));
+    let token = MatchedStop::Token {
+        id: 7,
+        visible: false,
+    };
+    assert_eq!(token.stop_reason(), Some(StopReason::Token(7)));
+    assert_eq!(MatchedStop::finish_reason_of(None), "length");
+    assert_eq!(MatchedStop::finish_reason_of(Some(&eos)), "stop");
+}
+
+/// Issue 41 item 1: an empty stop string is the request's fault (400), not
+/// `Config` like a bad load option.
+#[test]
+fn an_empty_stop_string_is_a_request_error() {
+    let tok = tokenizer("o200k_base");
+    for config in [
+        StopConfig {
+            stop_strings: vec![String::new()],
+            ..StopConfig::default()
+        },
+        StopConfig {
+            stop_token_sequences: vec![vec![]],
+            ..StopConfig::default()
+        },
+    ] {
+        let err = StopSequenceDecoder::new(&tok, &[], config).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::InvalidRequest { .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.http_status(), 400);
+        assert!(err.is_client_error());
+    }
+}
+
+/// The result types serialize as a router's responses need them (feature
+/// `serde`, on by default).
+#[cfg(feature = "serde")]
+#[test]
+fn result_types_serialize() {
+    let tok = tokenizer("o200k_base");
+    let enc = tok.encode_with_offsets("Hi", false).unwrap();
+    assert_eq!(
+        serde_json::to_value(&enc).unwrap(),
+        serde_json::json!({"ids": enc.ids(), "offsets": [[0, 2]]})
+    );
+    let plain = tok.encode("Hi", false).unwrap();
+    assert_eq!(
+        serde_json::to_value(&plain).unwrap(),
+        serde_json::json!({"ids": plain.ids()})
+    );
+    let stop = MatchedStop::String {
+        index: 0,
+        text: "###".into(),
+        visible: false,
+    };
+    assert_eq!(
+        serde_json::to_value(&stop).unwrap(),
+        serde_json::json!({"type": "string", "index": 0, "text": "###", "visible": false})
+    );
+    assert_eq!(
+        serde_json::to_value(stop.stop_reason()).unwrap(),
+        serde_json::json!("###")
+    );
+    assert_eq!(
+        serde_json::to_value(Output::Text("a".into())).unwrap(),
+        serde_json::json!({"kind": "text", "text": "a"})
+    );
+    assert_eq!(
+        serde_json::to_value(Output::Held).unwrap(),
+        serde_json::json!({"kind": "held"})
+    );
+    let d = StopSequenceDecoder::new(&tok, &[], StopConfig::default()).unwrap();
+    let shown = d.token_text(plain.ids()[0]).unwrap();
+    let v = serde_json::to_value(&shown).unwrap();
+    assert_eq!(v["text"], "Hi");
 }

@@ -11,7 +11,7 @@ use router_tokenizer::chat::{
 use router_tokenizer::{
     ChatFormat, ChatSpecialTokens, DetokenizeRequest, EncodeChatOptions, LoadOptions, MatchedStop,
     ModelAliases, Output, ParallelMode, ParallelOptions, Side, SpecialTokenPolicy, StopConfig,
-    StopSequenceDecoder, TokenizeRequest, Tokenizer, UnknownIds,
+    StopReason, StopSequenceDecoder, TokenizeRequest, Tokenizer, UnknownIds,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -60,6 +60,9 @@ struct Input {
     /// Input file; `-` or absent reads stdin.
     #[arg(long, short = 'i')]
     input: Option<PathBuf>,
+    /// The input itself, instead of a file or stdin (the ids for `decode`).
+    #[arg(long, conflicts_with = "input")]
+    text: Option<String>,
 }
 
 /// `rtok chat --format`: how the request is rendered.
@@ -202,6 +205,9 @@ enum Command {
         /// Leave out special tokens.
         #[arg(long)]
         skip_special_tokens: bool,
+        /// Print `{"text": "…"}` (with a newline) instead of the bare text.
+        #[arg(long)]
+        json: bool,
     },
     /// Number of tokens in the input.
     Count {
@@ -209,6 +215,9 @@ enum Command {
         source: Source,
         #[command(flatten)]
         input: Input,
+        /// Print `{"count": N}`.
+        #[arg(long)]
+        json: bool,
     },
     /// The longest part of the input within a token budget, cut on a
     /// character boundary, printed exactly (no newline added).
@@ -403,6 +412,9 @@ fn load_options(source: &Source, parallel: ParallelOptions) -> Result<LoadOption
 }
 
 fn read_input(input: &Input) -> Result<String> {
+    if let Some(text) = &input.text {
+        return Ok(text.clone());
+    }
     let mut bytes = Vec::new();
     match &input.input {
         Some(path) if path.as_os_str() != "-" => {
@@ -455,11 +467,16 @@ fn run(cli: Cli) -> Result<()> {
             source,
             input,
             skip_special_tokens,
+            json,
         } => {
             let tok = load(&source)?;
             let ids = parse_ids(&read_input(&input)?)?;
             let text = tok.decode(&ids, skip_special_tokens)?;
-            out.write_all(text.as_bytes())?;
+            if json {
+                writeln!(out, "{}", serde_json::json!({ "text": text }))?;
+            } else {
+                out.write_all(text.as_bytes())?;
+            }
         }
         Command::Tokenize { source, input } => {
             let body: TokenizeRequest =
@@ -473,10 +490,19 @@ fn run(cli: Cli) -> Result<()> {
             let tok = load(&source)?;
             writeln!(out, "{}", serde_json::to_string(&tok.detokenize(&body)?)?)?;
         }
-        Command::Count { source, input } => {
+        Command::Count {
+            source,
+            input,
+            json,
+        } => {
             let tok = load(&source)?;
             let text = read_input(&input)?;
-            writeln!(out, "{}", tok.count(&text, false)?)?;
+            let count = tok.count(&text, false)?;
+            if json {
+                writeln!(out, "{}", serde_json::json!({ "count": count }))?;
+            } else {
+                writeln!(out, "{count}")?;
+            }
         }
         Command::Truncate {
             source,
@@ -528,7 +554,10 @@ fn run(cli: Cli) -> Result<()> {
             // Time the engines a server runs on, not the regex path a
             // tiktoken encoding takes while its engine is still being built.
             tok.warm_up();
-            let text = read_input(&Input { input: Some(input) })?;
+            let text = read_input(&Input {
+                input: Some(input),
+                text: None,
+            })?;
             let ceiling = ceiling.then_some(pool.as_deref());
             let report = bench(&tok, &text, repeat.max(1), ceiling)?;
             if json {
@@ -956,26 +985,33 @@ fn main() {
     }
 }
 
-/// The matched stop as `rtok stream` prints it: vLLM's `finish_reason` and
-/// `stop_reason` (the stop token id or string; `null` for EOS), and which stop it was.
+/// The matched stop as `rtok stream` prints it: OpenAI's `finish_reason` and
+/// vLLM's `stop_reason` (the library's mapping), and which stop it was.
 fn stop_json(matched: Option<&MatchedStop>) -> serde_json::Value {
-    match matched {
-        Some(MatchedStop::Eos { id }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "eos", "id": id})
-        }
-        Some(MatchedStop::Token { id, visible }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": id, "type": "token", "id": id, "visible": visible})
-        }
-        Some(MatchedStop::String {
-            index,
-            text,
-            visible,
-        }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": text, "type": "string", "index": index, "visible": visible})
-        }
-        Some(MatchedStop::TokenSequence { index }) => {
-            serde_json::json!({"finish_reason": "stop", "stop_reason": null, "type": "token_sequence", "index": index})
-        }
+    let Some(stop) = matched else {
+        return serde_json::Value::Null;
+    };
+    let stop_reason = match stop.stop_reason() {
+        Some(StopReason::Token(id)) => serde_json::json!(id),
+        Some(StopReason::String(text)) => serde_json::json!(text),
         None => serde_json::Value::Null,
+    };
+    let mut v = match stop {
+        MatchedStop::Eos { id } => serde_json::json!({"type": "eos", "id": id}),
+        MatchedStop::Token { id, visible } => {
+            serde_json::json!({"type": "token", "id": id, "visible": visible})
+        }
+        MatchedStop::String { index, visible, .. } => {
+            serde_json::json!({"type": "string", "index": index, "visible": visible})
+        }
+        MatchedStop::TokenSequence { index } => {
+            serde_json::json!({"type": "token_sequence", "index": index})
+        }
+    };
+    let mut out =
+        serde_json::json!({"finish_reason": stop.finish_reason(), "stop_reason": stop_reason});
+    if let (Some(out), serde_json::Value::Object(which)) = (out.as_object_mut(), v.take()) {
+        out.extend(which);
     }
+    out
 }

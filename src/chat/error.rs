@@ -89,6 +89,23 @@ pub enum ChatTemplateError {
 }
 
 impl ChatTemplateError {
+    /// The HTTP status a router should answer: 400 when the request is at
+    /// fault (the template's `raise_exception`, a request transformers
+    /// refuses, a chat request to a model without a template), 500 when the
+    /// template is (syntax, render errors, safety limits, an unreadable
+    /// source). [`crate::Error`] converts with the same split.
+    pub fn http_status(&self) -> u16 {
+        if self.is_client_error() { 400 } else { 500 }
+    }
+
+    /// Whether the request is at fault (see [`http_status`](Self::http_status)).
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self,
+            Self::Raised { .. } | Self::InvalidRequest { .. } | Self::NoTemplate { .. }
+        )
+    }
+
     pub(crate) fn request(detail: impl Into<String>) -> Self {
         ChatTemplateError::InvalidRequest {
             detail: detail.into(),

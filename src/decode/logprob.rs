@@ -15,6 +15,7 @@ use crate::tokenizer::Tokenizer;
 /// `\xNN` for every byte (`bytes:\xe6\x97`). Computing it reads nothing but
 /// the tokenizer, so a stream it is asked for is not disturbed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TokenText {
     /// The id.
     pub id: u32,

@@ -9,5 +9,5 @@ mod stream;
 pub use logprob::TokenText;
 pub(crate) use logprob::{token_raw_bytes, token_text};
 pub use sequence::Sequence;
-pub use stop::{BatchOutput, MatchedStop, Output, StopConfig, StopSequenceDecoder};
+pub use stop::{BatchOutput, MatchedStop, Output, StopConfig, StopReason, StopSequenceDecoder};
 pub use stream::{DecodeStream, UnknownIds};

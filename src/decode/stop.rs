@@ -42,7 +42,16 @@ pub struct StopConfig {
 }
 
 /// What one [`StopSequenceDecoder::process_token`] call produced.
+///
+/// Serialized (feature `serde`) as `{"kind": "text", "text": "…"}`,
+/// `{"kind": "held"}`, `{"kind": "stopped"}`,
+/// `{"kind": "stopped_with_text", "text": "…"}`, as `rtok stream` prints it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "kind", content = "text", rename_all = "snake_case")
+)]
 pub enum Output {
     /// Text that is final and can be sent.
     Text(String),
@@ -71,6 +80,7 @@ impl Output {
 
 /// What one [`StopSequenceDecoder::process_tokens`] call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BatchOutput {
     /// The text of the whole batch, and whether it stopped, as one
     /// [`process_token`](StopSequenceDecoder::process_token) call per id gives.
@@ -81,7 +91,17 @@ pub struct BatchOutput {
 }
 
 /// The stop that ended generation.
+///
+/// Serialized (feature `serde`) with its variant as `type`: `{"type": "eos",
+/// "id": 2}`, `{"type": "string", "index": 0, "text": "###", "visible": false}`, …
+/// For API fields use [`finish_reason`](Self::finish_reason) and
+/// [`stop_reason`](Self::stop_reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 pub enum MatchedStop {
     /// An end-of-sequence id (OpenAI `finish_reason: "stop"`, vLLM `stop_reason: None`).
     Eos {
@@ -109,6 +129,44 @@ pub enum MatchedStop {
         /// Index in `stop_token_sequences`.
         index: usize,
     },
+}
+
+/// vLLM's `stop_reason` for a stop: the stop token id or the stop string
+/// (serialized untagged: a number or a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(untagged))]
+pub enum StopReason<'a> {
+    /// A stop token id.
+    Token(u32),
+    /// A stop string.
+    String(&'a str),
+}
+
+impl MatchedStop {
+    /// OpenAI's `finish_reason` for a generation this stop ended: always
+    /// `"stop"` (EOS, stop ids, strings and sequences alike). A generation
+    /// that ended with no stop is [`finish_reason_of`](Self::finish_reason_of)`(None)`.
+    pub fn finish_reason(&self) -> &'static str {
+        "stop"
+    }
+
+    /// OpenAI's `finish_reason` for a finished generation: `"stop"` when a
+    /// stop ended it ([`StopSequenceDecoder::matched_stop`]), `"length"` when
+    /// none did (it ran to `max_tokens` or the context).
+    pub fn finish_reason_of(stop: Option<&MatchedStop>) -> &'static str {
+        stop.map_or("length", Self::finish_reason)
+    }
+
+    /// vLLM's `stop_reason`: the stop token id or stop string that ended
+    /// generation, `None` for EOS (and for an id sequence, which vLLM has no
+    /// field for; its index is in [`MatchedStop::TokenSequence`]).
+    pub fn stop_reason(&self) -> Option<StopReason<'_>> {
+        match self {
+            Self::Eos { .. } | Self::TokenSequence { .. } => None,
+            Self::Token { id, .. } => Some(StopReason::Token(*id)),
+            Self::String { text, .. } => Some(StopReason::String(text)),
+        }
+    }
 }
 
 /// Stop strings (hidden first, then visible) and id sequences, built once and
@@ -166,14 +224,14 @@ impl StopSequenceDecoder {
             let first = s
                 .as_bytes()
                 .first()
-                .ok_or_else(|| Error::config("empty stop string"))?;
+                .ok_or_else(|| Error::request("empty stop string"))?;
             starts[usize::from(*first)] = true;
             strings.push(Kmp::new(s.as_bytes()));
         }
         let mut sequences = Vec::with_capacity(config.stop_token_sequences.len());
         for seq in &config.stop_token_sequences {
             if seq.is_empty() {
-                return Err(Error::config("empty stop token sequence"));
+                return Err(Error::request("empty stop token sequence"));
             }
             sequences.push(Kmp::new(seq));
         }

@@ -372,6 +372,7 @@ impl TokenCounter {
 /// One chunk of [`Tokenizer::split`](crate::Tokenizer::split): the byte range
 /// `[start, end)` of the input and the chunk's own token count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Chunk {
     /// First byte of the chunk in the input.
     pub start: usize,

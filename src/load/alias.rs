@@ -123,12 +123,17 @@ impl ModelAliases {
     }
 
     /// Follows `name` through the aliases to a source that is not an alias;
-    /// a name that is no alias is returned as it is.
+    /// a name that is no alias is returned as it is. An alias naming itself
+    /// (`gpt-4o -> gpt-4o`, a table listing every served model) is that
+    /// source, not a cycle; a loop through other names is.
     pub fn resolve<'a>(&'a self, name: &'a str) -> Result<&'a str> {
         let mut chain: Vec<&str> = vec![name];
         let mut current = name;
         while let Some(next) = self.map.get(current) {
             let next = next.as_str();
+            if next == current {
+                break;
+            }
             if chain.contains(&next) {
                 chain.push(next);
                 return Err(alias_error(
@@ -195,9 +200,12 @@ mod tests {
     fn cycles_and_empty_targets_are_errors() {
         let mut a = ModelAliases::new();
         a.insert("self", "self").unwrap();
-        let err = a.resolve("self").unwrap_err();
+        assert_eq!(a.resolve("self").unwrap(), "self");
+        a.insert("p", "q").unwrap();
+        a.insert("q", "p").unwrap();
+        let err = a.resolve("p").unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::Alias { .. }));
-        assert!(err.to_string().contains("self -> self"), "{err}");
+        assert!(err.to_string().contains("p -> q -> p"), "{err}");
         assert!(a.insert("empty", " ").is_err());
         assert!(a.insert("", "o200k_base").is_err());
         assert!(a.insert_pair("no-equals-sign").is_err());

@@ -114,15 +114,13 @@ pub(crate) fn resolve(
         return Ok(snapshot);
     }
     if offline {
-        return Err(hub_error(
-            repo,
-            None,
-            true,
-            format!(
-                "revision {revision:?} is not in the cache at {} and offline mode is on (HF_HUB_OFFLINE)",
+        // The model is missing, not the hub: the same kind as a missing path.
+        return Err(Error::new(ErrorKind::NotFound {
+            what: format!(
+                "{repo}@{revision} (not in the hub cache at {}, and offline mode is on: HF_HUB_OFFLINE)",
                 cache.display()
             ),
-        ));
+        }));
     }
     download(&cache, repo, revision, options)
 }
@@ -165,13 +163,14 @@ fn download(cache: &Path, repo: &str, revision: &str, options: &LoadOptions) -> 
             break;
         }
     }
+    // Every file answered 404: the repository or revision does not exist
+    // (or holds no tokenizer), which is the request's model, not the hub.
     let (name, (commit, etag, body)) = found.ok_or_else(|| {
-        hub_error(
-            repo,
-            Some("tokenizer.json"),
-            false,
-            "no tokenizer file in the repository (tekken.json, tokenizer.json, tokenizer.model, tiktoken.model)",
-        )
+        Error::new(ErrorKind::NotFound {
+            what: format!(
+                "{repo}@{revision} on the hub (no such repository or revision, or no tokenizer file: tekken.json, tokenizer.json, tokenizer.model, tiktoken.model)"
+            ),
+        })
     })?;
     let snapshot = folder.join("snapshots").join(&commit);
     http::store(&folder, &snapshot, name, &etag, &body)
@@ -199,7 +198,7 @@ mod http {
     use std::time::Duration;
 
     use super::{LoadOptions, hub_error, is_commit_hash};
-    use crate::error::Result;
+    use crate::error::{Error, ErrorKind, Result};
 
     /// One repository's requests, with the options' limits.
     pub(super) struct Client<'a> {
@@ -217,6 +216,8 @@ mod http {
     enum Failure {
         /// The file is not there (404).
         Absent,
+        /// The repository is not there (or not visible to this token).
+        NoRepo,
         /// Worth another try: timeouts, connection errors, 429, 5xx.
         Transient(String),
         /// Not worth retrying: 401/403, bad responses.
@@ -272,6 +273,14 @@ mod http {
                 match self.attempt(&url, limit) {
                     Ok(got) => return Ok(Some(got)),
                     Err(Failure::Absent) => return Ok(None),
+                    Err(Failure::NoRepo) => {
+                        return Err(Error::new(ErrorKind::NotFound {
+                            what: format!(
+                                "{}@{revision} on the hub (no such repository)",
+                                self.repo
+                            ),
+                        }));
+                    }
                     Err(Failure::Transient(_)) if attempt < self.retries => {
                         attempt += 1;
                         std::thread::sleep(wait);
@@ -352,6 +361,11 @@ mod http {
                         };
                     }
                     404 => return Err(Failure::Absent),
+                    // The hub answers 401 for a repository it will not
+                    // confirm exists: the model is missing, not the token.
+                    401 if header("x-error-code").as_deref() == Some("RepoNotFound") => {
+                        return Err(Failure::NoRepo);
+                    }
                     401 | 403 => {
                         return Err(Failure::Fatal(format!(
                             "HTTP {status} (a gated or private repository needs a token: LoadOptions::token or HF_TOKEN)"

@@ -206,11 +206,7 @@ impl LoadOptions {
             if resolved == source {
                 return e;
             }
-            Error::new(ErrorKind::Alias {
-                name: source.to_owned(),
-                reason: format!("its source {resolved:?} does not load"),
-            })
-            .with_source(e)
+            e.through_alias(source, resolved)
         })
     }
 

@@ -106,6 +106,7 @@ impl EncodeChatOptions {
 
 /// The result of [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ChatEncoding {
     /// The prompt's ids.

@@ -11,10 +11,10 @@ use super::render::{Content, DeveloperContent, Effort, HMessage, Role, SystemCon
 use crate::chat::{ChatRequest, Message, MessageContent};
 use crate::error::{Error, ErrorKind, Result};
 
+/// A request the Harmony mapping refuses (as vLLM refuses it).
 fn refuse(detail: impl Into<String>) -> Error {
-    Error::new(ErrorKind::ChatFormat {
-        format: "harmony",
-        detail: detail.into(),
+    Error::new(ErrorKind::InvalidRequest {
+        detail: format!("harmony: {}", detail.into()),
     })
 }
 

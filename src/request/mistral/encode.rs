@@ -26,8 +26,9 @@ impl<'t> Encoder<'t> {
     /// The id of control token `text`, which the version's files define.
     fn ctl(&self, text: &str) -> Result<u32> {
         self.tok.token_to_id(text).ok_or_else(|| {
-            Error::new(ErrorKind::InvalidRequest {
-                reason: format!(
+            Error::new(ErrorKind::ChatFormat {
+                format: "mistral",
+                detail: format!(
                     "the tokenizer has no {text} token, which mistral_common's {} encoding needs",
                     self.v.name()
                 ),

@@ -110,7 +110,7 @@ impl MistralVersion {
 /// A refused request (what mistral_common raises).
 pub(super) fn invalid(reason: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidRequest {
-        reason: reason.into(),
+        detail: reason.into(),
     })
 }
 
