@@ -30,7 +30,13 @@ pub(crate) mod prefix;
 /// fan-out, shared system prompts, health checks), and a hit returns a
 /// 64 KB prompt's ids in microseconds instead of a full encode; 32 MiB
 /// holds a few thousand such prompts per tokenizer, small next to a
-/// router's memory. Texts shorter than `l0_min_bytes` never touch the cache:
+/// router's memory. A text is stored on its **second** miss (a doorkeeper of
+/// recently missed keys), so a prompt seen once costs a hash and two
+/// lookups, never a copy or an insert, and a text is answered from its third
+/// sighting: a single retry of a new prompt is encoded again. A router whose
+/// retries must hit sets [`l0_store_on_first_miss`](Self::l0_store_on_first_miss),
+/// and every one-off long prompt then pays a copy and an insert.
+/// Texts shorter than `l0_min_bytes` never touch the cache:
 /// they encode in about a microsecond, less than a hash and a lookup, so
 /// short encodes pay nothing (one length comparison).
 ///
@@ -57,6 +63,9 @@ pub struct PromptCacheOptions {
     pub l0_bytes: u64,
     /// Texts shorter than this many bytes bypass the L0 cache.
     pub l0_min_bytes: usize,
+    /// Store a text on its first miss, so a single retry hits (off by
+    /// default: the second miss, so text seen once is never copied).
+    pub l0_store_on_first_miss: bool,
     /// The L1 cache's capacity in bytes (an entry weighs its own text and
     /// ids, its span window and 160 bytes, plus the entry it extends); 0
     /// turns it off.
@@ -74,6 +83,7 @@ impl Default for PromptCacheOptions {
         Self {
             l0_bytes: 32 << 20,
             l0_min_bytes: 256,
+            l0_store_on_first_miss: false,
             l1_bytes: 0,
             l1_min_bytes: 8 << 10,
             l1_block_bytes: 1 << 10,
@@ -98,6 +108,12 @@ impl PromptCacheOptions {
             l0_min_bytes: min_bytes,
             ..Self::off()
         }
+    }
+
+    /// These options with L0 storing a text on its first miss (or not).
+    pub fn with_l0_store_on_first_miss(mut self, on: bool) -> Self {
+        self.l0_store_on_first_miss = on;
+        self
     }
 
     /// A good L1 size for conversational traffic (see the type's docs).
@@ -148,6 +164,8 @@ pub(crate) struct L0Cache {
     /// a copy or a moka insert (claim 215).
     doorkeeper: Box<[AtomicU64]>,
     min_bytes: usize,
+    /// `PromptCacheOptions::l0_store_on_first_miss`.
+    first_miss: bool,
     /// Distinguishes tokenizers should a cache ever be shared.
     identity: u64,
     metrics: CacheMetrics,
@@ -197,6 +215,7 @@ impl L0Cache {
             map,
             doorkeeper: (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             min_bytes: options.l0_min_bytes,
+            first_miss: options.l0_store_on_first_miss,
             identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
             metrics,
         })
@@ -239,7 +258,7 @@ impl L0Cache {
         // Admit on the second miss within the doorkeeper's memory.
         let low = (key >> 64) as u64 | 1;
         let slot = &self.doorkeeper[(low as usize >> 1) % DOORKEEPER_SLOTS];
-        if slot.swap(low, Ordering::Relaxed) != low {
+        if !self.first_miss && slot.swap(low, Ordering::Relaxed) != low {
             return Ok(ids);
         }
         self.map.insert(
@@ -339,6 +358,26 @@ mod tests {
             );
         }
         assert_eq!(cache.usage().0, 1);
+    }
+
+    #[test]
+    fn a_single_retry_hits_only_when_asked() {
+        let encodes = std::cell::Cell::new(0);
+        let encode = || {
+            encodes.set(encodes.get() + 1);
+            Ok::<_, ()>(vec![1])
+        };
+        for (first_miss, want) in [(false, 2), (true, 1)] {
+            let options =
+                PromptCacheOptions::l0(1 << 20, 0).with_l0_store_on_first_miss(first_miss);
+            let cache = L0Cache::new(&options, "mock").unwrap();
+            encodes.set(0);
+            // A prompt and its retry.
+            for _ in 0..2 {
+                assert_eq!(cache.get_or_encode("a prompt", 0, encode), Ok(vec![1]));
+            }
+            assert_eq!(encodes.get(), want, "first_miss {first_miss}");
+        }
     }
 
     #[test]
