@@ -410,4 +410,17 @@ fn decode_and_count_print_json_and_text_comes_inline() {
     // A file and inline text together are ambiguous.
     let (code, _, _) = rtok(&["count", "--text", "x", "--input", "f.txt"], "");
     assert_ne!(code, 0);
+    let (code, out, err) = rtok(
+        &[
+            "truncate",
+            "--text",
+            "Hello, world!",
+            "--max-tokens",
+            "2",
+            "--json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "{\"text\":\"Hello,\",\"tokens\":2}\n");
 }

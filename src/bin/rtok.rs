@@ -235,6 +235,9 @@ enum Command {
         /// Count BOS/EOS as the model adds them.
         #[arg(long)]
         add_special_tokens: bool,
+        /// Print `{"text":…,"tokens":N}` (the kept text and its token count).
+        #[arg(long)]
+        json: bool,
     },
     /// Cut the input into consecutive chunks, each the longest within the
     /// budget; prints `[{"start":…,"end":…,"tokens":…},…]` (byte ranges).
@@ -510,6 +513,7 @@ fn run(cli: Cli) -> Result<()> {
             max_tokens,
             side,
             add_special_tokens,
+            json,
         } => {
             let tok = load(&source)?;
             let text = read_input(&input)?;
@@ -518,7 +522,16 @@ fn run(cli: Cli) -> Result<()> {
                 SideArg::Right => Side::Right,
             };
             let kept = tok.truncate(&text, max_tokens, side, add_special_tokens)?;
-            out.write_all(kept.as_bytes())?;
+            if json {
+                let tokens = tok.count(kept, add_special_tokens)?;
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "text": kept, "tokens": tokens })
+                )?;
+            } else {
+                out.write_all(kept.as_bytes())?;
+            }
         }
         Command::Split {
             source,
