@@ -558,7 +558,8 @@ fn a_download_writes_the_standard_cache_layout() {
     let server = std::thread::spawn(move || {
         let end = Instant::now() + Duration::from_secs(10);
         let mut served = Vec::new();
-        while Instant::now() < end && served.len() < 8 {
+        // tekken.json (404), tokenizer.json and its blob, six companions.
+        while Instant::now() < end && served.len() < 9 {
             let Ok((mut stream, _)) = listener.accept() else {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
@@ -608,6 +609,7 @@ fn a_download_writes_the_standard_cache_layout() {
     assert_eq!(tok.encode("ab", false).unwrap().ids(), [2]);
     let served = server.join().unwrap();
     assert!(served.iter().any(|p| p == "/cdn/blob1"), "{served:?}");
+    assert_eq!(served.first().map(String::as_str), Some("/org/model/resolve/main/tekken.json"));
     let folder = cache.join("models--org--model");
     assert_eq!(
         std::fs::read_to_string(folder.join("refs/main")).unwrap(),
