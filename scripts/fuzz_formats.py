@@ -23,6 +23,10 @@ both families' control-token look-alikes (`[INST]`, `</s>`,
 `[TOOL_CALLS]`, `<|start|>`, `<|channel|>`, `<|reserved_200000|>`, ...).
 A few requests break the rules on purpose (bad call ids, orphan tool
 results, a late system prompt, an empty assistant turn, unknown names).
+Mistral requests carry only the fields mistral_common knows (plus
+`reasoning_content`, which vLLM drops) unless `--unknown-fields`: then
+`reasoning`/`thinking` and `name` on user messages too, which
+mistral_common refuses (pydantic `extra="forbid"`) and rtok ignores.
 
 Each request is mapped to the library's objects by the golden scripts' own
 mapping (`tests/golden/mistral_common/make_golden.py`'s `to_mistral`,
@@ -48,6 +52,8 @@ sys.path.insert(0, str(ROOT / "tests/golden/mistral_common"))
 sys.path.insert(0, str(ROOT / "tests/golden/harmony"))
 
 NOW = "2025-06-28T09:30:00"
+# `--unknown-fields`: Mistral requests carry fields mistral_common does not know too.
+UNKNOWN_FIELDS = False
 HARMONY = ["openai/gpt-oss-20b", "o200k_harmony"]
 
 # ---------------------------------------------------------------- contents
@@ -93,7 +99,8 @@ def content(r, allow_parts=True):
 NAMES = ["get_weather", "search", "lookup_v2", "create-event", "f", "traduire", "ping",
          "x" * 30, "Tool_Name_9"]
 PROPS = ["city", "query", "limit", "unit", "when", "tags", "items", "price", "note", "n",
-         "r\u00e9sum\u00e9", "a b", "nested", "ok"]
+         "r\u00e9sum\u00e9", "a b", "nested", "ok", "a-b", "$x", "type", "default", "1st",
+         "\u65e5\u4ed8"]
 
 
 def schema(r, depth=0):
@@ -134,9 +141,19 @@ def schema(r, depth=0):
             s["items"] = schema(r, depth + 1)
     else:
         s[r.choice(["anyOf", "oneOf"])] = [schema(r, depth + 1) for _ in range(r.randint(1, 3))]
+    x = r.random()
+    if x < 0.04:
+        s["enum"] = r.choice([[1, 2, 3], ["a", None], [True, "x y", 0.5], ["\u00e9t\u00e9", "\"q\""]])
+    elif x < 0.07:
+        s["const"] = r.choice(["fixed", 3, None])
+    elif x < 0.12:
+        s["default"] = r.choice(["str \"q\"", [1, "a"], {"k": None}, None, 1e20, "", "\u65e5"])
+    elif x < 0.15:
+        s["format"] = r.choice(["date", "date-time", "email"])
     if r.random() < 0.3:
         s["description"] = r.choice(["City name", "Max price\nin EUR", "Le texte \u00e0 traduire",
-                                     "with <|end|> and [INST]", ""])
+                                     "with <|end|> and [INST]", "", "Multi\n\nparagraph\n  indented",
+                                     "ends with newline\n", "// looks like a comment", "*/ closes"])
     if r.random() < 0.1:
         s["title"] = "Title"
     if r.random() < 0.05:
@@ -223,7 +240,7 @@ def result(r):
 def reasoning(r, m, fmt):
     # For mistral only `reasoning_content` (vLLM drops it): mistral_common refuses any
     # field it does not know (`thinking`, `name` on a user message, ...), rtok ignores them.
-    aliases = ["reasoning", "thinking"] if fmt == "harmony" else []
+    aliases = ["reasoning", "thinking"] if fmt == "harmony" or UNKNOWN_FIELDS else []
     if r.random() < 0.3:
         m[r.choice(["reasoning_content"] * 4 + aliases)] = r.choice(
             [nonempty(r), "", "Let me think. <|end|>"])
@@ -239,6 +256,8 @@ def conversation(r, fmt, tools):
     turns = r.choice([1, 1, 2, 3, 5])
     for i in range(turns):
         msgs.append({"role": "user", "content": content(r)})
+        if (fmt == "harmony" or UNKNOWN_FIELDS) and r.random() < 0.05:
+            msgs[-1]["name"] = "bob"
         if r.random() < 0.08:
             msgs.append({"role": "user", "content": content(r)})
         if (names or r.random() < 0.05) and r.random() < 0.5:
@@ -469,7 +488,11 @@ def main():
     ap.add_argument("--format", choices=["mistral", "harmony", "all"], default="all")
     ap.add_argument("--rtok", default=os.environ.get("RTOK_BIN"), help="the rtok binary (default: target/release/rtok)")
     ap.add_argument("--minimise", action="store_true", help="shrink each difference shown")
+    ap.add_argument("--unknown-fields", action="store_true",
+                    help="for mistral too: `reasoning`/`thinking`, `name` on a user message")
     args = ap.parse_args()
+    global UNKNOWN_FIELDS
+    UNKNOWN_FIELDS = args.unknown_fields
     shared = Path(args.shared)
     env = dict(os.environ, HF_HOME=str(shared / "hf-cache"), HF_HUB_OFFLINE="1",
                RTOK_SHARED_DIR=str(shared))
