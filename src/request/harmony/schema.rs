@@ -59,8 +59,28 @@ fn default_text(schema: &Json, default: &Json) -> String {
     match default.as_str() {
         Some(s) if !is_enum(schema) => format!("\"{s}\""),
         Some(s) => s.to_owned(),
-        None => default.to_string(),
+        None => json_text(default),
     }
+}
+
+/// Compact JSON as openai-harmony 0.0.8 writes it: its serde_json formats
+/// floats with ryu (`1e20`, `1e-7`); the serde_json here writes `1e+20`.
+fn json_text(value: &Json) -> String {
+    struct Ryu;
+    impl serde_json::ser::Formatter for Ryu {
+        fn write_f64<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            v: f64,
+        ) -> std::io::Result<()> {
+            let text = serde_json::to_string(&v).map_err(std::io::Error::other)?;
+            w.write_all(text.replacen("e+", "e", 1).as_bytes())
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Ryu);
+    serde::Serialize::serialize(value, &mut ser).expect("JSON values serialize");
+    String::from_utf8(out).expect("JSON is UTF-8")
 }
 
 /// A top-level `oneOf`: one `\n{indent} | ` line per variant.
@@ -80,7 +100,7 @@ fn union(variants: &[Json], indent: &str) -> String {
             // At the top level an enum's string default keeps its JSON quotes.
             notes.push(match default.as_str() {
                 Some(s) if !is_enum(variant) => format!("default: \"{s}\""),
-                _ => format!("default: {default}"),
+                _ => format!("default: {}", json_text(default)),
             });
         }
         if !notes.is_empty() {

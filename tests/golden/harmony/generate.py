@@ -525,6 +525,26 @@ case(
     tools=[NO_PARAMS],
 )
 case("json_quotes_in_tool_result", [u("go"), a(None, tool_calls=[call("q", "ping", "{}")]), {"role": "tool", "tool_call_id": "q", "content": 'He said "hi" \\ {"nested": "yes"}'}], tools=[EMPTY_PARAMS])
+# Found by scripts/fuzz_formats.py: float defaults are written as openai-harmony's
+# serde_json (ryu) writes them, `1e20` not `1e+20`.
+case(
+    "float_defaults_exponent",
+    [u("go")],
+    tools=[
+        fn("scale", "Scale things.", {
+            "type": "object",
+            "properties": {
+                "big": {"type": "number", "default": 1e20},
+                "edge": {"type": "number", "default": 1e16},
+                "tiny": {"type": "number", "default": 1e-7},
+                "two": {"type": "number", "default": 2.0},
+                "box": {"type": "object", "properties": {"r": {"type": "number"}}, "default": 1e20},
+                "list": {"type": "array", "items": {"type": "number"}, "default": [1e300, -2.5e-8, 3]},
+            },
+        }),
+        fn("pick", "Pick one.", {"oneOf": [{"type": "object", "properties": {"x": {"type": "number"}}, "default": 1e17}]}),
+    ],
+)
 case("last_message_assistant_final", [u("Say hi"), a("hi", reasoning_content="easy")])
 
 
