@@ -609,7 +609,10 @@ fn a_download_writes_the_standard_cache_layout() {
     assert_eq!(tok.encode("ab", false).unwrap().ids(), [2]);
     let served = server.join().unwrap();
     assert!(served.iter().any(|p| p == "/cdn/blob1"), "{served:?}");
-    assert_eq!(served.first().map(String::as_str), Some("/org/model/resolve/main/tekken.json"));
+    assert_eq!(
+        served.first().map(String::as_str),
+        Some("/org/model/resolve/main/tekken.json")
+    );
     let folder = cache.join("models--org--model");
     assert_eq!(
         std::fs::read_to_string(folder.join("refs/main")).unwrap(),
