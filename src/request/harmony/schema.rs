@@ -79,8 +79,12 @@ fn json_text(value: &Json) -> String {
     }
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Ryu);
-    serde::Serialize::serialize(value, &mut ser).expect("JSON values serialize");
-    String::from_utf8(out).expect("JSON is UTF-8")
+    // A `Value` always serializes, to UTF-8; the plain form stands in should
+    // either ever fail.
+    match serde::Serialize::serialize(value, &mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| value.to_string()),
+        Err(_) => value.to_string(),
+    }
 }
 
 /// A top-level `oneOf`: one `\n{indent} | ` line per variant.
