@@ -7,6 +7,7 @@
 //! template's own part types (`{"type": "image"}`), and tool-call arguments sent as JSON text
 //! become objects. A request built by [`ChatRequest::from_openai`] asks for that rewrite.
 
+use super::request::json_kind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
@@ -186,17 +187,6 @@ pub(crate) fn shape_messages(messages: &[Message], format: ContentFormat) -> Vec
         .collect()
 }
 
-fn kind_of(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
-    }
-}
-
 fn bad(detail: impl Into<String>) -> ChatTemplateError {
     ChatTemplateError::request(detail)
 }
@@ -212,14 +202,14 @@ fn object_list(
             if let Some((i, item)) = items.iter().enumerate().find(|(_, v)| !v.is_object()) {
                 return Err(bad(format!(
                     "`{key}` item {i}: expected an object, got {}",
-                    kind_of(item)
+                    json_kind(item)
                 )));
             }
             Ok(Some(items.clone()))
         }
         Some(other) => Err(bad(format!(
             "`{key}`: expected a list, got {}",
-            kind_of(other)
+            json_kind(other)
         ))),
     }
 }
@@ -230,7 +220,7 @@ fn flag(body: &Map<String, Json>, key: &str) -> Result<Option<bool>, ChatTemplat
         Some(Json::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(bad(format!(
             "`{key}`: expected a boolean, got {}",
-            kind_of(other)
+            json_kind(other)
         ))),
     }
 }
@@ -304,7 +294,7 @@ impl ChatRequest {
         let Json::Object(body) = body else {
             return Err(bad(format!(
                 "an OpenAI chat body must be an object, got {}",
-                kind_of(body)
+                json_kind(body)
             )));
         };
         let messages = match body.get("messages") {
@@ -312,7 +302,7 @@ impl ChatRequest {
             Some(other) => {
                 return Err(bad(format!(
                     "`messages`: expected a list, got {}",
-                    kind_of(other)
+                    json_kind(other)
                 )));
             }
             None => return Err(bad("missing field `messages`")),
@@ -330,7 +320,7 @@ impl ChatRequest {
             Some(other) => {
                 return Err(bad(format!(
                     "`chat_template_kwargs`: expected an object, got {}",
-                    kind_of(other)
+                    json_kind(other)
                 )));
             }
         };
@@ -373,7 +363,7 @@ impl ChatRequest {
             Some(other) => {
                 return Err(bad(format!(
                     "`chat_template_name`: expected a string, got {}",
-                    kind_of(other)
+                    json_kind(other)
                 )));
             }
         };

@@ -73,7 +73,8 @@ impl KeyOrder {
     }
 }
 
-fn json_kind(value: &Json) -> &'static str {
+/// How an error names a JSON value's type (`a list`, `null`).
+pub(super) fn json_kind(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
