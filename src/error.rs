@@ -255,6 +255,33 @@ impl ErrorKind {
     pub fn is_client_error(&self) -> bool {
         (400..500).contains(&self.http_status())
     }
+
+    /// The variant's name in snake case (`not_found`, `hub`, …): the `kind`
+    /// label of `rtok_load_errors_total`, a fixed set so failures cannot
+    /// mint series of their own.
+    pub(crate) fn metric_name(&self) -> &'static str {
+        match self {
+            Self::NotFound { .. } => "not_found",
+            Self::UnsupportedFormat { .. } => "unsupported_format",
+            Self::Parse { .. } => "parse",
+            Self::Hub { .. } => "hub",
+            Self::InvalidSource { .. } => "invalid_source",
+            Self::UnknownTokenId { .. } => "unknown_token_id",
+            Self::Backend { .. } => "backend",
+            Self::Io { .. } => "io",
+            Self::Template { .. } => "template",
+            Self::TemplateRaised { .. } => "template_raised",
+            Self::Alias { .. } => "alias",
+            Self::ContextLengthExceeded { .. } => "context_length_exceeded",
+            Self::BudgetTooSmall { .. } => "budget_too_small",
+            Self::Refused { .. } => "refused",
+            Self::SpecialTokenInRequest { .. } => "special_token_in_request",
+            Self::ChatFormat { .. } => "chat_format",
+            Self::Config { .. } => "config",
+            Self::InvalidRequest { .. } => "invalid_request",
+            Self::ContextLengthUnknown { .. } => "context_length_unknown",
+        }
+    }
 }
 
 impl Error {

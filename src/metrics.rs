@@ -1,15 +1,33 @@
 //! Metrics through the `metrics` crate, with handles registered once per tokenizer.
 //!
-//! Every name starts with `rtok_` and carries a `backend` label. Handles are
-//! resolved against the recorder installed when the tokenizer is built, so
-//! install the recorder first. Counters and the token histogram see every
-//! call; durations are timed on one call in [`TIMING_SAMPLE`] per thread,
-//! because two clock reads cost more than 1% of a short encode (the
-//! `metrics` bench group measures it).
+//! Every name starts with `rtok_`; the public list, with labels and units, is
+//! in the crate docs (`# Metrics` in `lib.rs`) and README.md, and [`DESCRIPTIONS`]
+//! is the one table both follow. Each series carries the tokenizer's
+//! [`Labels`]: `tokenizer` (its source) and `backend`.
+//!
+//! Handles are bound lazily ([`Bound`]): a tokenizer built while no recorder
+//! is installed binds on its first call that finds one, so a recorder
+//! installed after the first load still receives that tokenizer's metrics
+//! (the registry hands the same handle to every later load of the source,
+//! which is why binding at build time alone lost them for good). Once bound,
+//! a call costs one atomic load more than a plain handle; unbound, one
+//! thread-local read and one atomic load, and nothing is recorded.
+//!
+//! Counters and the token histograms see every call; encode and decode
+//! durations are timed on one call in [`TIMING_SAMPLE`] per thread, because
+//! two clock reads cost more than 1% of a short encode (the `metrics` bench
+//! group measures it). Loads and chat renders are timed on every call: they
+//! take microseconds at least.
 
-use metrics::{Counter, Histogram, counter, histogram};
+use metrics::{Counter, Histogram, KeyName, Label, SharedString, Unit, counter, histogram};
 use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::decode::MatchedStop;
+use crate::error::{ErrorKind, Result};
+use crate::request::ChatEncoding;
 
 /// One call in this many (per thread) records its duration.
 pub(crate) const TIMING_SAMPLE: u32 = 16;
@@ -28,9 +46,282 @@ fn sampled() -> bool {
     })
 }
 
-/// Encode/decode counters and histograms for one tokenizer.
-#[derive(Clone)]
-pub(crate) struct Metrics {
+/// What a metric is, for its description.
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Histogram,
+}
+
+/// Every metric the crate reports: name, kind, unit and help text. Described
+/// each time a tokenizer binds its handles (and at each load), so whichever
+/// recorder receives the series also has their HELP and units.
+const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
+    (
+        "rtok_loads_total",
+        Kind::Counter,
+        Unit::Count,
+        "Tokenizers loaded (a load the process-wide registry answers with a shared handle is not counted).",
+    ),
+    (
+        "rtok_load_duration_seconds",
+        Kind::Histogram,
+        Unit::Seconds,
+        "Time to load one tokenizer: resolve the source, read, parse and build it.",
+    ),
+    (
+        "rtok_load_errors_total",
+        Kind::Counter,
+        Unit::Count,
+        "Loads that failed, by error kind (label `kind`).",
+    ),
+    (
+        "rtok_encode_requests_total",
+        Kind::Counter,
+        Unit::Count,
+        "Encodes (encode, encode_sequential, encode_with_offsets and their batch forms).",
+    ),
+    (
+        "rtok_encode_errors_total",
+        Kind::Counter,
+        Unit::Count,
+        "Encodes that failed.",
+    ),
+    (
+        "rtok_encode_duration_seconds",
+        Kind::Histogram,
+        Unit::Seconds,
+        "Time per encode, sampled: the first call of each thread, then one in 16.",
+    ),
+    (
+        "rtok_encode_tokens",
+        Kind::Histogram,
+        Unit::Count,
+        "Ids per successful encode.",
+    ),
+    (
+        "rtok_decode_requests_total",
+        Kind::Counter,
+        Unit::Count,
+        "Decodes.",
+    ),
+    (
+        "rtok_decode_errors_total",
+        Kind::Counter,
+        Unit::Count,
+        "Decodes that failed (unknown ids).",
+    ),
+    (
+        "rtok_decode_duration_seconds",
+        Kind::Histogram,
+        Unit::Seconds,
+        "Time per decode, sampled: the first call of each thread, then one in 16.",
+    ),
+    (
+        "rtok_render_requests_total",
+        Kind::Counter,
+        Unit::Count,
+        "Chat requests rendered and encoded (encode_chat, and count_chat and tokenize through it).",
+    ),
+    (
+        "rtok_render_errors_total",
+        Kind::Counter,
+        Unit::Count,
+        "Chat requests that failed to render or encode.",
+    ),
+    (
+        "rtok_render_duration_seconds",
+        Kind::Histogram,
+        Unit::Seconds,
+        "Time per chat request, render and encode together (every call).",
+    ),
+    (
+        "rtok_render_tokens",
+        Kind::Histogram,
+        Unit::Count,
+        "Prompt ids per successful chat request.",
+    ),
+    (
+        "rtok_stream_steps_total",
+        Kind::Counter,
+        Unit::Count,
+        "Ids fed to decode streams and stop decoders (DecodeStream::step and step_many, StopSequenceDecoder::process_token).",
+    ),
+    (
+        "rtok_stream_unknown_ids_total",
+        Kind::Counter,
+        Unit::Count,
+        "Ids outside the vocabulary that a stream skipped (UnknownIds::Skip).",
+    ),
+    (
+        "rtok_stops_total",
+        Kind::Counter,
+        Unit::Count,
+        "Generations a StopSequenceDecoder stopped, by what stopped them (label `reason`: eos, token, string, token_sequence).",
+    ),
+    (
+        "rtok_parallel_encodes_total",
+        Kind::Counter,
+        Unit::Count,
+        "Encodes that took the parallel (chunked) path.",
+    ),
+    (
+        "rtok_parallel_retries_total",
+        Kind::Counter,
+        Unit::Count,
+        "Chunk growths (reason no_cut) and rests encoded in one piece past four chunk lengths (grow_limit).",
+    ),
+    (
+        "rtok_parallel_fallbacks_total",
+        Kind::Counter,
+        Unit::Count,
+        "Parallel encodes that gave up and encoded the whole text sequentially, by reason.",
+    ),
+    (
+        "rtok_cache_hits_total",
+        Kind::Counter,
+        Unit::Count,
+        "Prompt-cache lookups answered from the cache (label `cache`: l0 or l1).",
+    ),
+    (
+        "rtok_cache_misses_total",
+        Kind::Counter,
+        Unit::Count,
+        "Prompt-cache lookups that found nothing to reuse.",
+    ),
+    (
+        "rtok_cache_evictions_total",
+        Kind::Counter,
+        Unit::Count,
+        "Prompt-cache entries evicted for size.",
+    ),
+    (
+        "rtok_cache_bytes_reused_total",
+        Kind::Counter,
+        Unit::Bytes,
+        "Text bytes whose ids came from a prompt cache.",
+    ),
+    (
+        "rtok_cache_l1_tokens_reencoded_total",
+        Kind::Counter,
+        Unit::Count,
+        "Cached ids the L1 prefix cache encoded again to find where a fresh encode agrees.",
+    ),
+    (
+        "rtok_cache_l1_fallbacks_total",
+        Kind::Counter,
+        Unit::Count,
+        "L1 lookups whose entry could not be cut into (the text was encoded in full).",
+    ),
+];
+
+/// Describes every metric to the current recorder: cheap (a map insert per
+/// name), and repeated on purpose, since `metrics` has no way to ask whether
+/// a recorder has seen the descriptions.
+fn describe() {
+    metrics::with_recorder(|recorder| {
+        for &(name, kind, unit, help) in DESCRIPTIONS {
+            let name = KeyName::from_const_str(name);
+            let help = SharedString::const_str(help);
+            match kind {
+                Kind::Counter => recorder.describe_counter(name, Some(unit), help),
+                Kind::Histogram => recorder.describe_histogram(name, Some(unit), help),
+            }
+        }
+    });
+}
+
+/// Whether a recorder is installed (global, or local to this thread).
+///
+/// `metrics` 0.24 cannot be asked, but its fallback, `NoopRecorder`, is a
+/// zero-sized type and real recorders hold state: a zero-sized recorder of
+/// one's own is taken for no recorder (documented in the crate docs).
+fn recorder_installed() -> bool {
+    metrics::with_recorder(|recorder| std::mem::size_of_val(recorder) != 0)
+}
+
+/// The labels every series of one tokenizer carries.
+#[derive(Clone, Debug)]
+pub(crate) struct Labels {
+    /// `tokenizer`: the source it was loaded from (an alias's target), or
+    /// the backend name for a custom backend, which has no source.
+    tokenizer: Arc<str>,
+    backend: &'static str,
+}
+
+impl Labels {
+    pub(crate) fn new(source: &str, backend: &'static str) -> Self {
+        let tokenizer = if source.is_empty() { backend } else { source };
+        Self {
+            tokenizer: Arc::from(tokenizer),
+            backend,
+        }
+    }
+
+    /// `tokenizer`, `backend`, then `extra`.
+    fn with(&self, extra: &[(&'static str, &'static str)]) -> Vec<Label> {
+        let mut labels = Vec::with_capacity(2 + extra.len());
+        labels.push(Label::new(
+            "tokenizer",
+            SharedString::from(Arc::clone(&self.tokenizer)),
+        ));
+        labels.push(Label::from_static_parts("backend", self.backend));
+        labels.extend(extra.iter().map(|&(k, v)| Label::from_static_parts(k, v)));
+        labels
+    }
+
+    fn base(&self) -> Vec<Label> {
+        self.with(&[])
+    }
+}
+
+/// Handles of type `H`, registered the first time a recorder is there.
+///
+/// Bound handles stay bound to that recorder: a handle built under a local
+/// recorder (`metrics::with_local_recorder`, as tests do) keeps reporting
+/// to it outside the closure, as handles always did.
+pub(crate) struct Bound<H> {
+    labels: Labels,
+    make: fn(&Labels) -> H,
+    slot: OnceLock<H>,
+}
+
+impl<H> Bound<H> {
+    /// Binds at once when a recorder is installed.
+    fn new(labels: Labels, make: fn(&Labels) -> H) -> Self {
+        let bound = Self {
+            labels,
+            make,
+            slot: OnceLock::new(),
+        };
+        let _ = bound.get();
+        bound
+    }
+
+    /// The handles, binding them first if a recorder has appeared; `None`
+    /// while there is none (nothing would be recorded anyway).
+    #[inline]
+    fn get(&self) -> Option<&H> {
+        match self.slot.get() {
+            Some(handles) => Some(handles),
+            None => self.bind(),
+        }
+    }
+
+    #[cold]
+    fn bind(&self) -> Option<&H> {
+        if !recorder_installed() {
+            return None;
+        }
+        Some(self.slot.get_or_init(|| {
+            describe();
+            (self.make)(&self.labels)
+        }))
+    }
+}
+
+/// Encode, decode, chat-render and stream handles for one tokenizer.
+struct Handles {
     encode_requests: Counter,
     encode_errors: Counter,
     encode_seconds: Histogram,
@@ -38,23 +329,63 @@ pub(crate) struct Metrics {
     decode_requests: Counter,
     decode_errors: Counter,
     decode_seconds: Histogram,
-    /// `rtok_stream_unknown_ids_total`: ids outside the vocabulary that a
-    /// stream skipped (`UnknownIds::Skip`).
-    pub(crate) stream_unknown_ids: Counter,
+    render_requests: Counter,
+    render_errors: Counter,
+    render_seconds: Histogram,
+    render_tokens: Histogram,
+    stream_steps: Counter,
+    stream_unknown_ids: Counter,
+    /// `rtok_stops_total` per [`stop_reason`] name, in [`STOP_REASONS`] order.
+    stops: [Counter; 4],
 }
 
-impl Metrics {
-    pub(crate) fn new(backend: &'static str) -> Self {
+/// The `reason` values of `rtok_stops_total`: `MatchedStop`'s serde tags.
+const STOP_REASONS: [&str; 4] = ["eos", "token", "string", "token_sequence"];
+
+fn stop_index(stop: &MatchedStop) -> usize {
+    match stop {
+        MatchedStop::Eos { .. } => 0,
+        MatchedStop::Token { .. } => 1,
+        MatchedStop::String { .. } => 2,
+        MatchedStop::TokenSequence { .. } => 3,
+    }
+}
+
+impl Handles {
+    fn register(labels: &Labels) -> Self {
+        let l = labels.base();
         Self {
-            encode_requests: counter!("rtok_encode_requests_total", "backend" => backend),
-            encode_errors: counter!("rtok_encode_errors_total", "backend" => backend),
-            encode_seconds: histogram!("rtok_encode_duration_seconds", "backend" => backend),
-            encode_tokens: histogram!("rtok_encode_tokens", "backend" => backend),
-            decode_requests: counter!("rtok_decode_requests_total", "backend" => backend),
-            decode_errors: counter!("rtok_decode_errors_total", "backend" => backend),
-            decode_seconds: histogram!("rtok_decode_duration_seconds", "backend" => backend),
-            stream_unknown_ids: counter!("rtok_stream_unknown_ids_total", "backend" => backend),
+            encode_requests: counter!("rtok_encode_requests_total", l.clone()),
+            encode_errors: counter!("rtok_encode_errors_total", l.clone()),
+            encode_seconds: histogram!("rtok_encode_duration_seconds", l.clone()),
+            encode_tokens: histogram!("rtok_encode_tokens", l.clone()),
+            decode_requests: counter!("rtok_decode_requests_total", l.clone()),
+            decode_errors: counter!("rtok_decode_errors_total", l.clone()),
+            decode_seconds: histogram!("rtok_decode_duration_seconds", l.clone()),
+            render_requests: counter!("rtok_render_requests_total", l.clone()),
+            render_errors: counter!("rtok_render_errors_total", l.clone()),
+            render_seconds: histogram!("rtok_render_duration_seconds", l.clone()),
+            render_tokens: histogram!("rtok_render_tokens", l.clone()),
+            stream_steps: counter!("rtok_stream_steps_total", l.clone()),
+            stream_unknown_ids: counter!("rtok_stream_unknown_ids_total", l),
+            stops: STOP_REASONS
+                .map(|reason| counter!("rtok_stops_total", labels.with(&[("reason", reason)]))),
         }
+    }
+}
+
+/// One tokenizer's metrics, shared by its clones and derived handles.
+#[derive(Clone)]
+pub(crate) struct Metrics(Arc<Bound<Handles>>);
+
+impl Metrics {
+    pub(crate) fn new(labels: Labels) -> Self {
+        Self(Arc::new(Bound::new(labels, Handles::register)))
+    }
+
+    /// The labels the tokenizer's series carry (for its caches and loads).
+    pub(crate) fn labels(&self) -> &Labels {
+        &self.0.labels
     }
 
     /// Times an encode and counts its tokens (or its failure).
@@ -63,15 +394,18 @@ impl Metrics {
         &self,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
+        let Some(m) = self.0.get() else {
+            return f();
+        };
         let start = sampled().then(Instant::now);
         let out = f();
         if let Some(start) = start {
-            self.encode_seconds.record(start.elapsed());
+            m.encode_seconds.record(start.elapsed());
         }
-        self.encode_requests.increment(1);
+        m.encode_requests.increment(1);
         match &out {
-            Ok(enc) => self.encode_tokens.record(enc.as_ref().len() as f64),
-            Err(_) => self.encode_errors.increment(1),
+            Ok(enc) => m.encode_tokens.record(enc.as_ref().len() as f64),
+            Err(_) => m.encode_errors.increment(1),
         }
         out
     }
@@ -79,23 +413,109 @@ impl Metrics {
     /// Times a decode (or counts its failure).
     #[inline]
     pub(crate) fn decode<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let Some(m) = self.0.get() else {
+            return f();
+        };
         let start = sampled().then(Instant::now);
         let out = f();
         if let Some(start) = start {
-            self.decode_seconds.record(start.elapsed());
+            m.decode_seconds.record(start.elapsed());
         }
-        self.decode_requests.increment(1);
+        m.decode_requests.increment(1);
         if out.is_err() {
-            self.decode_errors.increment(1);
+            m.decode_errors.increment(1);
         }
         out
+    }
+
+    /// Times a chat request (render and encode) and counts its prompt ids
+    /// (or its failure).
+    pub(crate) fn render(&self, f: impl FnOnce() -> Result<ChatEncoding>) -> Result<ChatEncoding> {
+        let Some(m) = self.0.get() else {
+            return f();
+        };
+        let start = Instant::now();
+        let out = f();
+        m.render_seconds.record(start.elapsed());
+        m.render_requests.increment(1);
+        match &out {
+            Ok(enc) => m.render_tokens.record(enc.prompt_tokens as f64),
+            Err(_) => m.render_errors.increment(1),
+        }
+        out
+    }
+
+    /// Counts `n` ids fed to a stream.
+    #[inline]
+    pub(crate) fn stream_steps(&self, n: usize) {
+        if let Some(m) = self.0.get() {
+            m.stream_steps.increment(n as u64);
+        }
+    }
+
+    /// Counts an id a stream skipped because it is outside the vocabulary.
+    pub(crate) fn stream_unknown_id(&self) {
+        if let Some(m) = self.0.get() {
+            m.stream_unknown_ids.increment(1);
+        }
+    }
+
+    /// Counts a generation that `stop` ended.
+    pub(crate) fn stop(&self, stop: &MatchedStop) {
+        if let Some(m) = self.0.get() {
+            m.stops[stop_index(stop)].increment(1);
+        }
     }
 }
 
 /// Counts a factory load and its duration.
-pub(crate) fn record_load(backend: &'static str, elapsed: Duration) {
-    counter!("rtok_loads_total", "backend" => backend).increment(1);
-    histogram!("rtok_load_duration_seconds", "backend" => backend).record(elapsed);
+pub(crate) fn record_load(labels: &Labels, elapsed: Duration) {
+    describe();
+    counter!("rtok_loads_total", labels.base()).increment(1);
+    histogram!("rtok_load_duration_seconds", labels.base()).record(elapsed);
+}
+
+/// Distinct `tokenizer` values `rtok_load_errors_total` takes before the
+/// rest share `other`: a router that loads model names taken from clients
+/// must not let them mint a series each.
+const MAX_FAILED_SOURCES: usize = 64;
+
+/// Longest `tokenizer` value of a failed load, in bytes (cut on a char boundary).
+const MAX_FAILED_SOURCE_BYTES: usize = 128;
+
+static FAILED_SOURCES: LazyLock<Mutex<HashSet<String>>> =
+    LazyLock::new(|| Mutex::new(HashSet::new()));
+
+/// The `tokenizer` label of a failed load of `source`: the source, cut to
+/// [`MAX_FAILED_SOURCE_BYTES`], or `other` once [`MAX_FAILED_SOURCES`]
+/// others have failed (`seen`: the values given so far).
+fn failed_source_label(seen: &mut HashSet<String>, source: &str) -> String {
+    let mut end = source.len().min(MAX_FAILED_SOURCE_BYTES);
+    while !source.is_char_boundary(end) {
+        end -= 1;
+    }
+    let label = &source[..end];
+    if !seen.contains(label) {
+        if seen.len() >= MAX_FAILED_SOURCES {
+            return "other".to_owned();
+        }
+        seen.insert(label.to_owned());
+    }
+    label.to_owned()
+}
+
+/// Counts a failed load of `source` (as the alias resolved it, when it did).
+pub(crate) fn record_load_error(source: &str, kind: &ErrorKind) {
+    if !recorder_installed() {
+        return;
+    }
+    let label = failed_source_label(
+        &mut FAILED_SOURCES.lock().unwrap_or_else(|p| p.into_inner()),
+        source,
+    );
+    describe();
+    counter!("rtok_load_errors_total", "tokenizer" => label, "kind" => kind.metric_name())
+        .increment(1);
 }
 
 /// Why a parallel encode gave up and encoded the whole text sequentially.
@@ -124,34 +544,448 @@ impl Fallback {
     }
 }
 
-/// Parallel-encode counters for one tokenizer, registered once.
+/// Parallel-encode counters for one tokenizer.
 ///
 /// - `rtok_parallel_encodes_total`: encodes that took the parallel path;
 /// - `rtok_parallel_retries_total{reason}`: chunk growths (`no_cut`) and
 ///   rests encoded in one piece past four chunk lengths (`grow_limit`);
 /// - `rtok_parallel_fallbacks_total{reason}`: whole-text sequential fallbacks.
-#[derive(Clone)]
-pub(crate) struct ParallelMetrics {
-    pub(crate) encodes: Counter,
-    pub(crate) retry_no_cut: Counter,
-    pub(crate) grow_limit: Counter,
+struct ParallelHandles {
+    encodes: Counter,
+    retry_no_cut: Counter,
+    grow_limit: Counter,
     fallbacks: [Counter; 4],
 }
 
-impl ParallelMetrics {
-    pub(crate) fn new(backend: &'static str) -> Self {
+impl ParallelHandles {
+    fn register(labels: &Labels) -> Self {
         Self {
-            encodes: counter!("rtok_parallel_encodes_total", "backend" => backend),
-            retry_no_cut: counter!("rtok_parallel_retries_total", "backend" => backend, "reason" => "no_cut"),
-            grow_limit: counter!("rtok_parallel_retries_total", "backend" => backend, "reason" => "grow_limit"),
+            encodes: counter!("rtok_parallel_encodes_total", labels.base()),
+            retry_no_cut: counter!(
+                "rtok_parallel_retries_total",
+                labels.with(&[("reason", "no_cut")])
+            ),
+            grow_limit: counter!(
+                "rtok_parallel_retries_total",
+                labels.with(&[("reason", "grow_limit")])
+            ),
             fallbacks: Fallback::ALL.map(|r| {
-                counter!("rtok_parallel_fallbacks_total", "backend" => backend, "reason" => r.name())
+                counter!(
+                    "rtok_parallel_fallbacks_total",
+                    labels.with(&[("reason", r.name())])
+                )
             }),
+        }
+    }
+}
+
+/// [`ParallelHandles`], bound lazily and shared by handles that differ only
+/// in parallel options.
+#[derive(Clone)]
+pub(crate) struct ParallelMetrics(Arc<Bound<ParallelHandles>>);
+
+impl ParallelMetrics {
+    pub(crate) fn new(labels: Labels) -> Self {
+        Self(Arc::new(Bound::new(labels, ParallelHandles::register)))
+    }
+
+    pub(crate) fn encode(&self) {
+        if let Some(m) = self.0.get() {
+            m.encodes.increment(1);
+        }
+    }
+
+    pub(crate) fn retry_no_cut(&self) {
+        if let Some(m) = self.0.get() {
+            m.retry_no_cut.increment(1);
+        }
+    }
+
+    pub(crate) fn grow_limit(&self) {
+        if let Some(m) = self.0.get() {
+            m.grow_limit.increment(1);
         }
     }
 
     pub(crate) fn fallback(&self, reason: Fallback) {
-        let i = Fallback::ALL.iter().position(|&r| r == reason).unwrap_or(0);
-        self.fallbacks[i].increment(1);
+        if let Some(m) = self.0.get() {
+            let i = Fallback::ALL.iter().position(|&r| r == reason).unwrap_or(0);
+            m.fallbacks[i].increment(1);
+        }
+    }
+}
+
+/// One prompt cache's counters (`cache` label `l0` or `l1`).
+struct CacheHandles {
+    hits: Counter,
+    misses: Counter,
+    evictions: Counter,
+    bytes_reused: Counter,
+    /// L1 only (a no-op handle for L0, which has no such series).
+    tokens_reencoded: Counter,
+    /// L1 only, like `tokens_reencoded`.
+    fallbacks: Counter,
+}
+
+impl CacheHandles {
+    fn register(labels: &Labels, cache: &'static str) -> Self {
+        let l = labels.with(&[("cache", cache)]);
+        let l1 = cache == "l1";
+        Self {
+            hits: counter!("rtok_cache_hits_total", l.clone()),
+            misses: counter!("rtok_cache_misses_total", l.clone()),
+            evictions: counter!("rtok_cache_evictions_total", l.clone()),
+            bytes_reused: counter!("rtok_cache_bytes_reused_total", l.clone()),
+            tokens_reencoded: if l1 {
+                counter!("rtok_cache_l1_tokens_reencoded_total", l.clone())
+            } else {
+                Counter::noop()
+            },
+            fallbacks: if l1 {
+                counter!("rtok_cache_l1_fallbacks_total", l)
+            } else {
+                Counter::noop()
+            },
+        }
+    }
+}
+
+/// A prompt cache's counters, bound lazily; the cache's eviction listener
+/// holds a clone.
+#[derive(Clone)]
+pub(crate) struct CacheMetrics(Arc<Bound<CacheHandles>>);
+
+impl CacheMetrics {
+    pub(crate) fn l0(labels: &Labels) -> Self {
+        Self(Arc::new(Bound::new(labels.clone(), |l| {
+            CacheHandles::register(l, "l0")
+        })))
+    }
+
+    pub(crate) fn l1(labels: &Labels) -> Self {
+        Self(Arc::new(Bound::new(labels.clone(), |l| {
+            CacheHandles::register(l, "l1")
+        })))
+    }
+
+    /// A lookup that reused `bytes` of text and encoded `reencoded` cached
+    /// ids again (always 0 for L0).
+    pub(crate) fn hit(&self, bytes: usize, reencoded: usize) {
+        if let Some(m) = self.0.get() {
+            m.hits.increment(1);
+            m.bytes_reused.increment(bytes as u64);
+            if reencoded > 0 {
+                m.tokens_reencoded.increment(reencoded as u64);
+            }
+        }
+    }
+
+    /// A lookup that found nothing to reuse.
+    pub(crate) fn miss(&self) {
+        if let Some(m) = self.0.get() {
+            m.misses.increment(1);
+        }
+    }
+
+    /// An L1 lookup whose entry could not be cut into: a miss, and a fallback.
+    pub(crate) fn fallback(&self) {
+        if let Some(m) = self.0.get() {
+            m.misses.increment(1);
+            m.fallbacks.increment(1);
+        }
+    }
+
+    /// An entry evicted for size.
+    pub(crate) fn eviction(&self) {
+        if let Some(m) = self.0.get() {
+            m.evictions.increment(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+    use std::collections::HashMap;
+
+    /// `name{k=v,…}` → value, labels in registration order.
+    fn series(snapshotter: &Snapshotter) -> HashMap<String, DebugValue> {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(key, _, _, value)| {
+                let labels: Vec<String> = key
+                    .key()
+                    .labels()
+                    .map(|l| format!("{}={}", l.key(), l.value()))
+                    .collect();
+                (
+                    format!("{}{{{}}}", key.key().name(), labels.join(",")),
+                    value,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_described_name_is_unique_and_has_the_rtok_prefix() {
+        let mut names = HashSet::new();
+        for &(name, _, _, help) in DESCRIPTIONS {
+            assert!(name.starts_with("rtok_"), "{name}");
+            assert!(!help.is_empty(), "{name}");
+            assert!(names.insert(name), "{name} twice");
+        }
+    }
+
+    #[test]
+    fn handles_bind_when_a_recorder_appears_and_describe_with_units() {
+        let labels = Labels::new("org/model", "hf");
+        // Built with no recorder (a test binary installs no global one).
+        let metrics = Metrics::new(labels);
+        assert!(metrics.0.slot.get().is_none());
+        let _ = metrics.encode(|| Ok::<_, ()>(vec![1, 2, 3]));
+        assert!(metrics.0.slot.get().is_none(), "nothing to bind to yet");
+
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let _ = metrics.encode(|| Ok::<_, ()>(vec![1, 2]));
+        });
+        // Bound to that recorder: it keeps receiving outside the closure.
+        let _ = metrics.encode(|| Err::<Vec<u32>, _>(()));
+        metrics.stop(&MatchedStop::Eos { id: 2 });
+        metrics.stream_steps(3);
+        let seen = series(&snapshotter);
+        let base = "tokenizer=org/model,backend=hf";
+        assert_eq!(
+            seen[&format!("rtok_encode_requests_total{{{base}}}")],
+            DebugValue::Counter(2)
+        );
+        assert_eq!(
+            seen[&format!("rtok_encode_errors_total{{{base}}}")],
+            DebugValue::Counter(1)
+        );
+        assert_eq!(
+            seen[&format!("rtok_stops_total{{{base},reason=eos}}")],
+            DebugValue::Counter(1)
+        );
+        assert_eq!(
+            seen[&format!("rtok_stream_steps_total{{{base}}}")],
+            DebugValue::Counter(3)
+        );
+        // Described, with units.
+        let units: HashMap<String, Option<Unit>> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(key, unit, help, _)| {
+                assert!(help.is_some(), "{}: no description", key.key().name());
+                (key.key().name().to_owned(), unit)
+            })
+            .collect();
+        assert_eq!(units["rtok_encode_duration_seconds"], Some(Unit::Seconds));
+        assert_eq!(units["rtok_encode_requests_total"], Some(Unit::Count));
+    }
+
+    #[test]
+    fn a_custom_backend_is_labelled_by_its_backend_name() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let metrics =
+            metrics::with_local_recorder(&recorder, || Metrics::new(Labels::new("", "mock")));
+        metrics.stream_unknown_id();
+        assert_eq!(
+            series(&snapshotter)["rtok_stream_unknown_ids_total{tokenizer=mock,backend=mock}"],
+            DebugValue::Counter(1)
+        );
+    }
+
+    #[test]
+    fn failed_loads_count_by_source_and_kind() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let kind = ErrorKind::NotFound {
+                what: "x".into(),
+            };
+            record_load_error("metrics-test/missing", &kind);
+            record_load_error("metrics-test/missing", &kind);
+            let long = "é".repeat(200);
+            record_load_error(&long, &kind);
+        });
+        let seen = series(&snapshotter);
+        assert_eq!(
+            seen["rtok_load_errors_total{tokenizer=metrics-test/missing,kind=not_found}"],
+            DebugValue::Counter(2)
+        );
+        // Cut to 128 bytes, on a char boundary.
+        let cut = format!("rtok_load_errors_total{{tokenizer={},kind=not_found}}", "é".repeat(64));
+        assert_eq!(seen[&cut], DebugValue::Counter(1), "{seen:?}");
+    }
+
+    fn mock() -> crate::Tokenizer {
+        crate::Tokenizer::from_backend(
+            Arc::new(crate::backend::mock::MockTokenizer::default()),
+            crate::Format::HfJson,
+        )
+    }
+
+    #[test]
+    fn renders_streams_and_stops_are_counted() {
+        use crate::chat::{ChatRequest, Message};
+        use crate::{DecodeStream, EncodeChatOptions, StopConfig, StopSequenceDecoder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let tok = metrics::with_local_recorder(&recorder, mock)
+            .with_chat_template("{% for m in messages %}{{ m.content }}{% endfor %}")
+            .unwrap();
+        let request = ChatRequest::new(vec![Message::new("user", "hi!")]);
+        let enc = tok
+            .encode_chat(&request, &EncodeChatOptions::default())
+            .unwrap();
+        assert_eq!(enc.prompt_tokens, 3);
+        let mut stream = DecodeStream::new(&tok, &enc.ids, false);
+        stream.step(u32::from(b'a')).unwrap();
+        stream.step_many(&[98, 99]).unwrap();
+        // One generation per stop kind: a string, a stop id, EOS.
+        let config = StopConfig {
+            stop_strings: vec!["yz".into()],
+            stop_token_ids: vec![u32::from(b'!')],
+            ..StopConfig::default()
+        };
+        let mut stop = StopSequenceDecoder::new(&tok, &enc.ids, config).unwrap();
+        for &id in b"xyz" {
+            stop.process_token(u32::from(id)).unwrap();
+        }
+        assert!(matches!(stop.matched_stop(), Some(MatchedStop::String { .. })));
+        stop.reset();
+        stop.process_token(u32::from(b'!')).unwrap();
+        stop.reset();
+        stop.process_token(257).unwrap();
+        assert_eq!(stop.matched_stop(), Some(&MatchedStop::Eos { id: 257 }));
+
+        let seen = series(&snapshotter);
+        let base = "tokenizer=mock,backend=mock";
+        let get = |name: &str| seen.get(&format!("{name}{{{base}}}"));
+        assert_eq!(get("rtok_render_requests_total"), Some(&DebugValue::Counter(1)));
+        assert_eq!(get("rtok_render_errors_total"), Some(&DebugValue::Counter(0)));
+        assert!(
+            matches!(get("rtok_render_tokens"), Some(DebugValue::Histogram(v)) if v.len() == 1 && v[0].into_inner() == 3.0)
+        );
+        assert!(
+            matches!(get("rtok_render_duration_seconds"), Some(DebugValue::Histogram(v)) if v.len() == 1)
+        );
+        // 3 stream ids, then 3 + 1 + 1 through the stop decoder.
+        assert_eq!(get("rtok_stream_steps_total"), Some(&DebugValue::Counter(8)));
+        for (reason, n) in [("eos", 1), ("token", 1), ("string", 1), ("token_sequence", 0)] {
+            assert_eq!(
+                seen.get(&format!("rtok_stops_total{{{base},reason={reason}}}")),
+                Some(&DebugValue::Counter(n)),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_source_loaded_before_the_recorder_reports_once_one_is_there() {
+        // A key of its own in the registry (the override file is only read
+        // by the chat template, never here), so no other test binds it.
+        let options = crate::LoadOptions {
+            chat_template: Some("/nonexistent/rtok-metrics-test.jinja".into()),
+            ..crate::LoadOptions::default()
+        };
+        let early = options.load("o200k_base").unwrap();
+        early.encode("before any recorder", false).unwrap();
+
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            // A later load shares the first one's handle...
+            let later = options.load("o200k_base").unwrap();
+            assert!(later.same_handle(&early));
+            // ... and reports now, its L0 cache too (a text long enough for it).
+            later.encode(&"hello world ".repeat(30), false).unwrap();
+        });
+        // Bound: the early handle reports outside the closure too.
+        early.decode(&[13225], false).unwrap();
+        let seen = series(&snapshotter);
+        let base = "tokenizer=o200k_base,backend=tiktoken";
+        assert_eq!(
+            seen.get(&format!("rtok_encode_requests_total{{{base}}}")),
+            Some(&DebugValue::Counter(1)),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.get(&format!("rtok_decode_requests_total{{{base}}}")),
+            Some(&DebugValue::Counter(1))
+        );
+        assert_eq!(
+            seen.get(&format!("rtok_cache_misses_total{{{base},cache=l0}}")),
+            Some(&DebugValue::Counter(1))
+        );
+    }
+
+    #[test]
+    fn loads_and_failed_loads_are_counted_through_load_options() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let mut aliases = crate::ModelAliases::new();
+        aliases
+            .insert("rtok-metrics-ghost", "/nonexistent/rtok-metrics/tokenizer.json")
+            .unwrap();
+        metrics::with_local_recorder(&recorder, || {
+            let options = crate::LoadOptions {
+                bypass_registry: true,
+                aliases,
+                ..crate::LoadOptions::default()
+            };
+            options.load("cl100k_base").unwrap();
+            assert!(options.load("rtok-metrics-ghost").is_err());
+            assert!(options.load("not a valid source!").is_err());
+        });
+        let seen = series(&snapshotter);
+        assert_eq!(
+            seen.get("rtok_loads_total{tokenizer=cl100k_base,backend=tiktoken}"),
+            Some(&DebugValue::Counter(1)),
+            "{seen:?}"
+        );
+        assert!(matches!(
+            seen.get("rtok_load_duration_seconds{tokenizer=cl100k_base,backend=tiktoken}"),
+            Some(DebugValue::Histogram(v)) if v.len() == 1
+        ));
+        // Labelled by the source the alias resolved to.
+        assert_eq!(
+            seen.get(
+                "rtok_load_errors_total{tokenizer=/nonexistent/rtok-metrics/tokenizer.json,kind=not_found}"
+            ),
+            Some(&DebugValue::Counter(1)),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.get("rtok_load_errors_total{tokenizer=not a valid source!,kind=invalid_source}"),
+            Some(&DebugValue::Counter(1)),
+            "{seen:?}"
+        );
+        let described: HashMap<String, (Option<Unit>, bool)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(k, unit, help, _)| (k.key().name().to_owned(), (unit, help.is_some())))
+            .collect();
+        assert_eq!(described["rtok_load_duration_seconds"], (Some(Unit::Seconds), true));
+        assert_eq!(described["rtok_load_errors_total"], (Some(Unit::Count), true));
+    }
+
+    #[test]
+    fn failed_load_labels_are_bounded() {
+        let mut seen = HashSet::new();
+        for i in 0..MAX_FAILED_SOURCES {
+            assert_eq!(failed_source_label(&mut seen, &i.to_string()), i.to_string());
+        }
+        assert_eq!(failed_source_label(&mut seen, "new"), "other");
+        // One already seen keeps its own.
+        assert_eq!(failed_source_label(&mut seen, "7"), "7");
     }
 }

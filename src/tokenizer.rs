@@ -17,7 +17,7 @@ use crate::encode::{
 use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::load::Format;
-use crate::metrics::Metrics;
+use crate::metrics::{Labels, Metrics};
 use crate::request::{ChatEncoding, ChatFormat, EncodeChatOptions, RequestFacts};
 use crate::special::{ControlTokens, SpecialToken, SpecialTokens};
 
@@ -133,8 +133,10 @@ impl std::fmt::Debug for Tokenizer {
 impl Tokenizer {
     pub(crate) fn build(backend: Arc<dyn backend::Tokenizer>, info: TokenizerInfo) -> Self {
         let backend_name = backend.backend_name();
-        let metrics = Metrics::new(backend_name);
-        let parallel = ParallelEncoder::new(ParallelOptions::default(), backend.backend_name());
+        let metrics = Metrics::new(Labels::new(&info.source, backend_name));
+        let parallel = ParallelEncoder::new(ParallelOptions::default(), metrics.labels());
+        let l0 = L0Cache::new(&PromptCacheOptions::default(), metrics.labels()).map(Arc::new);
+        let l1 = L1Cache::new(&PromptCacheOptions::default(), metrics.labels()).map(Arc::new);
         let chat = Arc::new(ChatSlot::for_info(&info, &*backend));
         let budget = Arc::new(BudgetFacts {
             context_length: crate::config::context_length(
@@ -153,8 +155,8 @@ impl Tokenizer {
                 budget,
                 request: Arc::default(),
                 chat_format: None,
-                l0: L0Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
-                l1: L1Cache::new(&PromptCacheOptions::default(), backend_name).map(Arc::new),
+                l0,
+                l1,
                 cache_options: PromptCacheOptions::default(),
             }),
         }
@@ -352,7 +354,9 @@ impl Tokenizer {
         request: &ChatRequest,
         options: &EncodeChatOptions,
     ) -> Result<ChatEncoding> {
-        crate::request::encode_chat(self, request, options)
+        self.inner
+            .metrics
+            .render(|| crate::request::encode_chat(self, request, options))
     }
 
     /// The same tokenizer with other prompt caches (a fresh cache unless the
@@ -362,9 +366,9 @@ impl Tokenizer {
             return self.clone();
         }
         self.derive(|inner| {
-            let name = inner.backend.backend_name();
-            inner.l0 = L0Cache::new(&options, name).map(Arc::new);
-            inner.l1 = L1Cache::new(&options, name).map(Arc::new);
+            let labels = inner.metrics.labels();
+            inner.l0 = L0Cache::new(&options, labels).map(Arc::new);
+            inner.l1 = L1Cache::new(&options, labels).map(Arc::new);
             inner.cache_options = options;
         })
     }
@@ -794,9 +798,9 @@ impl Tokenizer {
         ids.iter().map(|&id| self.token_text(id)).collect()
     }
 
-    /// Counts an id a stream skipped because it is outside the vocabulary.
-    pub(crate) fn count_skipped_unknown_id(&self) {
-        self.inner.metrics.stream_unknown_ids.increment(1);
+    /// This tokenizer's metrics (streams and stop decoders report through it).
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).
@@ -828,14 +832,14 @@ mod tests {
         assert!(tok.decode(&[9999], false).is_err());
         let mut seen = std::collections::HashMap::new();
         for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-            assert_eq!(
-                key.key()
-                    .labels()
-                    .next()
-                    .map(|l| l.value().to_owned())
-                    .as_deref(),
-                Some("mock")
-            );
+            // A custom backend has no source: its backend names it.
+            let labels: Vec<(&str, &str)> = key
+                .key()
+                .labels()
+                .take(2)
+                .map(|l| (l.key(), l.value()))
+                .collect();
+            assert_eq!(labels, [("tokenizer", "mock"), ("backend", "mock")]);
             seen.insert(key.key().name().to_owned(), value);
         }
         assert_eq!(seen["rtok_encode_requests_total"], DebugValue::Counter(2));

@@ -1032,17 +1032,17 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
         }
     }
     assert_eq!(
-        counts.get("rtok_parallel_encodes_total{backend=tiktoken}"),
+        counts.get("rtok_parallel_encodes_total{tokenizer=cl100k_base,backend=tiktoken}"),
         Some(&2),
         "{counts:?}"
     );
     assert_eq!(
-        counts.get("rtok_parallel_retries_total{backend=tiktoken,reason=no_cut}"),
+        counts.get("rtok_parallel_retries_total{tokenizer=cl100k_base,backend=tiktoken,reason=no_cut}"),
         Some(&1),
         "{counts:?}"
     );
     assert_eq!(
-        counts.get("rtok_parallel_fallbacks_total{backend=tiktoken,reason=retries}"),
+        counts.get("rtok_parallel_fallbacks_total{tokenizer=cl100k_base,backend=tiktoken,reason=retries}"),
         Some(&1),
         "{counts:?}"
     );

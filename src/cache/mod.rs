@@ -16,9 +16,10 @@ use std::hash::Hasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use metrics::{Counter, counter};
 use moka::notification::RemovalCause;
 use rustc_hash::FxHasher;
+
+use crate::metrics::{CacheMetrics, Labels};
 
 pub(crate) mod prefix;
 
@@ -145,14 +146,6 @@ struct Entry {
     ids: Box<[u32]>,
 }
 
-#[derive(Clone)]
-struct CacheMetrics {
-    hits: Counter,
-    misses: Counter,
-    evictions: Counter,
-    bytes_reused: Counter,
-}
-
 /// Slots of the doorkeeper: recent missed keys, one `u64` each.
 const DOORKEEPER_SLOTS: usize = 4096;
 
@@ -172,12 +165,12 @@ pub(crate) struct L0Cache {
 }
 
 /// A moka cache bounded to `capacity` weighted bytes (`weight` per entry,
-/// saturating at `u32::MAX`) that counts size evictions on `evictions`.
+/// saturating at `u32::MAX`) that counts size evictions in `metrics`.
 pub(crate) fn bounded<V: Send + Sync + 'static>(
     capacity: u64,
     weight: fn(&V) -> usize,
     policy: moka::policy::EvictionPolicy,
-    evictions: Counter,
+    metrics: CacheMetrics,
 ) -> moka::sync::Cache<u128, Arc<V>> {
     moka::sync::Cache::builder()
         .max_capacity(capacity)
@@ -185,7 +178,7 @@ pub(crate) fn bounded<V: Send + Sync + 'static>(
         .weigher(move |_k: &u128, e: &Arc<V>| u32::try_from(weight(e)).unwrap_or(u32::MAX))
         .eviction_listener(move |_k, _v, cause| {
             if cause == RemovalCause::Size {
-                evictions.increment(1);
+                metrics.eviction();
             }
         })
         .build()
@@ -195,21 +188,16 @@ pub(crate) static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
 
 impl L0Cache {
     /// `None` when the options turn it off.
-    pub(crate) fn new(options: &PromptCacheOptions, backend: &'static str) -> Option<Self> {
+    pub(crate) fn new(options: &PromptCacheOptions, labels: &Labels) -> Option<Self> {
         if options.l0_bytes == 0 {
             return None;
         }
-        let metrics = CacheMetrics {
-            hits: counter!("rtok_cache_hits_total", "backend" => backend, "cache" => "l0"),
-            misses: counter!("rtok_cache_misses_total", "backend" => backend, "cache" => "l0"),
-            evictions: counter!("rtok_cache_evictions_total", "backend" => backend, "cache" => "l0"),
-            bytes_reused: counter!("rtok_cache_bytes_reused_total", "backend" => backend, "cache" => "l0"),
-        };
+        let metrics = CacheMetrics::l0(labels);
         let map = bounded(
             options.l0_bytes,
             |e: &Entry| e.text.len() + e.ids.len() * 4 + ENTRY_OVERHEAD,
             moka::policy::EvictionPolicy::tiny_lfu(),
-            metrics.evictions.clone(),
+            metrics.clone(),
         );
         Some(Self {
             map,
@@ -249,11 +237,10 @@ impl L0Cache {
         if let Some(e) = self.map.get(&key)
             && *e.text == *text
         {
-            self.metrics.hits.increment(1);
-            self.metrics.bytes_reused.increment(text.len() as u64);
+            self.metrics.hit(text.len(), 0);
             return Ok(e.ids.to_vec());
         }
-        self.metrics.misses.increment(1);
+        self.metrics.miss();
         let ids = encode()?;
         // Admit on the second miss within the doorkeeper's memory.
         let low = (key >> 64) as u64 | 1;
@@ -303,7 +290,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let cache = metrics::with_local_recorder(&recorder, || {
-            L0Cache::new(&PromptCacheOptions::l0(4096, 4), "mock")
+            L0Cache::new(&PromptCacheOptions::l0(4096, 4), &Labels::new("", "mock"))
         })
         .unwrap();
         let encode = |t: &str| Ok::<_, ()>(t.bytes().map(u32::from).collect::<Vec<u32>>());
@@ -341,7 +328,7 @@ mod tests {
 
     #[test]
     fn one_off_texts_are_not_stored() {
-        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), "mock").unwrap();
+        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), &Labels::new("", "mock")).unwrap();
         for i in 0..1000 {
             let t = format!("one-off prompt {i}");
             assert_eq!(
@@ -370,7 +357,7 @@ mod tests {
         for (first_miss, want) in [(false, 2), (true, 1)] {
             let options =
                 PromptCacheOptions::l0(1 << 20, 0).with_l0_store_on_first_miss(first_miss);
-            let cache = L0Cache::new(&options, "mock").unwrap();
+            let cache = L0Cache::new(&options, &Labels::new("", "mock")).unwrap();
             encodes.set(0);
             // A prompt and its retry.
             for _ in 0..2 {
@@ -382,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_hash_match_with_other_text_is_a_miss() {
-        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), "mock").unwrap();
+        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), &Labels::new("", "mock")).unwrap();
         let key = cache.key("abc", 0);
         // Plant an entry under the key of "abc" holding another text.
         cache.map.insert(

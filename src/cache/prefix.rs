@@ -20,7 +20,6 @@
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use metrics::{Counter, counter};
 use moka::policy::EvictionPolicy;
 use rustc_hash::FxHasher;
 
@@ -32,6 +31,7 @@ use crate::encode::parallel::{ParallelEncoder, Seed, Windowed};
 use crate::encode::{ChunkEncoding, SplitSpec, split};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
+use crate::metrics::{CacheMetrics, Labels};
 
 /// How far back from the shared prefix's end an allowed edge is searched
 /// for (bytes); past it the entry is not used.
@@ -187,16 +187,6 @@ pub(crate) struct Found {
     pub(crate) unchecked: usize,
 }
 
-#[derive(Clone)]
-struct L1Metrics {
-    hits: Counter,
-    misses: Counter,
-    evictions: Counter,
-    bytes_reused: Counter,
-    tokens_reencoded: Counter,
-    fallbacks: Counter,
-}
-
 /// How an encode through the cache ended.
 enum Speculated {
     Done(Encoding),
@@ -211,31 +201,23 @@ pub(crate) struct L1Cache {
     block: usize,
     min_bytes: usize,
     identity: u64,
-    metrics: L1Metrics,
+    metrics: CacheMetrics,
 }
 
 impl L1Cache {
     /// `None` when the options turn it off.
-    pub(crate) fn new(options: &PromptCacheOptions, backend: &'static str) -> Option<Self> {
+    pub(crate) fn new(options: &PromptCacheOptions, labels: &Labels) -> Option<Self> {
         if options.l1_bytes == 0 {
             return None;
         }
-        let c = |name: &'static str| counter!(name, "backend" => backend, "cache" => "l1");
-        let metrics = L1Metrics {
-            hits: c("rtok_cache_hits_total"),
-            misses: c("rtok_cache_misses_total"),
-            evictions: c("rtok_cache_evictions_total"),
-            bytes_reused: c("rtok_cache_bytes_reused_total"),
-            tokens_reencoded: c("rtok_cache_l1_tokens_reencoded_total"),
-            fallbacks: c("rtok_cache_l1_fallbacks_total"),
-        };
+        let metrics = CacheMetrics::l1(labels);
         // LRU, not TinyLFU: a conversation's next turn extends the prompt
         // stored last, which has been seen once.
         let map = bounded(
             options.l1_bytes,
             L1Entry::weight,
             EvictionPolicy::lru(),
-            metrics.evictions.clone(),
+            metrics.clone(),
         );
         Some(Self {
             map,
@@ -520,20 +502,17 @@ impl L1Cache {
     /// Counts a lookup that reused `bytes` of text and encoded `reencoded`
     /// cached tokens again.
     pub(crate) fn hit(&self, bytes: usize, reencoded: usize) {
-        self.metrics.hits.increment(1);
-        self.metrics.bytes_reused.increment(bytes as u64);
-        self.metrics.tokens_reencoded.increment(reencoded as u64);
+        self.metrics.hit(bytes, reencoded);
     }
 
     /// Counts a lookup that found nothing to reuse.
     pub(crate) fn miss(&self) {
-        self.metrics.misses.increment(1);
+        self.metrics.miss();
     }
 
     /// Counts a lookup whose entry could not be cut into (encoded in full).
     pub(crate) fn fallback(&self) {
-        self.metrics.misses.increment(1);
-        self.metrics.fallbacks.increment(1);
+        self.metrics.fallback();
     }
 
     /// Entries and weighted bytes now held (after pending maintenance).
@@ -611,7 +590,7 @@ mod tests {
         options.l1_bytes = bytes;
         options.l1_block_bytes = 64;
         options.l1_min_bytes = 0;
-        L1Cache::new(&options, "mock").unwrap()
+        L1Cache::new(&options, &Labels::new("", "mock")).unwrap()
     }
 
     /// A windowed encoding of `text`: one id per byte, the first

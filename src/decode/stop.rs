@@ -299,13 +299,16 @@ impl StopSequenceDecoder {
             };
             if let Some(stop) = stop {
                 let mut text = self.take_jail();
-                if visible && let Some(t) = self.stream.step(id)? {
+                if !visible {
+                    // Not fed to the stream, but a step all the same.
+                    self.stream.tokenizer().metrics().stream_steps(1);
+                } else if let Some(t) = self.stream.step(id)? {
                     text.push_str(&t);
                 }
                 if let Some(t) = self.stream.flush()? {
                     text.push_str(&t);
                 }
-                self.matched = Some(stop);
+                self.stop(stop);
                 return Ok(stopped(text));
             }
         }
@@ -424,7 +427,7 @@ impl StopSequenceDecoder {
         if let Some(t) = self.stream.flush()? {
             text.push_str(&t);
         }
-        self.matched = Some(MatchedStop::TokenSequence { index });
+        self.stop(MatchedStop::TokenSequence { index });
         Ok(stopped(text))
     }
 
@@ -475,7 +478,7 @@ impl StopSequenceDecoder {
             let cut = if visible { end } else { end - text.len() };
             out.push_str(&new_text);
             out.truncate(cut);
-            self.matched = Some(MatchedStop::String {
+            self.stop(MatchedStop::String {
                 index: list_index,
                 text,
                 visible,
@@ -510,6 +513,12 @@ impl StopSequenceDecoder {
 }
 
 impl StopSequenceDecoder {
+    /// Ends the generation on `stop`, counted in `rtok_stops_total`.
+    fn stop(&mut self, stop: MatchedStop) {
+        self.stream.tokenizer().metrics().stop(&stop);
+        self.matched = Some(stop);
+    }
+
     /// Takes the held text out of the jail.
     fn take_jail(&mut self) -> String {
         let held = self.jail.split_off(self.head);

@@ -264,6 +264,7 @@ impl DecodeStream {
 
     /// Feeds one id; returns the text it completes, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>> {
+        self.tokenizer.metrics().stream_steps(1);
         let mut out = String::new();
         self.step_into(id, &mut out)?;
         Ok((!out.is_empty()).then_some(out))
@@ -273,6 +274,7 @@ impl DecodeStream {
     /// complete together, the same as one [`step`](Self::step) per id,
     /// gathered in one buffer.
     pub fn step_many(&mut self, ids: &[u32]) -> Result<Option<String>> {
+        self.tokenizer.metrics().stream_steps(ids.len());
         let mut out = String::new();
         for &id in ids {
             self.step_into(id, &mut out)?;
@@ -413,6 +415,11 @@ impl DecodeStream {
         }
     }
 
+    /// The tokenizer the stream decodes with (for the stop decoder's metrics).
+    pub(super) fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
     /// The ids whose text is not fully emitted yet (plus, for windowed
     /// decoders, the few before them kept as context).
     pub fn tokens(&self) -> &[u32] {
@@ -426,7 +433,7 @@ impl DecodeStream {
         match self.unknown_ids {
             UnknownIds::Error => Err(Error::unknown_id(id, self.tokenizer.vocab_size())),
             UnknownIds::Skip => {
-                self.tokenizer.count_skipped_unknown_id();
+                self.tokenizer.metrics().stream_unknown_id();
                 Ok(())
             }
         }

@@ -11,7 +11,7 @@ use super::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::backend;
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
-use crate::metrics::{Fallback, ParallelMetrics};
+use crate::metrics::{Fallback, Labels, ParallelMetrics};
 
 /// When [`Tokenizer::encode`](crate::Tokenizer::encode) takes the parallel path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -263,10 +263,10 @@ pub(crate) struct Windowed {
 }
 
 impl ParallelEncoder {
-    pub(crate) fn new(options: ParallelOptions, backend_name: &'static str) -> Self {
+    pub(crate) fn new(options: ParallelOptions, labels: &Labels) -> Self {
         Self {
             options,
-            metrics: ParallelMetrics::new(backend_name),
+            metrics: ParallelMetrics::new(labels.clone()),
         }
     }
 
@@ -637,7 +637,7 @@ impl ParallelEncoder {
     ) -> Result<Merged<'a>> {
         let n = text.len();
         if seed.is_none() {
-            self.metrics.encodes.increment(1);
+            self.metrics.encode();
         }
         let encode = |p: &ChunkPlan| -> Result<Slot<'a>> {
             let chunk = text.get(p.start..p.end).ok_or_else(|| {
@@ -710,7 +710,7 @@ impl ParallelEncoder {
             }
             // No cut: grow the current chunk over the next one.
             report.grows += 1;
-            self.metrics.retry_no_cut.increment(1);
+            self.metrics.retry_no_cut();
             if report.grows > self.options.max_retries {
                 return Ok(Merged::GaveUp(Fallback::Retries));
             }
@@ -720,7 +720,7 @@ impl ParallelEncoder {
                 end = n;
                 upto = plans.len();
                 report.grow_limit = true;
-                self.metrics.grow_limit.increment(1);
+                self.metrics.grow_limit();
             }
             let head = last.map_or(0, |l| slots[l.left].end - start + slack);
             let tail = plans.get(upto).map_or(0, |p| end - p.start + slack);

@@ -192,8 +192,20 @@ impl LoadOptions {
     /// Concurrent loads of the same source with the same options happen once
     /// and share the handle.
     pub fn load(&self, source: &str) -> Result<Tokenizer> {
+        let mut label = source;
+        let loaded = self.load_counted(source, &mut label);
+        if let Err(e) = &loaded {
+            crate::metrics::record_load_error(label, e.kind());
+        }
+        loaded
+    }
+
+    /// [`load`](Self::load), setting `label` to the source an alias resolved
+    /// to (the `tokenizer` label of a failure, as of the tokenizer's series).
+    fn load_counted<'a>(&'a self, source: &'a str, label: &mut &'a str) -> Result<Tokenizer> {
         self.parallel.check()?;
         let resolved = self.aliases.resolve(source)?;
+        *label = resolved;
         if let Some(allowed) = &self.allowed_dirs {
             self.check_allowed(resolved, allowed)?;
         }
@@ -280,7 +292,7 @@ impl LoadOptions {
                 self.load_gguf(&gguf::file_in_snapshot(&dir, &repo, &file)?, source)?
             }
         };
-        crate::metrics::record_load(tokenizer.backend_name(), start.elapsed());
+        crate::metrics::record_load(tokenizer.metrics().labels(), start.elapsed());
         Ok(tokenizer)
     }
 
