@@ -1,6 +1,10 @@
-//! A router's request loop: load once, then per request render the chat
-//! template, encode the prompt, and stream a generation through a
-//! [`StopSequenceDecoder`] with stop strings, EOS and `min_tokens`.
+//! A router's request loop: load once, then per request count the prompt
+//! tokens (`count_chat`) and check the budget, render the chat template,
+//! encode the prompt, and stream a generation through a
+//! [`StopSequenceDecoder`] with stop strings, EOS and `min_tokens`. Then
+//! vLLM's `/tokenize` and `/detokenize` bodies, the HTTP status each kind of
+//! failure maps to (`Error::http_status`), and the `rtok_*` metrics the loop
+//! left in the recorder.
 //!
 //! The "model" replays ids: each request's reply is a passage of the shared
 //! corpus, encoded, followed by an EOS id, so the example runs offline and its
@@ -12,9 +16,11 @@
 
 mod common;
 
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use router_tokenizer::chat::ChatRequest;
 use router_tokenizer::{
-    EncodeChatOptions, MatchedStop, StopConfig, StopSequenceDecoder, Tokenizer,
+    DetokenizeRequest, EncodeChatOptions, Error, LoadOptions, MatchedStop, StopConfig,
+    StopSequenceDecoder, TokenizeRequest, Tokenizer,
 };
 use std::time::{Duration, Instant};
 
@@ -35,6 +41,9 @@ struct Served {
 /// Stops are ignored for the first tokens of each generation.
 const MIN_TOKENS: usize = 4;
 
+/// The completion budget each request asks for (OpenAI's `max_tokens`).
+const MAX_TOKENS: usize = 256;
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -44,6 +53,12 @@ async fn main() -> Result<(), BoxError> {
         .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(16);
+
+    // The metrics recorder (a real router installs its Prometheus exporter
+    // here; any time works, even after the load).
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install()?;
 
     // Load once at startup, without blocking the runtime's workers. With
     // HF_HOME/HF_HUB_OFFLINE set (the test command sets them) this is exactly
@@ -111,6 +126,113 @@ async fn main() -> Result<(), BoxError> {
         *reasons.entry(reason).or_insert(0) += 1;
     }
     println!("stop reasons: {reasons:?}");
+
+    serve_tokenize(&tokenizer)?;
+    answer_errors(&tokenizer)?;
+    let stopped = served.iter().filter(|s| s.stop.is_some()).count();
+    report_metrics(&snapshotter, stopped)?;
+    Ok(())
+}
+
+/// vLLM's `/tokenize` and `/detokenize`, body in, body out.
+fn serve_tokenize(tokenizer: &Tokenizer) -> Result<(), BoxError> {
+    let body = serde_json::json!({
+        "model": "router-model",
+        "messages": [{"role": "user", "content": "Hello!"}],
+    });
+    let request: TokenizeRequest = serde_json::from_value(body)?;
+    let tokenized = tokenizer.tokenize(&request)?;
+    let body = serde_json::json!({ "tokens": tokenized.tokens });
+    let request: DetokenizeRequest = serde_json::from_value(body)?;
+    let detokenized = tokenizer.detokenize(&request)?;
+    assert!(detokenized.prompt.contains("Hello!"), "/detokenize");
+    println!(
+        "/tokenize: {} tokens, max_model_len {:?}; /detokenize: {} bytes",
+        tokenized.count,
+        tokenized.max_model_len,
+        detokenized.prompt.len()
+    );
+    Ok(())
+}
+
+/// What a router answers when a request fails: every error says its HTTP
+/// status, so there is no table to keep.
+fn answer_errors(tokenizer: &Tokenizer) -> Result<(), BoxError> {
+    let offline = LoadOptions {
+        offline: Some(true),
+        ..common::options()
+    };
+    let unknown_model = offline.load("no-such-org/no-such-model").err();
+    let unknown_id = tokenizer
+        .detokenize(&serde_json::from_value(
+            serde_json::json!({ "tokens": [u32::MAX] }),
+        )?)
+        .err();
+    let over_budget = tokenizer.check_budget(usize::MAX / 2, MAX_TOKENS).err();
+    let request_template: TokenizeRequest = serde_json::from_value(serde_json::json!({
+        "messages": [{"role": "user", "content": "Hi"}],
+        "chat_template": "{{ messages }}",
+    }))?;
+    let own_template = tokenizer.tokenize(&request_template).err();
+    // A budget that cannot be checked is the server's fault, not reported as fitting.
+    let budget_status = if tokenizer.context_length().is_some() {
+        400
+    } else {
+        500
+    };
+    let mut answers = Vec::new();
+    for (what, error, status) in [
+        ("unknown model", unknown_model, 404),
+        ("unknown token id", unknown_id, 400),
+        ("prompt over the context", over_budget, budget_status),
+        ("request's own chat template", own_template, 400),
+    ] {
+        let error: Error = error.ok_or_else(|| format!("{what}: no error"))?;
+        if error.http_status() != status {
+            return Err(format!("{what}: {} for {error}", error.http_status()).into());
+        }
+        answers.push(format!("{what} → {status}"));
+    }
+    println!("errors: {}", answers.join(", "));
+    Ok(())
+}
+
+/// Reads back what the loop reported: chat requests, stream steps, stops.
+fn report_metrics(snapshotter: &Snapshotter, stopped: usize) -> Result<(), BoxError> {
+    let mut totals = std::collections::BTreeMap::<String, u64>::new();
+    for (key, _unit, _help, value) in snapshotter.snapshot().into_vec() {
+        let DebugValue::Counter(n) = value else {
+            continue;
+        };
+        let key = key.key();
+        let name = match key.labels().find(|l| l.key() == "reason") {
+            Some(reason) => format!("{}{{reason={}}}", key.name(), reason.value()),
+            None => key.name().to_owned(),
+        };
+        *totals.entry(name).or_default() += n;
+    }
+    let stops: u64 = totals
+        .iter()
+        .filter(|(name, _)| name.starts_with("rtok_stops_total"))
+        .map(|(_, n)| n)
+        .sum();
+    // Every generation a stop ended is counted once, by what ended it.
+    if stops != stopped as u64 {
+        return Err(format!("rtok_stops_total: {stops}, generations stopped: {stopped}").into());
+    }
+    let shown = [
+        "rtok_render_requests_total",
+        "rtok_encode_requests_total",
+        "rtok_stream_steps_total",
+        "rtok_stops_total{reason=eos}",
+        "rtok_stops_total{reason=string}",
+        "rtok_load_errors_total",
+    ];
+    let line: Vec<String> = shown
+        .iter()
+        .map(|name| format!("{name} {}", totals.get(*name).copied().unwrap_or(0)))
+        .collect();
+    println!("metrics: {}", line.join(", "));
     Ok(())
 }
 
@@ -152,6 +274,14 @@ async fn serve(tokenizer: &Tokenizer, i: usize, reply: &str) -> Result<Served, B
         .await?;
     let prompt_ids = tokenizer.encode(&prompt, false)?;
     assert_eq!(encoded.ids, prompt_ids.ids(), "request {i}: encode_chat");
+    // `usage.prompt_tokens`, known before the model runs, and the budget a
+    // router refuses with a 400 (`ContextLengthExceeded`) when the prompt
+    // and `max_tokens` overflow the context.
+    let counted = tokenizer.count_chat(&request)?;
+    assert_eq!(counted, encoded.prompt_tokens, "request {i}: count_chat");
+    if tokenizer.context_length().is_some() {
+        tokenizer.check_budget(counted, MAX_TOKENS)?;
+    }
     let encode = start.elapsed();
 
     // The model's output: the reply's ids, then EOS.

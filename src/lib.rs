@@ -55,8 +55,55 @@
 //!
 //! # Metrics
 //!
-//! Encodes, decodes and loads report through the [`metrics`](::metrics) crate under
-//! `rtok_*` names with a `backend` label; install a recorder before loading.
+//! Loads, encodes, decodes, chat requests, streams and prompt caches report
+//! through the [`metrics`](::metrics) crate to the recorder the application
+//! installs (with none, nothing is recorded and a call pays one check). Every
+//! series is described (HELP text and unit) and labelled `tokenizer`, the
+//! source the tokenizer was loaded from (a hub id, path or encoding name; for
+//! an alias, the source it resolved to; for [`Tokenizer::from_backend`], the
+//! backend name), and `backend` (`hf`, `tiktoken`, `sentencepiece`, …):
+//!
+//! | name | type, unit | counts or measures |
+//! |---|---|---|
+//! | `rtok_loads_total` | counter | tokenizers loaded (not registry hits) |
+//! | `rtok_load_duration_seconds` | histogram, seconds | one load: resolve, read, parse, build |
+//! | `rtok_load_errors_total{kind}` | counter | failed loads, by [`ErrorKind`] in snake case (`not_found`, `hub`, …); `tokenizer` only, no `backend` |
+//! | `rtok_encode_requests_total`, `rtok_encode_errors_total` | counters | encodes (every `encode*` method) and their failures |
+//! | `rtok_encode_duration_seconds` | histogram, seconds | one encode, **sampled** (below) |
+//! | `rtok_encode_tokens` | histogram, count | ids per encode |
+//! | `rtok_decode_requests_total`, `rtok_decode_errors_total` | counters | decodes and their failures |
+//! | `rtok_decode_duration_seconds` | histogram, seconds | one decode, **sampled** |
+//! | `rtok_render_requests_total`, `rtok_render_errors_total` | counters | [`Tokenizer::encode_chat`] calls (also through `count_chat` and `tokenize`) and their failures |
+//! | `rtok_render_duration_seconds` | histogram, seconds | one chat request, render and encode |
+//! | `rtok_render_tokens` | histogram, count | prompt ids per chat request |
+//! | `rtok_stream_steps_total` | counter | ids fed to [`DecodeStream`]s and [`StopSequenceDecoder`]s |
+//! | `rtok_stream_unknown_ids_total` | counter | ids outside the vocabulary a stream skipped |
+//! | `rtok_stops_total{reason}` | counter | generations a [`StopSequenceDecoder`] stopped: `eos`, `token`, `string`, `token_sequence` ([`MatchedStop`]'s variants) |
+//! | `rtok_parallel_encodes_total` | counter | encodes cut into parallel chunks |
+//! | `rtok_parallel_retries_total{reason}`, `rtok_parallel_fallbacks_total{reason}` | counters | chunk growths, and parallel encodes that fell back to sequential |
+//! | `rtok_cache_hits_total{cache}`, `rtok_cache_misses_total{cache}`, `rtok_cache_evictions_total{cache}` | counters | prompt-cache lookups and evictions, `cache` = `l0` or `l1` |
+//! | `rtok_cache_bytes_reused_total{cache}` | counter, bytes | text whose ids came from a cache |
+//! | `rtok_cache_l1_tokens_reencoded_total`, `rtok_cache_l1_fallbacks_total` | counters | the L1 prefix cache's overlap work and failed cuts |
+//!
+//! **Sampling.** Encode and decode durations are timed on one call in 16 per
+//! thread (the first call on each thread, then every 16th): two clock reads
+//! cost more than 1% of a short encode. The counters and the token
+//! histograms see every call, so a histogram's count of durations is about
+//! 1/16 of its requests. Loads and chat requests are timed on every call.
+//!
+//! **When to install the recorder.** Any time: a tokenizer loaded before a
+//! recorder existed registers its series on its first call after one is
+//! installed, and later loads of its source (which share its handle) report
+//! with it; only the load itself, counted as it happens, went unrecorded. A
+//! tokenizer stays with the first recorder it registers with. A
+//! `metrics::with_local_recorder` closure counts as installed for the calls
+//! inside it. `metrics` cannot be asked whether a recorder is installed, so
+//! the crate takes a zero-sized recorder (as `metrics`' own no-op one is) for
+//! none; give a recorder of your own at least one field.
+//!
+//! A failed load's `tokenizer` label is cut to 128 bytes, and after 64
+//! distinct failing sources the rest share `tokenizer="other"`, so model names
+//! taken from clients cannot grow the series without bound.
 
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]

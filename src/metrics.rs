@@ -807,9 +807,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         metrics::with_local_recorder(&recorder, || {
-            let kind = ErrorKind::NotFound {
-                what: "x".into(),
-            };
+            let kind = ErrorKind::NotFound { what: "x".into() };
             record_load_error("metrics-test/missing", &kind);
             record_load_error("metrics-test/missing", &kind);
             let long = "é".repeat(200);
@@ -821,7 +819,10 @@ mod tests {
             DebugValue::Counter(2)
         );
         // Cut to 128 bytes, on a char boundary.
-        let cut = format!("rtok_load_errors_total{{tokenizer={},kind=not_found}}", "é".repeat(64));
+        let cut = format!(
+            "rtok_load_errors_total{{tokenizer={},kind=not_found}}",
+            "é".repeat(64)
+        );
         assert_eq!(seen[&cut], DebugValue::Counter(1), "{seen:?}");
     }
 
@@ -859,7 +860,10 @@ mod tests {
         for &id in b"xyz" {
             stop.process_token(u32::from(id)).unwrap();
         }
-        assert!(matches!(stop.matched_stop(), Some(MatchedStop::String { .. })));
+        assert!(matches!(
+            stop.matched_stop(),
+            Some(MatchedStop::String { .. })
+        ));
         stop.reset();
         stop.process_token(u32::from(b'!')).unwrap();
         stop.reset();
@@ -869,8 +873,14 @@ mod tests {
         let seen = series(&snapshotter);
         let base = "tokenizer=mock,backend=mock";
         let get = |name: &str| seen.get(&format!("{name}{{{base}}}"));
-        assert_eq!(get("rtok_render_requests_total"), Some(&DebugValue::Counter(1)));
-        assert_eq!(get("rtok_render_errors_total"), Some(&DebugValue::Counter(0)));
+        assert_eq!(
+            get("rtok_render_requests_total"),
+            Some(&DebugValue::Counter(1))
+        );
+        assert_eq!(
+            get("rtok_render_errors_total"),
+            Some(&DebugValue::Counter(0))
+        );
         assert!(
             matches!(get("rtok_render_tokens"), Some(DebugValue::Histogram(v)) if v.len() == 1 && v[0].into_inner() == 3.0)
         );
@@ -878,8 +888,16 @@ mod tests {
             matches!(get("rtok_render_duration_seconds"), Some(DebugValue::Histogram(v)) if v.len() == 1)
         );
         // 3 stream ids, then 3 + 1 + 1 through the stop decoder.
-        assert_eq!(get("rtok_stream_steps_total"), Some(&DebugValue::Counter(8)));
-        for (reason, n) in [("eos", 1), ("token", 1), ("string", 1), ("token_sequence", 0)] {
+        assert_eq!(
+            get("rtok_stream_steps_total"),
+            Some(&DebugValue::Counter(8))
+        );
+        for (reason, n) in [
+            ("eos", 1),
+            ("token", 1),
+            ("string", 1),
+            ("token_sequence", 0),
+        ] {
             assert_eq!(
                 seen.get(&format!("rtok_stops_total{{{base},reason={reason}}}")),
                 Some(&DebugValue::Counter(n)),
@@ -933,7 +951,10 @@ mod tests {
         let snapshotter = recorder.snapshotter();
         let mut aliases = crate::ModelAliases::new();
         aliases
-            .insert("rtok-metrics-ghost", "/nonexistent/rtok-metrics/tokenizer.json")
+            .insert(
+                "rtok-metrics-ghost",
+                "/nonexistent/rtok-metrics/tokenizer.json",
+            )
             .unwrap();
         metrics::with_local_recorder(&recorder, || {
             let options = crate::LoadOptions {
@@ -974,15 +995,24 @@ mod tests {
             .into_iter()
             .map(|(k, unit, help, _)| (k.key().name().to_owned(), (unit, help.is_some())))
             .collect();
-        assert_eq!(described["rtok_load_duration_seconds"], (Some(Unit::Seconds), true));
-        assert_eq!(described["rtok_load_errors_total"], (Some(Unit::Count), true));
+        assert_eq!(
+            described["rtok_load_duration_seconds"],
+            (Some(Unit::Seconds), true)
+        );
+        assert_eq!(
+            described["rtok_load_errors_total"],
+            (Some(Unit::Count), true)
+        );
     }
 
     #[test]
     fn failed_load_labels_are_bounded() {
         let mut seen = HashSet::new();
         for i in 0..MAX_FAILED_SOURCES {
-            assert_eq!(failed_source_label(&mut seen, &i.to_string()), i.to_string());
+            assert_eq!(
+                failed_source_label(&mut seen, &i.to_string()),
+                i.to_string()
+            );
         }
         assert_eq!(failed_source_label(&mut seen, "new"), "other");
         // One already seen keeps its own.

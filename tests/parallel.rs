@@ -1037,12 +1037,16 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
         "{counts:?}"
     );
     assert_eq!(
-        counts.get("rtok_parallel_retries_total{tokenizer=cl100k_base,backend=tiktoken,reason=no_cut}"),
+        counts.get(
+            "rtok_parallel_retries_total{tokenizer=cl100k_base,backend=tiktoken,reason=no_cut}"
+        ),
         Some(&1),
         "{counts:?}"
     );
     assert_eq!(
-        counts.get("rtok_parallel_fallbacks_total{tokenizer=cl100k_base,backend=tiktoken,reason=retries}"),
+        counts.get(
+            "rtok_parallel_fallbacks_total{tokenizer=cl100k_base,backend=tiktoken,reason=retries}"
+        ),
         Some(&1),
         "{counts:?}"
     );

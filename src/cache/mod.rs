@@ -328,7 +328,11 @@ mod tests {
 
     #[test]
     fn one_off_texts_are_not_stored() {
-        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), &Labels::new("", "mock")).unwrap();
+        let cache = L0Cache::new(
+            &PromptCacheOptions::l0(1 << 20, 0),
+            &Labels::new("", "mock"),
+        )
+        .unwrap();
         for i in 0..1000 {
             let t = format!("one-off prompt {i}");
             assert_eq!(
@@ -369,7 +373,11 @@ mod tests {
 
     #[test]
     fn a_hash_match_with_other_text_is_a_miss() {
-        let cache = L0Cache::new(&PromptCacheOptions::l0(1 << 20, 0), &Labels::new("", "mock")).unwrap();
+        let cache = L0Cache::new(
+            &PromptCacheOptions::l0(1 << 20, 0),
+            &Labels::new("", "mock"),
+        )
+        .unwrap();
         let key = cache.key("abc", 0);
         // Plant an entry under the key of "abc" holding another text.
         cache.map.insert(
