@@ -2,6 +2,12 @@
 //! `prefix_within` (budget: 90% of the text's tokens) and `TokenCounter`
 //! (the text appended in 1 KiB pieces, counted after each) at 1 KB, 32 KB
 //! and 512 KB, for Llama-3, Qwen3, Mistral-7B and o200k.
+//!
+//! The same text every iteration: text seen again (the prompt caches are
+//! off, but the backend's line memo answers repeated text from 4 KiB on, and
+//! `encode` and `count` share it). What these groups compare is the budget
+//! calls against `encode` on one text, not encode speed; text seen once is
+//! `benches/seen_once.rs`.
 
 mod common;
 

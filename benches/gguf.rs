@@ -12,6 +12,11 @@
 //! - `llama-spm.gguf` (llama.cpp's SPM merge) alone: no Llama-2
 //!   `tokenizer.json` is in the shared data.
 //!
+//! The encode groups repeat one text each iteration: text seen again (the
+//! prompt caches are off; the backends' memos of line groups answer where
+//! they apply), so they compare the formats with each other, not with text
+//! seen once (`benches/seen_once.rs`).
+//!
 //! Data: `$RTOK_SHARED_DIR` (default `../shared`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 

@@ -9,9 +9,14 @@
 //!   keys on the whole input (this tokenizer.json has no pre-tokenizer), and
 //!   the native engine keeps the last few inputs per thread.
 //! - `distinct`: every iteration encodes a different window of the English
-//!   corpus (far more windows than either memo holds), which is what a router
-//!   sees. The native engine's per-chunk memo stays warm; HF runs BPE over
-//!   the whole input.
+//!   corpus, cycling through them (about 34,700 windows at 1 KB, 4,100 at
+//!   32 KB, 390 at 512 KB; a window repeats after that many iterations). The
+//!   windows overlap (a stride of 61, 509 or 4,093 bytes), so from 4 KiB on
+//!   each shares nearly all its lines with the one before, and the native
+//!   engine's memo of line groups (DESIGN.md claim 359, newer than this
+//!   bench) can answer those lines: at 32 KB and 512 KB this is text seen
+//!   again line by line, not text seen once (that is `benches/seen_once.rs`).
+//!   HF runs BPE over the whole input.
 //!
 //! Data: `$RTOK_SHARED_DIR` (default `../shared`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -144,7 +149,11 @@ fn bench_encode(c: &mut Criterion) {
 /// `tokenizer.model` through the facade, and raw `tokenizers`: 1 MiB of
 /// English, code and Chinese, single thread. Every iteration takes a window
 /// no earlier iteration took (`tokenizers`' word cache keys on the whole
-/// input here, and would answer a repeated one).
+/// input here, and would answer a repeated one), but the windows are 1 MiB
+/// apart by 4,093 bytes: each shares all but its last 4 KB with the ones
+/// before, so wherever the memo of line groups applies (claims 357, 359)
+/// it answers nearly all of it: text seen again, not seen once
+/// (`benches/seen_once.rs`).
 fn bench_json_route(c: &mut Criterion) {
     use router_tokenizer::__testing::hf_json;
     use router_tokenizer::SpecialTokenPolicy;

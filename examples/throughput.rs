@@ -19,6 +19,31 @@
 //! leave out the time other work took the core (DESIGN.md claim 335).
 //! glibc's allocator thresholds are fixed at start, so the timed rounds
 //! see the allocator of a process that has run a while (claim 354).
+//!
+//! **Pieces mode** (the default protocol of `scripts/bench_peers.py`: text
+//! seen once):
+//!
+//! ```sh
+//! RAYON_NUM_THREADS=1 throughput --pieces SRC PIECES.json   # then commands on stdin
+//! ```
+//!
+//! `PIECES.json` is `{"warm": [text, …], "rounds": [[text, …], …]}`: distinct
+//! pieces of real text. The process loads `SRC` (timed), encodes the first
+//! warm-up piece (timed: the first encode), waits for `warm_up`, encodes
+//! every warm-up piece once (untimed: word caches warm on other text of the
+//! same kinds), prints one JSON line and then answers one command a line:
+//! `once R` encodes each piece of round `R` once, `again R` encodes them
+//! again (text seen again: the backend's per-thread memos of line groups and
+//! clauses answer it), `l0 R` encodes them with `Tokenizer::encode` twice
+//! untimed and then a third time timed (the handle's L0 prompt cache stores a
+//! text on its second miss, so the timed call is an L0 hit), `quit` ends.
+//! `once` and `again` use `encode_sequential`, which never consults the L0
+//! or L1 prompt caches (`src/tokenizer.rs`), so the only caches that could
+//! answer a piece seen once are the word caches and memos inside the
+//! backend, and those hold only the warm-up's text. Each command prints
+//! `{"ms", "cpu_ms", "bytes", "tokens", "sha256": [one per piece]}`: the
+//! summed wall time of the round's encodes, this thread's CPU time for them,
+//! and each piece's ids hashed as above.
 
 mod common;
 
@@ -26,6 +51,14 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--pieces") {
+        if args.len() != 4 {
+            eprintln!("usage: throughput --pieces SRC PIECES.json");
+            std::process::exit(2);
+        }
+        pieces_mode(&args[2], &args[3]);
+        return;
+    }
     if args.len() < 3 {
         eprintln!("usage: throughput SRC FILE [ROUNDS] [SHIFT_CHARS]");
         std::process::exit(2);
@@ -195,4 +228,157 @@ impl Sha256 {
 fn timed_encode(tok: &router_tokenizer::Tokenizer, text: &str) -> router_tokenizer::Encoding {
     tok.encode_sequential(text, false)
         .unwrap_or_else(|e| fail(&e))
+}
+
+/// The pieces of one cell: warm-up pieces and each timed round's.
+struct Pieces {
+    warm: Vec<String>,
+    rounds: Vec<Vec<String>>,
+}
+
+fn read_pieces(path: &str) -> Pieces {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(1);
+    });
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(1);
+    });
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Pieces {
+        warm: strings(&value["warm"]),
+        rounds: value["rounds"]
+            .as_array()
+            .map(|a| a.iter().map(strings).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The sha256 of `ids` as little-endian u32s, in hex.
+fn ids_hex(ids: &[u32]) -> String {
+    let mut hash = Sha256::new();
+    for id in ids {
+        hash.update(&id.to_le_bytes());
+    }
+    hash.hex()
+}
+
+/// `throughput --pieces SRC PIECES.json`: see the module docs.
+fn pieces_mode(source: &str, path: &str) {
+    use std::io::{BufRead, Write};
+    let pieces = read_pieces(path);
+    if pieces.warm.is_empty() {
+        eprintln!("{path}: no warm-up pieces");
+        std::process::exit(1);
+    }
+    steady_allocator();
+    let start = Instant::now();
+    let tok = common::load(source);
+    let load_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    std::hint::black_box(
+        tok.encode_sequential(&pieces.warm[0], false)
+            .unwrap_or_else(|e| fail(&e)),
+    );
+    let first_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    tok.warm_up();
+    let warm_up_ms = start.elapsed().as_secs_f64() * 1e3;
+    // Every warm-up piece once; the first again only where it ran on a
+    // stand-in while the engine was built (as in the shifted-slice mode).
+    let again_first = usize::from(warm_up_ms < 1.0);
+    for piece in &pieces.warm[again_first..] {
+        std::hint::black_box(
+            tok.encode_sequential(piece, false)
+                .unwrap_or_else(|e| fail(&e)),
+        );
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let _ = writeln!(
+        out,
+        "{{\"load_ms\":{load_ms:.3},\"first_encode_ms\":{first_ms:.3},\"warm_up_ms\":{warm_up_ms:.3},\"warm_pieces\":{},\"warm_bytes\":{}}}",
+        pieces.warm.len(),
+        pieces.warm.iter().map(String::len).sum::<usize>()
+    );
+    let _ = out.flush();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let mut words = line.split_whitespace();
+        let (Some(cmd), round) = (
+            words.next(),
+            words.next().and_then(|r| r.parse::<usize>().ok()),
+        ) else {
+            continue;
+        };
+        if cmd == "quit" {
+            break;
+        }
+        if !matches!(cmd, "once" | "again" | "l0") {
+            let _ = writeln!(
+                out,
+                "{{\"error\":\"bad command: {}\"}}",
+                line.escape_default()
+            );
+            let _ = out.flush();
+            continue;
+        }
+        let Some(round) = round.and_then(|r| pieces.rounds.get(r)) else {
+            let _ = writeln!(
+                out,
+                "{{\"error\":\"bad command: {}\"}}",
+                line.escape_default()
+            );
+            let _ = out.flush();
+            continue;
+        };
+        let (mut ms, mut tokens, mut hashes) = (0.0, 0, Vec::with_capacity(round.len()));
+        let cpu = thread_cpu_ms();
+        let mut cpu_spent = 0.0;
+        for piece in round {
+            if cmd == "l0" {
+                // Two misses: the second stores the text (untimed).
+                for _ in 0..2 {
+                    std::hint::black_box(tok.encode(piece, false).unwrap_or_else(|e| fail(&e)));
+                }
+            }
+            let c0 = thread_cpu_ms();
+            let start = Instant::now();
+            let enc = match cmd {
+                "l0" => tok.encode(piece, false).unwrap_or_else(|e| fail(&e)),
+                _ => timed_encode(&tok, piece),
+            };
+            ms += start.elapsed().as_secs_f64() * 1e3;
+            if let (Some(a), Some(b)) = (c0, thread_cpu_ms()) {
+                cpu_spent += b - a;
+            }
+            tokens += enc.len();
+            hashes.push(ids_hex(enc.ids()));
+        }
+        let cpu_json = if cpu.is_some() {
+            format!("{cpu_spent:.3}")
+        } else {
+            "null".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "{{\"ms\":{ms:.4},\"cpu_ms\":{cpu_json},\"bytes\":{},\"tokens\":{tokens},\"sha256\":[{}]}}",
+            round.iter().map(String::len).sum::<usize>(),
+            hashes
+                .iter()
+                .map(|h| format!("\"{h}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let _ = out.flush();
+    }
 }

@@ -52,3 +52,17 @@ pub fn prose(n: usize) -> String {
     }
     all[..end].to_owned()
 }
+
+/// One corpus kind (`corpus/<category>/`): its files in name order, one
+/// after the other (as `scripts/bench_peers.py` reads them).
+pub fn kind_text(category: &str) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(shared().join("corpus").join(category))
+        .expect("shared corpus missing")
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned())
+        .collect()
+}
