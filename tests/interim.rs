@@ -185,3 +185,110 @@ proptest! {
         }
     }
 }
+
+/// The byte-level BPEs, whose words run on the crate's engine
+/// (`backend::bpe`) and, with that route off, on the interim engine and
+/// then `tokenizers`' model (both the reference's merge loop).
+const BYTE_LEVEL: [&str; 8] = [
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/DeepSeek-V3",
+    "openai/gpt-oss-20b",
+    "CohereForAI/c4ai-command-r-plus",
+    "Xenova/gpt-3.5-turbo",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+];
+
+/// (engine, model) for `BYTE_LEVEL[model]`, special tokens as plain text
+/// (the model step is the same under both policies).
+fn engine_pair(model: usize) -> &'static (Tokenizer, Tokenizer) {
+    static PAIRS: [OnceLock<(Tokenizer, Tokenizer)>; BYTE_LEVEL.len()] =
+        [const { OnceLock::new() }; BYTE_LEVEL.len()];
+    PAIRS[model].get_or_init(|| {
+        route_pair(
+            BYTE_LEVEL[model],
+            SpecialTokenPolicy::PlainText,
+            FastRoute::ByteBpe,
+        )
+    })
+}
+
+/// [`ALPHABET`] and more hostile pieces: digits of other scripts, title
+/// case, modifier letters, odd spaces, a joiner, Unicode 16 and 17 letters
+/// (Ol Onal, Sidetic), a replacement char.
+const HOSTILE: [&str; 30] = [
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "a",
+    "Z",
+    "'s",
+    "'LL",
+    "1",
+    "123",
+    "中",
+    "🦀",
+    "é",
+    "\u{301}",
+    "\u{10FFFF}",
+    "<|begin_of_text|>",
+    "<|endoftext|>",
+    "٣",
+    "𝟘",
+    "ǅ",
+    "ʰ",
+    "\u{a0}",
+    "\u{3000}",
+    "\u{85}",
+    "\u{200d}",
+    "\u{1e5d0}",
+    "\u{10940}",
+    "\u{fffd}",
+    "ﷺ",
+];
+
+/// Every byte-level file takes the engine; no other does.
+#[test]
+fn byte_level_files_take_the_engine() {
+    for model in BYTE_LEVEL {
+        assert!(route_applies(model, FastRoute::ByteBpe), "{model}");
+    }
+    for model in [
+        "google/gemma-3-4b-it",
+        "mistralai/Mistral-7B-v0.1",
+        "sentence-transformers/all-MiniLM-L6-v2",
+    ] {
+        assert!(!route_applies(model, FastRoute::ByteBpe), "{model}");
+    }
+}
+
+#[test]
+fn the_byte_level_engine_gives_the_models_ids_on_every_file() {
+    for (m, model) in BYTE_LEVEL.iter().enumerate() {
+        let (on, off) = engine_pair(m);
+        assert_same_on_all_inputs(model, "engine", on, off);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(48)))]
+
+    /// Hostile mixtures (Unicode 17 letters, marks, digits of every script,
+    /// whitespace runs) and long runs of one class: the engine's linear and
+    /// heap merges, its caches and probe, against the model.
+    #[test]
+    fn the_byte_level_engine_matches_on_random_text(
+        picks in prop::collection::vec(0..HOSTILE.len(), 0..120),
+        run in 0usize..200,
+    ) {
+        let mut text: String = picks.iter().map(|&i| HOSTILE[i]).collect();
+        text.push_str(&HOSTILE[run % HOSTILE.len()].repeat(run));
+        for (m, model) in BYTE_LEVEL.iter().enumerate() {
+            let (on, off) = engine_pair(m);
+            assert_same_encodes(model, &format!("{text:?}"), on, off, &text);
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! handle holds an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding
 //! and metadata on top, so a backend only does tokenization.
 
+pub(crate) mod bpe;
 pub(crate) mod byte_level;
 pub(crate) mod byte_memo;
 pub(crate) mod char_cuts;

@@ -61,6 +61,9 @@ pub enum FastRoute {
     /// A character BPE's whole segments cut where no entry joins (claim
     /// 358); both loads leave the SentencePiece route off.
     JoinCuts,
+    /// A byte-level BPE's words on the crate's engine (`backend::bpe`)
+    /// instead of `tokenizers`' model.
+    ByteBpe,
 }
 
 /// Loads the `tokenizer.json` at `path` with one fast route allowed or
@@ -90,6 +93,7 @@ pub fn hf_json_route(
             routes.joins = on;
             routes.spm = false;
         }
+        FastRoute::ByteBpe => routes.byte_bpe = on,
     }
     let (backend, tokenizer) = hf_json_backend(path, policy, routes)?;
     let applies = match route {
@@ -101,6 +105,7 @@ pub fn hf_json_route(
         FastRoute::CharCuts => backend.char_cuts(),
         FastRoute::LineMemo => backend.line_memo(),
         FastRoute::JoinCuts => backend.join_cuts(),
+        FastRoute::ByteBpe => backend.byte_bpe_active(),
     };
     Ok((tokenizer, applies))
 }

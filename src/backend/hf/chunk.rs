@@ -542,6 +542,14 @@ impl HfBackend {
         model_scratch: &mut Option<PipelineModelScratch>,
         out: &mut Vec<PipelineToken>,
     ) -> Result<()> {
+        if let Some(bpe) = &self.byte_bpe {
+            let ranges = spans.iter().map(|s| {
+                let r = s.range();
+                (r.start, r.end)
+            });
+            bpe.encode_ranges(text.as_bytes(), ranges, out);
+            return Ok(());
+        }
         if let Some(interim) = self.pipe.interim() {
             interim
                 .model

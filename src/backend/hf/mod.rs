@@ -103,6 +103,9 @@ pub(crate) struct HfBackend {
     /// A SentencePiece conversion on the native engine (claims 230–238),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
+    /// The crate's byte-level BPE engine: the model step of every encode
+    /// of a byte-level BPE without dropout or affixes ([`crate::backend::bpe`]).
+    byte_bpe: Option<std::sync::Arc<crate::backend::bpe::ByteBpe>>,
 }
 
 /// Why a file keeping its padding or truncation stays off the
@@ -159,6 +162,8 @@ pub(crate) struct Routes {
     pub lines: bool,
     /// A character BPE's whole pieces cut where no entry joins (claim 358).
     pub joins: bool,
+    /// A byte-level BPE's words on the crate's engine ([`crate::backend::bpe`]).
+    pub byte_bpe: bool,
 }
 
 impl Default for Routes {
@@ -175,6 +180,7 @@ impl Default for Routes {
             cuts: true,
             lines: true,
             joins: true,
+            byte_bpe: true,
         }
     }
 }
@@ -633,6 +639,10 @@ impl HfBackend {
         if !routes.cuts || !bytes_model {
             vocab.cuts = None;
         }
+        let byte_bpe = vocab
+            .byte_bpe
+            .take()
+            .filter(|_| bytes_model && routes.byte_bpe);
         let normalize = |content: &str| {
             nfc::normalize_chain(pipe_view.get_normalizers(), content, 0)
                 .ok()
@@ -671,6 +681,7 @@ impl HfBackend {
             joins,
             lone_replace,
             spm,
+            byte_bpe,
         })
     }
 
@@ -688,6 +699,11 @@ impl HfBackend {
     /// Whether added tokens are matched on the crate's automaton (claim 323).
     pub(crate) fn added_automaton(&self) -> bool {
         self.added.is_some()
+    }
+
+    /// Whether a byte-level BPE's words run on the crate's engine.
+    pub(crate) fn byte_bpe_active(&self) -> bool {
+        self.byte_bpe.is_some()
     }
 
     /// Whether pieces skip the pre-tokenizer (claim 338).

@@ -5,6 +5,8 @@
 //! `added_tokens` itself (serde skips everything else in the file).
 
 use rustc_hash::FxHashMap;
+
+use crate::backend::bpe::ByteBpe;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -49,6 +51,8 @@ struct ModelView<'a> {
     byte_fallback: bool,
     #[serde(default)]
     ignore_merges: bool,
+    #[serde(default)]
+    dropout: Option<f64>,
     #[serde(default)]
     unk_token: Option<String>,
     #[serde(default)]
@@ -162,6 +166,41 @@ pub(crate) struct Vocab {
     /// built here from the tables this read holds (a BPE's from the ids the
     /// merge check looks up anyway); taken by the load.
     pub interim: Option<InterimModel>,
+    /// The crate's byte-level BPE engine, for a byte-level model without
+    /// dropout or affixes: every encode's model step once the load chose
+    /// it (`HfBackend::new`).
+    pub byte_bpe: Option<std::sync::Arc<ByteBpe>>,
+}
+
+/// The byte-level engine of `entries` (byte-level spellings; one that is
+/// not spells no pre-token and is left out) and `merges` (`[left, right,
+/// merged]` in rank order).
+fn byte_engine(
+    entries: &[(&str, u32)],
+    merges: &[[u32; 3]],
+    ignore_merges: bool,
+) -> Option<ByteBpe> {
+    let mut arena = Vec::with_capacity(entries.len() * 8);
+    let mut spans = Vec::with_capacity(entries.len());
+    for &(token, id) in entries {
+        let start = arena.len();
+        let spelled = token.chars().all(|c| match byte_level::char_to_byte(c) {
+            Some(b) => {
+                arena.push(b);
+                true
+            }
+            None => false,
+        });
+        if spelled {
+            spans.push((start, arena.len(), id));
+        } else {
+            arena.truncate(start);
+        }
+    }
+    let vocab = spans
+        .iter()
+        .filter_map(|&(s, e, id)| Some((arena.get(s..e)?, id)));
+    ByteBpe::build(vocab, merges, ignore_merges)
 }
 
 /// What [`DecodeStyle::ByteConcatWithStart`] needs: per-id bytes, the start
@@ -255,19 +294,31 @@ impl Vocab {
             },
             _ => None,
         };
+        let byte_bpe = (byte_level
+            && n_model > 0
+            && model.dropout.is_none()
+            && no_affix(&model.continuing_subword_prefix)
+            && no_affix(&model.end_of_word_suffix))
+        .then(|| byte_engine(&entries[..n_model], &merge_ids, model.ignore_merges))
+        .flatten()
+        .map(std::sync::Arc::new);
         drop(merge_ids);
-        let cuts = match &interim {
-            Some(InterimModel::Bpe(bpe)) if byte_level => {
-                let cjk: Vec<Vec<u8>> = entries[..n_model]
-                    .iter()
-                    .filter(|(t, _)| t.chars().any(|c| ('\u{e3}'..='\u{e9}').contains(&c)))
-                    .filter_map(|(t, _)| byte_level::unspell(t))
-                    .collect();
-                let rebuilds = |word: &[u8]| bpe.rebuilds(word);
-                CharCuts::build(
-                    cjk.iter().map(Vec::as_slice),
-                    model.ignore_merges.then_some(&rebuilds as Rebuilds<'_>),
-                )
+        // A CJK cut must know the entries the model takes whole (claim 351).
+        let cjk_cuts = |rebuilds: Rebuilds<'_>| {
+            let cjk: Vec<Vec<u8>> = entries[..n_model]
+                .iter()
+                .filter(|(t, _)| t.chars().any(|c| ('\u{e3}'..='\u{e9}').contains(&c)))
+                .filter_map(|(t, _)| byte_level::unspell(t))
+                .collect();
+            CharCuts::build(
+                cjk.iter().map(Vec::as_slice),
+                model.ignore_merges.then_some(rebuilds),
+            )
+        };
+        let cuts = match (&byte_bpe, &interim) {
+            (Some(bpe), _) => cjk_cuts(&|word: &[u8]| bpe.rebuilds(word)),
+            (None, Some(InterimModel::Bpe(bpe))) if byte_level => {
+                cjk_cuts(&|word: &[u8]| bpe.rebuilds(word))
             }
             _ => None,
         };
@@ -374,6 +425,7 @@ impl Vocab {
         let empty_model = (n_model == 0 && kind == ModelKind::Bpe).then(|| model.unk_token.clone());
         Ok(Self {
             cuts,
+            byte_bpe,
             empty_model,
             added: view.added_tokens.iter().map(|t| t.id).collect(),
             interim,

@@ -1,6 +1,7 @@
 //! tiktoken encodings on the crate's byte-level BPE engine: `tokenizers`
-//! 1.0's native pre-tokenizer (the `bitcannon` grammars) and its BPE model,
-//! built from the ranks (DESIGN.md claims 195–199).
+//! 1.0's native pre-tokenizer (the `bitcannon` grammars) and the crate's
+//! byte-level BPE ([`ByteBpe`]), built from the ranks (DESIGN.md claims
+//! 195–199).
 //!
 //! The ranks define the merges. For every token `t` of two or more bytes,
 //! tiktoken's own merge is run on `t`'s bytes alone; when it ends in `t`,
@@ -22,15 +23,15 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use tokenizers::SplitDelimiterBehavior;
-use tokenizers::models::bpe::{BpeConfig, BpeScratch, PipelineBPE, Vocab};
-use tokenizers::pipeline::{Model, PipelineToken, PreTokenizer, PreTokenizerScratch, Span};
+use tokenizers::pipeline::{PipelineToken, PreTokenizer, PreTokenizerScratch, Span};
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
+use crate::backend::BuildCancel;
+use crate::backend::bpe::ByteBpe;
 use crate::backend::char_cuts::CharCuts;
 use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::backend::thread_scratch::ThreadScratch;
-use crate::backend::{BuildCancel, byte_level};
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -215,7 +216,7 @@ impl NativeSplit {
 pub(crate) struct FastBpe {
     /// The backend's splitter (its rank path cuts with the same one).
     split: Arc<NativeSplit>,
-    model: PipelineBPE,
+    model: ByteBpe,
     /// Where a CJK pre-token may be cut for the model (claim 351).
     cuts: Option<CharCuts>,
     /// A warm scratch per thread.
@@ -223,7 +224,6 @@ pub(crate) struct FastBpe {
 }
 
 struct Scratch {
-    model: BpeScratch,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
     /// The CJK cuts' and the clause memo's (claims 351, 352).
@@ -240,15 +240,6 @@ impl FastBpe {
         cancel: &BuildCancel,
     ) -> Result<Self, FastError> {
         stage(cancel)?;
-        // `tokenizers`' vocabulary store holds entries of at most 65,535
-        // bytes (a `u16` length, asserted), spelled in the byte-level alphabet
-        // (up to two bytes per byte); longer tokens stay on the regex path.
-        if ranks.keys().any(|t| t.len() > usize::from(u16::MAX) / 2) {
-            return Err(FastError::Build(
-                "a token too long for the vocabulary store".into(),
-            ));
-        }
-        let alphabet = byte_level::byte_to_char_table();
         let tokens: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
         let merges = derive_merges(ranks, &tokens, cancel)?;
         let mut by_rank: Vec<Option<&[u8]>> = Vec::new();
@@ -259,43 +250,29 @@ impl FastBpe {
             }
             by_rank[i] = Some(token);
         }
-        let spelled: Vec<(String, u32)> = tokens
-            .par_iter()
-            .map(|&(token, rank)| (byte_level::spell(token, &alphabet), rank))
-            .collect();
         stage(cancel)?;
-        let mut vocab = Vocab::default();
-        vocab.reserve(spelled.len());
-        vocab.extend(spelled);
+        // Each derived merge as `[left, right, merged]` ranks.
         let list = merges
-            .par_iter()
+            .iter()
             .map(|&(rank, at)| {
                 let token = by_rank
                     .get(rank as usize)
                     .copied()
                     .flatten()
                     .ok_or_else(|| FastError::Build("rank without a token".into()))?;
-                Ok((
-                    byte_level::spell(&token[..at], &alphabet),
-                    byte_level::spell(&token[at..], &alphabet),
-                ))
+                let part = |bytes: &[u8]| {
+                    ranks
+                        .get(bytes)
+                        .copied()
+                        .ok_or_else(|| FastError::Build("a merge part without a rank".into()))
+                };
+                Ok([part(&token[..at])?, part(&token[at..])?, rank])
             })
             .collect::<Result<Vec<_>, FastError>>()?;
         stage(cancel)?;
-        // Any panic left in `tokenizers`' build (a hostile rank file) is a
-        // build failure, never a crash.
-        let model = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            PipelineBPE::from_config(BpeConfig {
-                vocab,
-                merges: list,
-                byte_level: true,
-                ignore_merges: true,
-                cache_capacity: crate::backend::BPE_WORD_CACHE_SLOTS,
-                ..BpeConfig::default()
-            })
-        }))
-        .map_err(|_| FastError::Build("tokenizers panicked".into()))?
-        .map_err(|e| FastError::Build(e.to_string()))?;
+        // tiktoken takes a piece that is a token whole.
+        let model = ByteBpe::build(ranks.iter().map(|(t, &r)| (t.as_slice(), r)), &list, true)
+            .ok_or_else(|| FastError::Build("a byte without a rank".into()))?;
         stage(cancel)?;
         // tiktoken takes a piece that is a token whole (`ignore_merges`):
         // the cuts must know the tokens its merges do not form.
@@ -333,7 +310,6 @@ impl FastBpe {
             return Ok(true);
         }
         let fresh = || Scratch {
-            model: self.model.init_scratch(),
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             cuts: CutScratch::default(),
@@ -368,17 +344,19 @@ impl FastBpe {
             return Ok(false);
         }
         scratch.tokens.clear();
-        let model = &mut scratch.model;
-        clause_memo::encode_spans(
+        clause_memo::encode_spans::<String>(
             self.cuts.as_ref().map(WordCuts::Cjk),
             &mut scratch.cuts,
             text,
             &scratch.spans,
             &mut scratch.tokens,
             |spans, out| {
-                self.model
-                    .tokenize_spans(text, spans, model, out)
-                    .map_err(|e| e.to_string())
+                let ranges = spans.iter().map(|s| {
+                    let r = s.range();
+                    (r.start, r.end)
+                });
+                self.model.encode_ranges(text.as_bytes(), ranges, out);
+                Ok(())
             },
         )?;
         out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));

@@ -1,0 +1,122 @@
+use super::*;
+use proptest::prelude::*;
+
+/// A vocabulary over `a`–`d` (and every other byte as itself) with merges
+/// that overlap and compete, in rank order.
+fn toy(ignore_merges: bool) -> ByteBpe {
+    let (vocab, merges) = toy_tables();
+    ByteBpe::build(
+        vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
+        &merges,
+        ignore_merges,
+    )
+    .unwrap()
+}
+
+type Tables = (Vec<(Vec<u8>, u32)>, Vec<[u32; 3]>);
+
+fn toy_tables() -> Tables {
+    let mut vocab: Vec<(Vec<u8>, u32)> = (0u8..=255).map(|b| (vec![b], u32::from(b))).collect();
+    let mut merges = Vec::new();
+    let mut add = |vocab: &mut Vec<(Vec<u8>, u32)>, l: &[u8], r: &[u8]| {
+        let id =
+            |v: &Vec<(Vec<u8>, u32)>, t: &[u8]| v.iter().find(|(s, _)| s == t).map(|&(_, i)| i);
+        let (li, ri) = (id(vocab, l).unwrap(), id(vocab, r).unwrap());
+        let joined = [l, r].concat();
+        let mi = match id(vocab, &joined) {
+            Some(i) => i,
+            None => {
+                let i = vocab.len() as u32;
+                vocab.push((joined, i));
+                i
+            }
+        };
+        merges.push([li, ri, mi]);
+    };
+    for (l, r) in [
+        ("a", "b"),
+        ("b", "c"),
+        ("c", "d"),
+        ("ab", "c"),
+        ("a", "a"),
+        ("aa", "a"),
+        ("bc", "d"),
+        ("d", "a"),
+        ("ab", "cd"),
+        ("da", "b"),
+        ("aa", "aa"),
+        ("cd", "ab"),
+    ] {
+        add(&mut vocab, l.as_bytes(), r.as_bytes());
+    }
+    // An entry no merge forms.
+    let i = vocab.len() as u32;
+    vocab.push((b"dd".to_vec(), i));
+    // A pair listed twice: its last rank counts.
+    merges.push(merges[0]);
+    // Byte ids that are not the bytes: ids shifted by 1000.
+    let vocab = vocab.into_iter().map(|(t, i)| (t, i + 1000)).collect();
+    let merges = merges.into_iter().map(|m| m.map(|i| i + 1000)).collect();
+    (vocab, merges)
+}
+
+/// The merge as the reference states it, from scratch each step, on the
+/// vocabulary's own ids and merges.
+fn reference(vocab: &[(Vec<u8>, u32)], merges: &[[u32; 3]], word: &[u8]) -> Vec<u32> {
+    let id_of = |t: &[u8]| vocab.iter().find(|(s, _)| s == t).map(|&(_, i)| i).unwrap();
+    let mut ids: Vec<u32> = word.iter().map(|&b| id_of(&[b])).collect();
+    loop {
+        let best = (0..ids.len().saturating_sub(1))
+            .filter_map(|i| {
+                merges
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, m)| m[0] == ids[i] && m[1] == ids[i + 1])
+                    .map(|(rank, m)| (rank, i, m[2]))
+            })
+            .min();
+        let Some((_, i, m)) = best else { return ids };
+        ids[i] = m;
+        ids.remove(i + 1);
+    }
+}
+
+fn encode(bpe: &ByteBpe, word: &[u8]) -> Vec<u32> {
+    let mut out = Vec::new();
+    bpe.encode_word(word, &mut out);
+    out
+}
+
+#[test]
+fn whole_entries_only_with_ignore_merges() {
+    let (plain, whole) = (toy(false), toy(true));
+    // `dd` is an entry no merge forms: taken whole only with ignore_merges.
+    let d = 1000 + u32::from(b'd');
+    assert_eq!(encode(&plain, b"dd"), vec![d, d]);
+    assert_eq!(encode(&plain, b"dd"), vec![d, d], "remembered");
+    assert_eq!(encode(&whole, b"dd").len(), 1);
+    let (vocab, merges) = toy_tables();
+    assert_eq!(encode(&plain, b"abcd"), reference(&vocab, &merges, b"abcd"));
+}
+
+#[test]
+fn a_missing_byte_builds_nothing() {
+    let vocab: Vec<(Vec<u8>, u32)> = (0u8..255).map(|b| (vec![b], u32::from(b))).collect();
+    assert!(ByteBpe::build(vocab.iter().map(|(t, i)| (t.as_slice(), *i)), &[], false).is_none());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Short words (linear merge), long ones (heap), cached and not, seen
+    /// twice: always the reference's ids.
+    #[test]
+    fn equals_the_reference(word in proptest::collection::vec(prop_oneof![
+        Just(b'a'), Just(b'b'), Just(b'c'), Just(b'd'), Just(b'x')], 0..120)) {
+        let bpe = toy(false);
+        let (vocab, merges) = toy_tables();
+        let want = reference(&vocab, &merges, &word);
+        prop_assert_eq!(&encode(&bpe, &word), &want);
+        prop_assert_eq!(&encode(&bpe, &word), &want);
+    }
+}
