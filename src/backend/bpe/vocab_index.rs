@@ -19,7 +19,8 @@ const NOT_REBUILT: u32 = 2 << 24;
 const STATE: u32 = 3 << 24;
 const LEN: u32 = (1 << 24) - 1;
 
-/// One entry; `meta` 0 is an empty slot (every entry is 2 bytes or more).
+/// One entry (24 bytes); `meta` 0 is an empty slot (every entry is 2
+/// bytes or more).
 struct Slot {
     head: u64,
     tail: u64,
@@ -29,17 +30,24 @@ struct Slot {
     /// first; every writer stores the same value, so a relaxed store is
     /// enough (the length bits never change).
     meta: AtomicU32,
-    /// Where the entry's bytes start in the arena (read past [`KEY_BYTES`]).
-    start: u32,
 }
 
-/// Entries by their word's key; the bytes of entries past [`KEY_BYTES`]
-/// in one arena.
+/// Entries by their word's key, in a table three-quarters full (the
+/// table's size, not a power of two, is what the cache holds of it); the
+/// bytes of entries past [`KEY_BYTES`] in one arena.
 pub(crate) struct VocabIndex {
     slots: Box<[Slot]>,
-    /// `slots.len() - 1` (a power of two).
-    mask: usize,
+    /// Per slot, where its entry's bytes start in `arena` (read only for
+    /// entries past [`KEY_BYTES`]).
+    starts: Box<[u32]>,
     arena: Vec<u8>,
+}
+
+/// The first slot of a hash in a table of `len` slots (multiply-shift:
+/// the hash's high bits, spread over any size).
+#[inline]
+fn home(hash: u64, len: usize) -> usize {
+    ((u128::from(hash) * len as u128) >> 64) as usize
 }
 
 impl VocabIndex {
@@ -51,68 +59,66 @@ impl VocabIndex {
         ignore_merges: bool,
     ) -> Option<Self> {
         let entries: Vec<(&[u8], u32)> = vocab.filter(|(t, _)| t.len() >= 2).collect();
-        // At most half full, so a probe rarely reads a second line.
-        let size = (entries.len() * 2).max(16).next_power_of_two();
+        let size = (entries.len() * 4 / 3).max(16);
         let mut slots: Box<[Slot]> = (0..size)
             .map(|_| Slot {
                 head: 0,
                 tail: 0,
                 id: 0,
                 meta: AtomicU32::new(0),
-                start: 0,
             })
             .collect();
-        let mut index = Self {
-            slots: Box::default(),
-            mask: size - 1,
-            arena: Vec::new(),
-        };
+        let mut starts = vec![0u32; size].into_boxed_slice();
+        let mut arena = Vec::new();
         let state = if ignore_merges { REBUILT } else { UNKNOWN };
         for (token, id) in entries {
             let len = u32::try_from(token.len()).ok().filter(|&l| l <= LEN)?;
             let key = WordKey::of(token);
-            let mut at = key.hash() as usize & index.mask;
+            let mut at = home(key.hash(), size);
             loop {
-                let slot = &mut slots[at];
-                let meta = slot.meta.load(Ordering::Relaxed);
+                let meta = slots[at].meta.load(Ordering::Relaxed);
                 if meta == 0 {
-                    let start = u32::try_from(index.arena.len()).ok()?;
+                    starts[at] = u32::try_from(arena.len()).ok()?;
                     if token.len() > KEY_BYTES {
-                        index.arena.extend_from_slice(token);
-                        u32::try_from(index.arena.len()).ok()?;
+                        arena.extend_from_slice(token);
+                        u32::try_from(arena.len()).ok()?;
                     }
-                    *slot = Slot {
+                    slots[at] = Slot {
                         head: key.head,
                         tail: key.tail,
                         id,
                         meta: AtomicU32::new(len | state),
-                        start,
                     };
                     break;
                 }
-                if same(slot, meta, key, token, &index.arena) {
+                if same(&slots[at], meta, key, token, || starts[at], &arena) {
                     break;
                 }
-                at = (at + 1) & index.mask;
+                at = if at + 1 == size { 0 } else { at + 1 };
             }
         }
-        index.slots = slots;
-        Some(index)
+        Some(Self {
+            slots,
+            starts,
+            arena,
+        })
     }
 
     #[inline]
     fn find(&self, word: &[u8], key: WordKey, hash: u64) -> Option<(&Slot, u32)> {
-        let mut at = hash as usize & self.mask;
+        let size = self.slots.len();
+        let mut at = home(hash, size);
         loop {
             let slot = self.slots.get(at)?;
             let meta = slot.meta.load(Ordering::Relaxed);
             if meta == 0 {
                 return None;
             }
-            if same(slot, meta, key, word, &self.arena) {
+            let start = || self.starts.get(at).copied().unwrap_or(u32::MAX);
+            if same(slot, meta, key, word, start, &self.arena) {
                 return Some((slot, meta));
             }
-            at = (at + 1) & self.mask;
+            at = if at + 1 == size { 0 } else { at + 1 };
         }
     }
 
@@ -139,14 +145,22 @@ impl VocabIndex {
     }
 }
 
-/// Whether `slot` (its `meta` read) holds `word`.
+/// Whether `slot` (its `meta` read) holds `word`; `start` gives where its
+/// bytes are in `arena` (asked only past [`KEY_BYTES`]).
 #[inline]
-fn same(slot: &Slot, meta: u32, key: WordKey, word: &[u8], arena: &[u8]) -> bool {
+fn same(
+    slot: &Slot,
+    meta: u32,
+    key: WordKey,
+    word: &[u8],
+    start: impl FnOnce() -> u32,
+    arena: &[u8],
+) -> bool {
     slot.head == key.head
         && slot.tail == key.tail
         && meta & LEN == key.len
         && (word.len() <= KEY_BYTES || {
-            let start = slot.start as usize;
+            let start = start() as usize;
             arena.get(start..start + word.len()) == Some(word)
         })
 }
