@@ -117,7 +117,7 @@ pub enum ErrorKind {
     /// A chat template failed to compile or render: a syntax error, a render
     /// error, a safety limit, or an unreadable template source. **500**: the
     /// server's template is broken (the cause, a
-    /// [`ChatTemplateError`](crate::ChatTemplateError), is the source).
+    /// [`ChatTemplateError`](crate::chat::ChatTemplateError), is the source).
     #[error("chat template: {detail}")]
     Template {
         /// What happened.
@@ -419,7 +419,7 @@ impl std::error::Error for Error {
 /// request's ([`TemplateRaised`](ErrorKind::TemplateRaised),
 /// [`InvalidRequest`](ErrorKind::InvalidRequest)); the rest are the server's
 /// template ([`Template`](ErrorKind::Template)). The same split as
-/// [`ChatTemplateError::http_status`](crate::ChatTemplateError::http_status).
+/// [`ChatTemplateError::http_status`](crate::chat::ChatTemplateError::http_status).
 impl From<crate::chat::ChatTemplateError> for Error {
     fn from(e: crate::chat::ChatTemplateError) -> Self {
         use crate::chat::ChatTemplateError as E;

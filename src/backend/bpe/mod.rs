@@ -8,8 +8,10 @@
 //!    the word is its answer when the model takes entries whole
 //!    (`ignore_merges`, tiktoken) or when the merges rebuild it (found on the
 //!    entry's first hit and remembered in a flag, so no load pays for it);
-//! 3. the thread's word cache ([`WordCache`]), for words of several tokens;
-//! 4. the merge ([`merge`]).
+//! 3. the thread's word caches, for words of several tokens: direct-mapped
+//!    ([`DirectCache`]) for words of up to 16 bytes, a map ([`WordCache`])
+//!    for longer ones;
+//! 4. the merge ([`merge`]), on internal ids ([`Pairs`]).
 //!
 //! Invariant *merge-is-reference*: the merge is `tokenizers` 0.x's
 //! `Word::merge_all` (the adjacent pair of lowest rank, leftmost on a tie,
@@ -18,7 +20,8 @@
 //!
 //! Performance notes: on text seen once most words of a 100K+ vocabulary are
 //! one entry, so the probe (one hash, computed once for probe and cache, one
-//! table read, one compare) is the hot path; ids go straight into the
+//! table read, one compare) is the hot path, and its first memory read is
+//! most of the engine's time (`docs/perf/byte_engine_2026-12-02.md`); ids go straight into the
 //! caller's vector, nothing is allocated per word. Short words merge by a
 //! linear scan over their pair ranks (no heap: a word of a few symbols costs
 //! less to rescan than to queue); long ones (a Chinese clause, a run of one
@@ -34,7 +37,7 @@ use rustc_hash::FxHashMap;
 use crate::backend::thread_scratch::ThreadScratch;
 use key::WordKey;
 use merge::Merger;
-pub(crate) use vocab_index::VocabIndex;
+use vocab_index::VocabIndex;
 use word_cache::{DirectCache, WordCache};
 
 /// Where the engine writes ids: the crate's `Vec<u32>` or `tokenizers`'
