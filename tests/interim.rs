@@ -186,28 +186,21 @@ proptest! {
     }
 }
 
-/// The byte-level BPEs, whose words run on the crate's engine
-/// (`backend::bpe`) and, with that route off, on the interim engine and
-/// then `tokenizers`' model (both the reference's merge loop).
-const BYTE_LEVEL: [&str; 8] = [
-    "meta-llama/Meta-Llama-3-8B-Instruct",
-    "meta-llama/Llama-3.2-1B-Instruct",
-    "Qwen/Qwen3-8B",
-    "deepseek-ai/DeepSeek-V3",
-    "openai/gpt-oss-20b",
-    "CohereForAI/c4ai-command-r-plus",
-    "Xenova/gpt-3.5-turbo",
-    "mistralai/Mistral-Nemo-Instruct-2407",
-];
+/// How many of [`MODELS`] are byte-level BPEs (the first ones), whose
+/// words run on the crate's engine (`backend::bpe`) and, with that route
+/// off, on the interim engine and then `tokenizers`' model (both the
+/// reference's merge loop).
+const BYTE_LEVEL: usize = 8;
 
-/// (engine, model) for `BYTE_LEVEL[model]`, special tokens as plain text
+/// (engine, model) for `MODELS[model]` (one of the first [`BYTE_LEVEL`]),
+/// special tokens as plain text
 /// (the model step is the same under both policies).
 fn engine_pair(model: usize) -> &'static (Tokenizer, Tokenizer) {
-    static PAIRS: [OnceLock<(Tokenizer, Tokenizer)>; BYTE_LEVEL.len()] =
-        [const { OnceLock::new() }; BYTE_LEVEL.len()];
+    static PAIRS: [OnceLock<(Tokenizer, Tokenizer)>; BYTE_LEVEL] =
+        [const { OnceLock::new() }; BYTE_LEVEL];
     PAIRS[model].get_or_init(|| {
         route_pair(
-            BYTE_LEVEL[model],
+            MODELS[model],
             SpecialTokenPolicy::PlainText,
             FastRoute::ByteBpe,
         )
@@ -243,21 +236,20 @@ fn piece(i: usize) -> &'static str {
 /// Every byte-level file takes the engine; no other does.
 #[test]
 fn byte_level_files_take_the_engine() {
-    for model in BYTE_LEVEL {
+    for model in &MODELS[..BYTE_LEVEL] {
         assert!(route_applies(model, FastRoute::ByteBpe), "{model}");
     }
-    for model in [
-        "google/gemma-3-4b-it",
-        "mistralai/Mistral-7B-v0.1",
-        "sentence-transformers/all-MiniLM-L6-v2",
-    ] {
+    for model in MODELS[BYTE_LEVEL..]
+        .iter()
+        .chain(&["mistralai/Mistral-7B-v0.1"])
+    {
         assert!(!route_applies(model, FastRoute::ByteBpe), "{model}");
     }
 }
 
 #[test]
 fn the_byte_level_engine_gives_the_models_ids_on_every_file() {
-    for (m, model) in BYTE_LEVEL.iter().enumerate() {
+    for (m, model) in MODELS[..BYTE_LEVEL].iter().enumerate() {
         let (on, off) = engine_pair(m);
         assert_same_on_all_inputs(model, "engine", on, off);
     }
@@ -276,7 +268,7 @@ proptest! {
     ) {
         let mut text: String = picks.iter().map(|&i| piece(i)).collect();
         text.push_str(&piece(run % (ALPHABET.len() + HOSTILE.len())).repeat(run));
-        for (m, model) in BYTE_LEVEL.iter().enumerate() {
+        for (m, model) in MODELS[..BYTE_LEVEL].iter().enumerate() {
             let (on, off) = engine_pair(m);
             assert_same_encodes(model, &format!("{text:?}"), on, off, &text);
         }
