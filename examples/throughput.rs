@@ -323,16 +323,10 @@ fn pieces_mode(source: &str, path: &str) {
         if cmd == "quit" {
             break;
         }
-        if !matches!(cmd, "once" | "again" | "l0") {
-            let _ = writeln!(
-                out,
-                "{{\"error\":\"bad command: {}\"}}",
-                line.escape_default()
-            );
-            let _ = out.flush();
-            continue;
-        }
-        let Some(round) = round.and_then(|r| pieces.rounds.get(r)) else {
+        let round = round
+            .filter(|_| matches!(cmd, "once" | "again" | "l0"))
+            .and_then(|r| pieces.rounds.get(r));
+        let Some(round) = round else {
             let _ = writeln!(
                 out,
                 "{{\"error\":\"bad command: {}\"}}",
