@@ -4,24 +4,27 @@
 //!
 //! A word (one pre-token's bytes) is answered in this order:
 //! 1. one byte: the byte's own id;
-//! 2. the whole-word vocabulary probe ([`VocabIndex`]): an entry that spells
+//! 2. the thread's direct cache ([`DirectCache`]): words of up to 16 bytes
+//!    and three tokens, one-entry words included, in a table small enough to
+//!    stay in a core's cache (256 KiB);
+//! 3. the whole-word vocabulary probe ([`VocabIndex`]): an entry that spells
 //!    the word is its answer when the model takes entries whole
-//!    (`ignore_merges`, tiktoken) or when the merges rebuild it (found on the
-//!    entry's first hit and remembered in a flag, so no load pays for it);
-//! 3. the thread's word caches, for words of several tokens: direct-mapped
-//!    ([`DirectCache`]) for words of up to 16 bytes, a map ([`WordCache`])
-//!    for longer ones;
-//! 4. the merge ([`merge`]), on internal ids ([`Pairs`]).
+//!    (`ignore_merges`, tiktoken) or when the merges rebuild it (decided for
+//!    every entry when the engine is built, in parallel);
+//! 4. the thread's map of words of several tokens ([`WordCache`], up to 64
+//!    bytes);
+//! 5. the merge ([`merge`]), on internal ids ([`Pairs`]).
 //!
 //! Invariant *merge-is-reference*: the merge is `tokenizers` 0.x's
 //! `Word::merge_all` (the adjacent pair of lowest rank, leftmost on a tie,
 //! until none is listed), so every answer is the reference's; the probe and
 //! the cache only remember answers the merge gave or the model defines.
 //!
-//! Performance notes: on text seen once most words of a 100K+ vocabulary are
-//! one entry, so the probe (one hash, computed once for probe and cache, one
-//! table read, one compare) is the hot path, and its first memory read is
-//! most of the engine's time (`docs/perf/byte_engine_2026-12-02.md`); ids go straight into the
+//! Performance notes: on text seen once the direct cache answers most
+//! words (84 % of English words after a warm-up on other text), so a hit
+//! is one hash and one read of a line that is near; the probe's table
+//! (megabytes) and the merge's pair lookups are where the engine waits on
+//! memory (`docs/perf/byte_engine_2026-12-02.md`). Ids go straight into the
 //! caller's vector, nothing is allocated per word. Short words merge by a
 //! linear scan over their pair ranks (no heap: a word of a few symbols costs
 //! less to rescan than to queue); long ones (a Chinese clause, a run of one
@@ -32,6 +35,7 @@ mod merge;
 mod vocab_index;
 mod word_cache;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::backend::thread_scratch::ThreadScratch;
@@ -174,9 +178,19 @@ impl ByteBpe {
         if bytes.contains(&u32::MAX) {
             return None;
         }
-        let pairs_unmap = internal_pairs(&bytes, merges)?;
-        let (pairs, unmap) = pairs_unmap;
-        let words = VocabIndex::build(vocab, ignore_merges)?;
+        let (pairs, unmap) = internal_pairs(&bytes, merges)?;
+        let entries: Vec<(&[u8], u32)> = vocab.filter(|(t, _)| t.len() >= 2).collect();
+        let rebuilt: Vec<bool> = if ignore_merges {
+            vec![true; entries.len()]
+        } else {
+            entries
+                .par_iter()
+                .map_init(Merger::default, |merger, &(token, id)| {
+                    merger.merge(token, &pairs, &unmap) == [id]
+                })
+                .collect()
+        };
+        let words = VocabIndex::build(&entries, &rebuilt)?;
         Some(Self {
             unmap,
             pairs,
@@ -212,11 +226,9 @@ impl ByteBpe {
     /// Whether the merges alone turn `word` into the one entry that spells it.
     pub(crate) fn rebuilds(&self, word: &[u8]) -> bool {
         let key = WordKey::of(word);
-        let Some((id, _)) = self.words.get(word, key, key.hash()) else {
-            return false;
-        };
-        let mut merger = Merger::default();
-        merger.merge(word, &self.pairs, &self.unmap) == [id]
+        self.words
+            .get(word, key, key.hash())
+            .is_some_and(|(_, rebuilt)| rebuilt)
     }
 
     #[inline(always)]
@@ -231,42 +243,32 @@ impl ByteBpe {
         }
         let key = WordKey::of(word);
         let hash = key.hash();
-        if let Some((id, whole)) = self.words.get(word, key, hash) {
-            match whole {
-                Some(true) => {
-                    out.push_id(id);
-                    return;
-                }
-                Some(false) => {}
-                None => {
-                    // First hit of an entry the merges may not rebuild.
-                    let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
-                    let rebuilt = ids == [id];
-                    self.words.remember(word, key, hash, rebuilt);
-                    out.extend_ids(ids);
-                    return;
-                }
-            }
-        }
         let direct = DirectCache::holds(key);
-        let found = if direct {
-            scratch.direct.get(key, hash)
-        } else if word.len() <= CACHED_WORD_MAX {
-            scratch.cache.get(word, key, hash)
-        } else {
-            None
-        };
-        if let Some(ids) = found {
+        if direct && let Some(ids) = scratch.direct.get(key, hash) {
             out.extend_ids(ids);
+            return;
+        }
+        if let Some((id, true)) = self.words.get(word, key, hash) {
+            out.push_id(id);
+            if direct {
+                scratch.direct.insert(key, hash, &[id]);
+            }
+            return;
+        }
+        let cached = word.len() <= CACHED_WORD_MAX;
+        if cached && let Some(ids) = scratch.cache.get(word, key, hash) {
+            out.extend_ids(ids);
+            if direct {
+                scratch.direct.insert(key, hash, ids);
+            }
             return;
         }
         let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
         out.extend_ids(ids);
-        // A short word of more tokens than a direct slot holds is merged
-        // again next time (rare: a run of emoji or symbols).
         if direct {
             scratch.direct.insert(key, hash, ids);
-        } else if word.len() <= CACHED_WORD_MAX {
+        }
+        if cached {
             scratch.cache.insert(word, key, hash, ids);
         }
     }

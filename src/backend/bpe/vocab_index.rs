@@ -1,35 +1,28 @@
 //! Vocabulary entries by the raw bytes they spell: the engine's whole-word
 //! probe.
 //!
-//! Performance notes: on text seen once this probe runs for every word and
+//! Performance notes: on text seen once this probe runs for every word the
+//! direct cache does not hold, and
 //! its table (megabytes) is mostly out of cache, so a probe costs what its
 //! memory reads cost. Open addressing with the key inside the slot makes a
 //! hit or a miss one cache line, usually: no control bytes apart (as a
 //! `hashbrown` table has), no arena read for words of up to 16 bytes.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use super::key::{KEY_BYTES, WordKey};
 
-/// Whether the merges rebuild an entry from its bytes (bits 24.. of a
-/// slot's `meta`): not yet known, yes, no.
-const UNKNOWN: u32 = 0;
-const REBUILT: u32 = 1 << 24;
-const NOT_REBUILT: u32 = 2 << 24;
-const STATE: u32 = 3 << 24;
-const LEN: u32 = (1 << 24) - 1;
+/// Bit 31 of a slot's `meta`: the merges rebuild the entry from its bytes
+/// (it is the word's answer); the bits below are the entry's length.
+const REBUILT: u32 = 1 << 31;
+const LEN: u32 = REBUILT - 1;
 
 /// One entry (24 bytes); `meta` 0 is an empty slot (every entry is 2
 /// bytes or more).
+#[derive(Clone, Copy, Default)]
 struct Slot {
     head: u64,
     tail: u64,
     id: u32,
-    /// The key's length, and the entry's rebuilt state. The state is
-    /// written once, on the entry's first hit, by whichever thread sees it
-    /// first; every writer stores the same value, so a relaxed store is
-    /// enough (the length bits never change).
-    meta: AtomicU32,
+    meta: u32,
 }
 
 /// Entries by their word's key, in a table three-quarters full (the
@@ -51,32 +44,21 @@ fn home(hash: u64, len: usize) -> usize {
 }
 
 impl VocabIndex {
-    /// `None` when an entry is longer than 16 MiB or the arena outgrows
+    /// `None` when an entry is longer than 2 GiB or the arena outgrows
     /// 32-bit offsets. An entry spelled twice keeps its first id.
-    /// `ignore_merges`: every entry is its word's answer.
-    pub(crate) fn build<'a>(
-        vocab: impl Iterator<Item = (&'a [u8], u32)>,
-        ignore_merges: bool,
-    ) -> Option<Self> {
-        let entries: Vec<(&[u8], u32)> = vocab.filter(|(t, _)| t.len() >= 2).collect();
+    /// `rebuilt[i]`: whether the merges turn the `i`-th entry of `entries`
+    /// into itself.
+    pub(crate) fn build(entries: &[(&[u8], u32)], rebuilt: &[bool]) -> Option<Self> {
         let size = (entries.len() * 4 / 3).max(16);
-        let mut slots: Box<[Slot]> = (0..size)
-            .map(|_| Slot {
-                head: 0,
-                tail: 0,
-                id: 0,
-                meta: AtomicU32::new(0),
-            })
-            .collect();
+        let mut slots = vec![Slot::default(); size].into_boxed_slice();
         let mut starts = vec![0u32; size].into_boxed_slice();
         let mut arena = Vec::new();
-        let state = if ignore_merges { REBUILT } else { UNKNOWN };
-        for (token, id) in entries {
+        for (&(token, id), &rebuilt) in entries.iter().zip(rebuilt) {
             let len = u32::try_from(token.len()).ok().filter(|&l| l <= LEN)?;
             let key = WordKey::of(token);
             let mut at = home(key.hash(), size);
             loop {
-                let meta = slots[at].meta.load(Ordering::Relaxed);
+                let meta = slots[at].meta;
                 if meta == 0 {
                     starts[at] = u32::try_from(arena.len()).ok()?;
                     if token.len() > KEY_BYTES {
@@ -87,11 +69,11 @@ impl VocabIndex {
                         head: key.head,
                         tail: key.tail,
                         id,
-                        meta: AtomicU32::new(len | state),
+                        meta: len | if rebuilt { REBUILT } else { 0 },
                     };
                     break;
                 }
-                if same(&slots[at], meta, key, token, || starts[at], &arena) {
+                if same(&slots[at], key, token, || starts[at], &arena) {
                     break;
                 }
                 at = if at + 1 == size { 0 } else { at + 1 };
@@ -104,61 +86,33 @@ impl VocabIndex {
         })
     }
 
+    /// The entry spelling `word`, and whether it is the word's answer (the
+    /// merges rebuild it from its bytes).
     #[inline]
-    fn find(&self, word: &[u8], key: WordKey, hash: u64) -> Option<(&Slot, u32)> {
+    pub(crate) fn get(&self, word: &[u8], key: WordKey, hash: u64) -> Option<(u32, bool)> {
         let size = self.slots.len();
         let mut at = home(hash, size);
         loop {
             let slot = self.slots.get(at)?;
-            let meta = slot.meta.load(Ordering::Relaxed);
-            if meta == 0 {
+            if slot.meta == 0 {
                 return None;
             }
             let start = || self.starts.get(at).copied().unwrap_or(u32::MAX);
-            if same(slot, meta, key, word, start, &self.arena) {
-                return Some((slot, meta));
+            if same(slot, key, word, start, &self.arena) {
+                return Some((slot.id, slot.meta & REBUILT != 0));
             }
             at = if at + 1 == size { 0 } else { at + 1 };
         }
     }
-
-    /// The entry spelling `word`, and whether it is the word's answer:
-    /// `Some(true)` yes, `Some(false)` no (the merges do not rebuild it),
-    /// `None` not known yet.
-    #[inline]
-    pub(crate) fn get(&self, word: &[u8], key: WordKey, hash: u64) -> Option<(u32, Option<bool>)> {
-        let (slot, meta) = self.find(word, key, hash)?;
-        let whole = match meta & STATE {
-            REBUILT => Some(true),
-            NOT_REBUILT => Some(false),
-            _ => None,
-        };
-        Some((slot.id, whole))
-    }
-
-    /// Records whether the merges rebuild the entry spelling `word`.
-    pub(crate) fn remember(&self, word: &[u8], key: WordKey, hash: u64, rebuilt: bool) {
-        if let Some((slot, meta)) = self.find(word, key, hash) {
-            let state = if rebuilt { REBUILT } else { NOT_REBUILT };
-            slot.meta.store((meta & LEN) | state, Ordering::Relaxed);
-        }
-    }
 }
 
-/// Whether `slot` (its `meta` read) holds `word`; `start` gives where its
-/// bytes are in `arena` (asked only past [`KEY_BYTES`]).
+/// Whether `slot` holds `word`; `start` gives where its bytes are in
+/// `arena` (asked only past [`KEY_BYTES`]).
 #[inline]
-fn same(
-    slot: &Slot,
-    meta: u32,
-    key: WordKey,
-    word: &[u8],
-    start: impl FnOnce() -> u32,
-    arena: &[u8],
-) -> bool {
+fn same(slot: &Slot, key: WordKey, word: &[u8], start: impl FnOnce() -> u32, arena: &[u8]) -> bool {
     slot.head == key.head
         && slot.tail == key.tail
-        && meta & LEN == key.len
+        && slot.meta & LEN == key.len
         && (word.len() <= KEY_BYTES || {
             let start = start() as usize;
             arena.get(start..start + word.len()) == Some(word)

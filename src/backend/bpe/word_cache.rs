@@ -68,25 +68,26 @@ impl WordCache {
     }
 }
 
-/// Slots of the [`DirectCache`] (40 bytes each: 5 MiB a thread).
+/// Slots of the [`DirectCache`] (32 bytes each: 256 KiB a thread, what a
+/// core's L2 holds beside the text and the output).
 const DIRECT_SLOTS: usize = 1 << 17;
 
 /// Ids a direct slot holds inline.
-const DIRECT_IDS: usize = 4;
+const DIRECT_IDS: usize = 3;
 
 #[derive(Clone, Copy)]
 struct DirectSlot {
     head: u64,
     tail: u64,
-    /// The word's length (0: empty).
-    len: u32,
-    n: u32,
+    /// The word's length (0: empty) in bits 0..8, its ids' count above.
+    meta: u32,
     ids: [u32; DIRECT_IDS],
 }
 
-/// The word cache for words of up to 16 bytes and four tokens (nearly all
-/// of them): direct-mapped, the key and the ids in the slot, so a hit is one
-/// cache line; a colliding word takes the slot over.
+/// The first word cache asked, for words of up to 16 bytes and three
+/// tokens (nearly all of them, one-entry words included): direct-mapped and
+/// small enough to stay in a core's cache, the key and the ids in the slot,
+/// so a hit is one line already near; a colliding word takes the slot over.
 pub(super) struct DirectCache {
     slots: Box<[DirectSlot]>,
 }
@@ -96,8 +97,7 @@ impl Default for DirectCache {
         let empty = DirectSlot {
             head: 0,
             tail: 0,
-            len: 0,
-            n: 0,
+            meta: 0,
             ids: [0; DIRECT_IDS],
         };
         Self {
@@ -106,40 +106,45 @@ impl Default for DirectCache {
     }
 }
 
+/// The slot of a hash: bits the vocabulary probe (the high ones) and the
+/// [`WordCache`] (the low ones) do not index by.
+#[inline]
+fn direct_slot(hash: u64) -> usize {
+    (hash >> 32) as usize & (DIRECT_SLOTS - 1)
+}
+
 impl DirectCache {
-    /// Whether a word with this key is looked up here rather than in the
-    /// [`WordCache`].
+    /// Whether a word with this key is looked up here.
     #[inline]
     pub(super) fn holds(key: WordKey) -> bool {
         key.len as usize <= KEY_BYTES
     }
 
-    /// The ids of a word with this key (one [`holds`](Self::holds) takes).
+    /// The ids of a word with this key.
     #[inline]
     pub(super) fn get(&self, key: WordKey, hash: u64) -> Option<&[u32]> {
-        let slot = self.slots.get(hash as usize & (DIRECT_SLOTS - 1))?;
-        if slot.len != key.len || slot.head != key.head || slot.tail != key.tail {
+        if !Self::holds(key) {
             return None;
         }
-        slot.ids.get(..slot.n as usize)
+        let slot = self.slots.get(direct_slot(hash))?;
+        if slot.meta & 0xFF != key.len || slot.head != key.head || slot.tail != key.tail {
+            return None;
+        }
+        slot.ids.get(..(slot.meta >> 8) as usize)
     }
 
     /// Remembers a word's ids, unless they are too many for a slot.
     #[inline]
     pub(super) fn insert(&mut self, key: WordKey, hash: u64, ids: &[u32]) {
-        let Some(slot) = self.slots.get_mut(hash as usize & (DIRECT_SLOTS - 1)) else {
-            return;
-        };
         if ids.len() > DIRECT_IDS || !Self::holds(key) {
             return;
         }
-        *slot = DirectSlot {
-            head: key.head,
-            tail: key.tail,
-            len: key.len,
-            n: ids.len() as u32,
-            ids: [0; DIRECT_IDS],
+        let Some(slot) = self.slots.get_mut(direct_slot(hash)) else {
+            return;
         };
+        slot.head = key.head;
+        slot.tail = key.tail;
+        slot.meta = key.len | (ids.len() as u32) << 8;
         slot.ids[..ids.len()].copy_from_slice(ids);
     }
 }
