@@ -224,11 +224,15 @@ impl ByteBpe {
     }
 
     /// Whether the merges alone turn `word` into the one entry that spells it.
+    /// (With `ignore_merges` every entry is its word's answer, so the
+    /// probe's flag cannot say this: the merge is run.)
     pub(crate) fn rebuilds(&self, word: &[u8]) -> bool {
         let key = WordKey::of(word);
-        self.words
-            .get(word, key, key.hash())
-            .is_some_and(|(_, rebuilt)| rebuilt)
+        let Some((id, _)) = self.words.get(word, key, key.hash()) else {
+            return false;
+        };
+        let mut merger = Merger::default();
+        merger.merge(word, &self.pairs, &self.unmap) == [id]
     }
 
     #[inline(always)]
