@@ -101,6 +101,34 @@ fn whole_entries_only_with_ignore_merges() {
 }
 
 #[test]
+fn rebuilds_runs_the_merge_even_where_entries_are_taken_whole() {
+    // The CJK cuts ask whether the merges form an entry; with
+    // `ignore_merges` the probe's flag only says the entry is its answer.
+    for bpe in [toy(false), toy(true)] {
+        assert!(!bpe.rebuilds(b"dd"));
+        assert!(bpe.rebuilds(b"ab"));
+        assert!(!bpe.rebuilds(b"zz"), "no entry");
+    }
+}
+
+#[test]
+fn a_long_word_is_never_a_short_one_in_the_direct_cache() {
+    // A 272-byte word has the length 16 modulo 256 and the first and last
+    // eight bytes of the 16-byte word before it: the direct cache, which
+    // keeps lengths in a byte, must not answer it.
+    let bpe = toy(false);
+    let (vocab, merges) = toy_tables();
+    let short = b"abcdxxxxxxxxabcd".to_vec();
+    let mut long = short[..8].to_vec();
+    long.resize(264, b'x');
+    long.extend_from_slice(&short[8..]);
+    assert_eq!(long.len(), 272);
+    for word in [&short, &long, &short, &long] {
+        assert_eq!(encode(&bpe, word), reference(&vocab, &merges, word));
+    }
+}
+
+#[test]
 fn a_missing_byte_builds_nothing() {
     let vocab: Vec<(Vec<u8>, u32)> = (0u8..255).map(|b| (vec![b], u32::from(b))).collect();
     assert!(ByteBpe::build(vocab.iter().map(|(t, i)| (t.as_slice(), *i)), &[], false).is_none());
