@@ -70,7 +70,7 @@ impl WordCache {
 
 /// Slots of the [`DirectCache`] (32 bytes each: 256 KiB a thread, what a
 /// core's L2 holds beside the text and the output).
-const DIRECT_SLOTS: usize = 1 << 17;
+const DIRECT_SLOTS: usize = 1 << 13;
 
 /// Ids a direct slot holds inline.
 const DIRECT_IDS: usize = 3;
