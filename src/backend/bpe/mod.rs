@@ -247,31 +247,25 @@ impl ByteBpe {
         }
         let key = WordKey::of(word);
         let hash = key.hash();
-        let direct = DirectCache::holds(key);
-        if direct && let Some(ids) = scratch.direct.get(key, hash) {
+        // The direct cache answers and keeps only words of up to 16 bytes.
+        if let Some(ids) = scratch.direct.get(key, hash) {
             out.extend_ids(ids);
             return;
         }
         if let Some((id, true)) = self.words.get(word, key, hash) {
             out.push_id(id);
-            if direct {
-                scratch.direct.insert(key, hash, &[id]);
-            }
+            scratch.direct.insert(key, hash, &[id]);
             return;
         }
         let cached = word.len() <= CACHED_WORD_MAX;
         if cached && let Some(ids) = scratch.cache.get(word, key, hash) {
             out.extend_ids(ids);
-            if direct {
-                scratch.direct.insert(key, hash, ids);
-            }
+            scratch.direct.insert(key, hash, ids);
             return;
         }
         let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
         out.extend_ids(ids);
-        if direct {
-            scratch.direct.insert(key, hash, ids);
-        }
+        scratch.direct.insert(key, hash, ids);
         if cached {
             scratch.cache.insert(word, key, hash, ids);
         }

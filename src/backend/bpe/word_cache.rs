@@ -116,7 +116,7 @@ fn direct_slot(hash: u64) -> usize {
 impl DirectCache {
     /// Whether a word with this key is looked up here.
     #[inline]
-    pub(super) fn holds(key: WordKey) -> bool {
+    fn holds(key: WordKey) -> bool {
         key.len as usize <= KEY_BYTES
     }
 
