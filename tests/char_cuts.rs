@@ -5,8 +5,8 @@
 //! whole, `ignore_merges`), on kana and CJK punctuation mixtures, and on
 //! LoPT encodes, for every shared byte-level `tokenizer.json`. The tiktoken
 //! encodings' engine takes the same cuts; `tests/tiktoken_fast.rs` checks it
-//! against `tiktoken-rs`. Text encoded again is answered from the memo of
-//! whole clauses (claim 352), checked here on repeated and changed text.
+//! against `tiktoken-rs`. Text encoded again is cut the same way, checked
+//! here on repeated and changed text.
 
 mod common;
 
@@ -122,14 +122,12 @@ fn entries_the_merges_do_not_rebuild() {
     }
 }
 
-/// Text encoded again and again: from the third sighting of a clause on
-/// (while most clauses are repeats) the per-thread memo of claim 352
-/// answers it with the ids it had when encoded cut. Each pair runs on a
-/// fresh thread, so its memo starts empty; the text then changes one char
-/// in nine, so remembered and new clauses alternate; the unrebuilt entries
-/// (which must stay whole) are repeated until they are answered too.
+/// Text encoded again and again, then changed in one char of nine, so the
+/// line memo's answers (claim 357) and new clauses, cut, alternate; the
+/// unrebuilt entries (which must stay whole) are repeated too. Each pair
+/// runs on a fresh thread, so its memos start empty.
 #[test]
-fn repeated_text_is_answered_from_the_memo() {
+fn repeated_text_keeps_its_ids() {
     let (text, changed) = chinese_repeats(24 << 10);
     let entries = "中文字幕。しない、ーカー「ーション」中文字幕中文字幕的ーションーション";
     std::thread::scope(|scope| {
@@ -152,8 +150,7 @@ fn repeated_text_is_answered_from_the_memo() {
 
 /// A few Chinese lines among many English ones, encoded again and again
 /// on a fresh thread: the plain pre-tokens between the Chinese lines are
-/// passed on in runs (claim 355) while the Chinese clauses are cut,
-/// remembered and answered from the memo.
+/// passed on in runs (claim 355) while the Chinese clauses are cut.
 #[test]
 fn sparse_chinese_encoded_again_matches() {
     let (mut en, mut zh) = (String::new(), String::new());

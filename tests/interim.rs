@@ -274,3 +274,56 @@ proptest! {
         }
     }
 }
+
+/// A byte-level file on the crate's engine never builds `tokenizers`'
+/// model (`Pipe::forgo`): after `warm_up`, which would wait for a build,
+/// encodes still run on the stand-in pipeline, with the built model's ids
+/// and text. The model is built where the file's padding is kept, since
+/// those encodes go through `tokenizers`' whole pipeline.
+#[test]
+fn byte_level_files_never_build_the_model() {
+    let text = "Hello, world!  It's 2024:\n\tfoo_bar(x) → 中文字幕 🦀 <|endoftext|>";
+    for (m, model) in MODELS[..BYTE_LEVEL].iter().enumerate() {
+        let plain = tokenizer(model);
+        plain.warm_up();
+        assert!(route_still_interim(&plain), "{model}: the model was built");
+        let (_, built) = pair(m, 0);
+        for add in [false, true] {
+            let ids = plain.encode_sequential(text, add).unwrap();
+            assert_eq!(
+                ids.ids(),
+                built.encode_sequential(text, add).unwrap().ids(),
+                "{model}"
+            );
+            assert_eq!(
+                plain.decode(ids.ids(), false).unwrap(),
+                built.decode(ids.ids(), false).unwrap(),
+                "{model}"
+            );
+        }
+    }
+    let path = snapshot_file(MODELS[0], "tokenizer.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["padding"] = serde_json::json!({
+        "strategy": {"Fixed": 16}, "direction": "Right", "pad_to_multiple_of": null,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "!"
+    });
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("interim_padding");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tokenizer.json"), json.to_string()).unwrap();
+    let kept = router_tokenizer::LoadOptions {
+        keep_padding_and_truncation: true,
+        ..offline_options()
+    }
+    .load(dir.to_str().unwrap())
+    .unwrap();
+    let ids = kept.encode("Hello, world!", false).unwrap();
+    assert_eq!(ids.len(), 16);
+    assert_eq!(&ids.ids()[..4], &[9906, 11, 1917, 0]);
+    kept.warm_up();
+    assert!(
+        !route_still_interim(&kept),
+        "padding kept: the model is built"
+    );
+}

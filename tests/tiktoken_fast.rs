@@ -239,9 +239,9 @@ proptest! {
 }
 
 /// Chinese text encoded again and again, then changed in one char of nine
-/// so remembered and new clauses alternate: from its third sighting on, a
-/// clause comes from the engine's memo of whole clauses (claim 352). A
-/// fresh thread per encoding, so each memo starts empty.
+/// so remembered and new line groups alternate: the line memo (claim 357)
+/// answers what it holds and the cuts of claim 351 the rest. A fresh
+/// thread per encoding, so each memo starts empty.
 #[test]
 fn repeated_chinese_matches_tiktoken_rs() {
     let (text, changed) = common::chinese_repeats(16 << 10);

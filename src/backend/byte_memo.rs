@@ -1,8 +1,7 @@
 //! A bounded map from byte strings to short lists of values, for the
 //! per-thread memos of the encoders: the SentencePiece engine's arena tier
-//! (chunks of text → pieces, claim 292's cache) and the clause and line
-//! memos of the byte-level BPEs (CJK clauses and line groups → ids, claims
-//! 352 and 357).
+//! (chunks of text → pieces, claim 292's cache) and the line memo (line
+//! groups → ids, claim 357).
 //!
 //! Open addressing over a power-of-two slot table, kept at most half full;
 //! keys and values live in two pools, so an entry costs no allocation of
@@ -38,7 +37,7 @@ struct Slot {
 }
 
 /// The hash a [`ByteMemo`] places `key` by (callers that need it for more,
-/// as the clause memo's seen filter, compute it once).
+/// as the line memo's sampling, compute it once).
 #[inline]
 pub(crate) fn hash(key: &[u8]) -> u64 {
     let mut h = FxHasher::default();
@@ -425,6 +424,37 @@ impl<V: Copy> ByteMemo<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The seen filter and rate the line memo asks before a lookup: a key
+    /// is looked up once most recent keys were seen before, and the filter
+    /// starts again when full.
+    #[test]
+    fn lookups_follow_the_seen_rate_and_the_filter_starts_again_when_full() {
+        let mut memo = RecurringMemo::default();
+        let abc = hash(b"abc");
+        assert!(!memo.look_up(abc));
+        // Seen, but the recent keys were not: no lookup yet.
+        assert!(!memo.look_up(abc));
+        let mut lookups = 0;
+        // The rate passes fifteen sixteenths after about 90 keys seen.
+        for _ in 0..128 {
+            lookups += usize::from(memo.look_up(abc));
+        }
+        assert!(lookups > 0 && memo.look_up(abc));
+        // New text brings the rate down again.
+        for n in 0..64u32 {
+            memo.look_up(hash(&n.to_le_bytes()));
+        }
+        assert!(!memo.look_up(abc));
+        let mut n = 64u32;
+        while memo.seen_bits() > 0 {
+            memo.look_up(hash(&n.to_le_bytes()));
+            n += 1;
+        }
+        assert!(n as usize >= (1 << 20) / 16 - 1);
+        assert!(!memo.look_up(abc));
+        assert_eq!(memo.len(), 0);
+    }
 
     const SMALL: MemoCaps = MemoCaps {
         max_key: 64,

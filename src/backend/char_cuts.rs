@@ -105,9 +105,7 @@ const PARTIAL_TAILS: u16 = 1 << 10;
 /// check cost more than the model's encode, and a 128 KB filter indexed by
 /// the pair missed the cache on most boundaries. A one-load signature
 /// filter in front of the rules saved 10 % on Llama-3 and cost 3–8 % on
-/// Qwen3 and DeepSeek-V3, whose heads fill the signatures (claim 353). Text
-/// seen again is not cut at all: `clause_memo` answers its clauses whole
-/// (claim 352).
+/// Qwen3 and DeepSeek-V3, whose heads fill the signatures (claim 353).
 pub(crate) struct CharCuts {
     /// `(tail, head)` rules between two whole chars: the heads of tail `i`
     /// (`cp - FIRST`) are `whole_heads[whole_starts[i]..whole_starts[i + 1]]`,

@@ -31,8 +31,7 @@
 //! table; one with a char of U+0080..U+FFFF checks that char's bit in an
 //! 8 KB table and then the pair in a 128 KB hashed bit set that may answer
 //! "joined" falsely (so a few free boundaries are not cut, never the
-//! reverse). All of it stays in cache; a word seen again is answered whole by
-//! the clause memo and not cut at all.
+//! reverse). All of it stays in cache.
 
 use tokenizers::pipeline::Span;
 

@@ -9,7 +9,6 @@ pub(crate) mod bpe;
 pub(crate) mod byte_level;
 pub(crate) mod byte_memo;
 pub(crate) mod char_cuts;
-pub(crate) mod clause_memo;
 pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;
@@ -20,6 +19,7 @@ pub(crate) mod mock;
 pub(crate) mod sentencepiece;
 pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
+pub(crate) mod word_cuts;
 
 use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;

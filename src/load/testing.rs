@@ -22,8 +22,9 @@ pub fn hf_json(path: &Path, policy: SpecialTokenPolicy, spm_route: bool) -> Resu
 }
 
 /// Loads the `tokenizer.json` at `path` with the assembled BPE pipeline
-/// (claims 280–286) allowed or not, the SentencePiece route off (so encodes
-/// run on the pipeline); the flag says whether it was assembled.
+/// (claims 280–286) allowed or not, the SentencePiece route and the crate's
+/// byte-level engine off (so encodes run on the pipeline's model, which is
+/// then built); the flag says whether it was assembled.
 pub fn hf_json_assembled(
     path: &Path,
     policy: SpecialTokenPolicy,
@@ -32,6 +33,7 @@ pub fn hf_json_assembled(
     let routes = Routes {
         assemble,
         spm: false,
+        byte_bpe: false,
         ..Routes::default()
     };
     hf_json_routed(path, policy, routes)

@@ -262,7 +262,7 @@ pub fn corpus_files() -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Chinese text seen again and changed (claim 352's tests): the first
+/// Chinese text seen again and changed (the memo tests): the first
 /// `per_file` bytes of each `corpus/zh` file joined, and the same with one
 /// CJK char in nine replaced by `文`.
 pub fn chinese_repeats(per_file: usize) -> (String, String) {
@@ -286,7 +286,7 @@ pub fn chinese_repeats(per_file: usize) -> (String, String) {
     (text, changed)
 }
 
-/// The rounds the memo tests encode (claims 352 and 357): `text` five
+/// The rounds the memo tests encode (claim 357): `text` five
 /// times (remembered at its second sighting, answered from its third),
 /// `changed` three times, then alternating.
 pub fn memo_rounds<'a>(text: &'a str, changed: &'a str) -> impl Iterator<Item = &'a str> {

@@ -128,7 +128,9 @@ pub(super) struct Interim {
     /// The file's normalizers, pre-tokenizer and added vocabulary (its
     /// model a stand-in holding the atoms, never called).
     pub(super) pipe: PipelineTokenizer,
-    pub(super) model: InterimModel,
+    /// The model step; `None` for a byte-level BPE, whose model step is
+    /// the crate's engine (`backend::bpe`).
+    pub(super) model: Option<InterimModel>,
 }
 
 /// What [`bpe_pipeline`] builds its model from; `None` as there.
@@ -300,15 +302,16 @@ impl Parts {
     }
 
     /// The pipeline to encode with until [`build`](Self::build) is done,
-    /// around `bpe` (built from the same file's tables by `Vocab::read`);
-    /// `None` unless [`interim_fits`](Self::interim_fits). `canonical` is
-    /// the skeleton these parts were read from.
+    /// around `bpe` (built from the same file's tables by `Vocab::read`),
+    /// or for a byte-level BPE around no model (`None`: the crate's engine
+    /// is its model step); `None` unless [`interim_fits`](Self::interim_fits).
+    /// `canonical` is the skeleton these parts were read from.
     pub(super) fn interim(
         &self,
         canonical: &Value,
-        bpe: Box<InterimBpe>,
+        bpe: Option<Box<InterimBpe>>,
     ) -> Result<Option<Interim>> {
-        if !self.interim_fits() || bpe.byte_level() != self.options.byte_level {
+        if !self.interim_fits() || bpe.is_some() == self.options.byte_level {
             return Ok(None);
         }
         let path = self.path.as_path();
@@ -342,7 +345,7 @@ impl Parts {
         );
         Ok(Some(Interim {
             pipe,
-            model: InterimModel::Bpe(bpe),
+            model: bpe.map(InterimModel::Bpe),
         }))
     }
 }

@@ -31,8 +31,8 @@ use super::HfBackend;
 use super::added::Found;
 use super::align::align;
 use super::nfc::normalize_chain;
-use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::backend::thread_scratch::ThreadScratch;
+use crate::backend::word_cuts::{self, CutScratch, WordCuts};
 use crate::encode::split::stable_char;
 use crate::encode::{ChunkEncoding, ChunkRequest};
 use crate::error::{Error, Result};
@@ -48,7 +48,7 @@ pub(super) struct Scratch {
     model: Option<PipelineModelScratch>,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// The CJK cuts' and the clause memo's (claims 351, 352).
+    /// The CJK cuts' (claim 351).
     cuts: CutScratch,
     one: Vec<PipelineToken>,
 }
@@ -550,10 +550,8 @@ impl HfBackend {
             bpe.encode_ranges(text.as_bytes(), ranges, out);
             return Ok(());
         }
-        if let Some(interim) = self.pipe.interim() {
-            interim
-                .model
-                .tokenize_spans(text, spans, &self.vocab.by_token, out);
+        if let Some(model) = self.pipe.interim().and_then(|i| i.model.as_ref()) {
+            model.tokenize_spans(text, spans, &self.vocab.by_token, out);
             return Ok(());
         }
         let model = self.pipe()?.get_model();
@@ -894,7 +892,7 @@ impl HfBackend {
                         Some(joins) => Some(WordCuts::Joins(joins)),
                         None => self.vocab.cuts.as_ref().map(WordCuts::Cjk),
                     };
-                    clause_memo::encode_spans(
+                    word_cuts::encode_spans(
                         cuts,
                         &mut scratch.cuts,
                         text,

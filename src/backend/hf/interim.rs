@@ -1,13 +1,14 @@
 //! The engines that encode while `tokenizers`' model is still being built
-//! (DESIGN.md claims 340–344): a BPE (byte-level or with byte fallback) and
-//! a WordPiece.
+//! (DESIGN.md claims 340–344): a BPE with byte fallback and a WordPiece. A
+//! byte-level BPE needs none: the crate's engine (`backend::bpe`) is its
+//! model step from the load on, and its `tokenizers` model is never built
+//! (`pipe::Pipe::forgo`).
 //!
-//! `PipelineBPE::from_config` is most of a byte-level `tokenizer.json` load
-//! (its vocabulary store, pair tables and fold proof: about 0.29 s of CPU for
-//! Llama-3), and its tables are only needed for speed. The load builds this
-//! engine instead, from the same vocabulary and merges, in tens of
-//! milliseconds, and starts the model build on a thread of its own; encodes
-//! run here until that model is ready, then on it.
+//! `PipelineBPE::from_config` is most of a BPE `tokenizer.json` load (its
+//! vocabulary store and pair tables), and its tables are only needed for
+//! speed. The load builds this engine instead, from the same vocabulary and
+//! merges, in tens of milliseconds, and starts the model build on a thread
+//! of its own; encodes run here until that model is ready, then on it.
 //!
 //! The merge loop is the reference's (`tokenizers` 0.x `Word::merge_all`):
 //! a queue of adjacent pairs ordered by merge rank, then by position, an
@@ -27,35 +28,24 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 use tokenizers::pipeline::{PipelineToken, Span};
 
-use crate::backend::byte_level;
-
 /// Words remembered per thread before the map starts again.
 const WORD_MAP_LIMIT: usize = 1 << 16;
 
-/// A BPE over a word's raw bytes: each byte starts as the id of its
-/// byte-level character (a byte-level BPE), or each char as its own entry's
-/// id, else its bytes' `<0xNN>` pieces (byte fallback); merges join
-/// adjacent ids.
+/// A BPE with byte fallback over a word's chars: each char starts as its
+/// own entry's id, else as its bytes' `<0xNN>` pieces; merges join adjacent
+/// ids.
 pub(crate) struct InterimBpe {
-    start: Start,
+    /// Chars with an entry of their own...
+    chars: FxHashMap<char, u32>,
+    /// ...and every byte's `<0xNN>` piece for the rest (so the unknown
+    /// token is never needed).
+    bytes: [u32; 256],
     /// `(left, right)` → `(rank, merged id)`; a pair listed twice keeps its
     /// last rank, as the reference's map does.
     pairs: FxHashMap<u64, (u32, u32)>,
     /// For `ignore_merges`: vocabulary entries by the bytes they spell.
     words: Option<WordIndex>,
     scratch: thread_local::ThreadLocal<RefCell<Scratch>>,
-}
-
-/// How a word's first symbols are found.
-enum Start {
-    /// The id of each byte's byte-level character.
-    ByteLevel([u32; 256]),
-    /// Chars with an entry of their own, and every byte's `<0xNN>` piece
-    /// for the rest (so the unknown token is never needed).
-    Chars {
-        chars: FxHashMap<char, u32>,
-        bytes: [u32; 256],
-    },
 }
 
 #[derive(Default)]
@@ -78,9 +68,9 @@ struct Symbol {
 
 const NONE: u32 = u32::MAX;
 
-/// Vocabulary entries by the raw bytes they spell, in one arena: a map of
-/// boxed keys cost a third of the engine's build (128,000 allocations for
-/// Llama-3).
+/// Vocabulary entries by their UTF-8 bytes, in one arena: a map of boxed
+/// keys cost a third of the engine's build (128,000 allocations for a
+/// vocabulary the size of Llama-3's).
 struct WordIndex {
     arena: Vec<u8>,
     /// Hash of the bytes → `(offset, length, id)` in `arena`.
@@ -90,27 +80,12 @@ struct WordIndex {
 impl WordIndex {
     /// `None` if two entries' bytes share a hash (never seen; the built
     /// model is then waited for) or the arena outgrows `u32` offsets.
-    ///
-    /// `byte_level`: entries are byte-level spellings of their bytes;
-    /// otherwise their UTF-8 is.
-    fn build(vocab: &[(&str, u32)], byte_level: bool) -> Option<Self> {
+    fn build(vocab: &[(&str, u32)]) -> Option<Self> {
         let mut arena = Vec::with_capacity(vocab.len() * 8);
         let mut by_hash = FxHashMap::with_capacity_and_hasher(vocab.len(), Default::default());
         for &(token, id) in vocab {
             let start = arena.len();
-            if !byte_level {
-                arena.extend_from_slice(token.as_bytes());
-            } else if token.chars().any(|c| match byte_level::char_to_byte(c) {
-                Some(b) => {
-                    arena.push(b);
-                    false
-                }
-                None => true,
-            }) {
-                // Not a byte-level spelling: no pre-token spells it.
-                arena.truncate(start);
-                continue;
-            }
+            arena.extend_from_slice(token.as_bytes());
             let hash = hash_bytes(&arena[start..]);
             let entry = (
                 u32::try_from(start).ok()?,
@@ -152,79 +127,42 @@ fn pair_key(left: u32, right: u32) -> u64 {
 impl InterimBpe {
     /// The engine of a BPE model from its vocabulary (`model.vocab` only:
     /// added tokens never reach the model) and its merges as `[left, right,
-    /// merged]` ids in rank order. `byte_level` says the model works on
-    /// byte-level characters; otherwise it must fall back to bytes. `None`
-    /// when a byte has no entry of its own (the built model is then waited
-    /// for).
+    /// merged]` ids in rank order. `None` when a byte has no `<0xNN>` piece
+    /// (the built model is then waited for).
     pub(crate) fn build(
         vocab: &[(&str, u32)],
         merges: &[[u32; 3]],
-        byte_level: bool,
         ignore_merges: bool,
     ) -> Option<Self> {
-        let start = if byte_level {
-            let mut ids = [NONE; 256];
-            for &(token, id) in vocab {
-                let mut chars = token.chars();
-                if let (Some(c), None) = (chars.next(), chars.next())
-                    && let Some(b) = byte_level::char_to_byte(c)
-                {
-                    ids[usize::from(b)] = id;
-                }
+        let mut bytes = [NONE; 256];
+        let mut chars = FxHashMap::default();
+        for &(token, id) in vocab {
+            let mut it = token.chars();
+            if let (Some(c), None) = (it.next(), it.next()) {
+                chars.insert(c, id);
+            } else if let Some(b) = byte_piece(token) {
+                bytes[usize::from(b)] = id;
             }
-            if ids.contains(&NONE) {
-                return None;
-            }
-            Start::ByteLevel(ids)
-        } else {
-            let mut bytes = [NONE; 256];
-            let mut chars = FxHashMap::default();
-            for &(token, id) in vocab {
-                let mut it = token.chars();
-                if let (Some(c), None) = (it.next(), it.next()) {
-                    chars.insert(c, id);
-                } else if let Some(b) = byte_piece(token) {
-                    bytes[usize::from(b)] = id;
-                }
-            }
-            if bytes.contains(&NONE) {
-                return None;
-            }
-            Start::Chars { chars, bytes }
-        };
+        }
+        if bytes.contains(&NONE) {
+            return None;
+        }
         let mut pairs = FxHashMap::with_capacity_and_hasher(merges.len(), Default::default());
         for (rank, &[left, right, merged]) in merges.iter().enumerate() {
             pairs.insert(pair_key(left, right), (u32::try_from(rank).ok()?, merged));
         }
         let words = if ignore_merges {
-            Some(WordIndex::build(vocab, byte_level)?)
+            Some(WordIndex::build(vocab)?)
         } else {
             None
         };
         Some(Self {
-            start,
+            chars,
+            bytes,
             pairs,
             words,
             scratch: thread_local::ThreadLocal::new(),
         })
-    }
-
-    /// Whether the merges alone turn `word` (raw bytes) into the single
-    /// vocabulary entry that spells it (with `ignore_merges`, the model
-    /// takes such an entry whole either way).
-    pub(crate) fn rebuilds(&self, word: &[u8]) -> bool {
-        let Some(id) = self.words.as_ref().and_then(|w| w.get(word)) else {
-            return false;
-        };
-        let mut scratch = Scratch::default();
-        let mut out = Vec::new();
-        self.merge(word, &mut scratch, &mut out);
-        matches!(out.as_slice(), [t] if t.id() == id)
-    }
-
-    /// Whether the model works on byte-level characters.
-    pub(crate) fn byte_level(&self) -> bool {
-        matches!(self.start, Start::ByteLevel(_))
     }
 
     /// Appends the ids of every span of `text` to `out`, as the built
@@ -242,13 +180,8 @@ impl InterimBpe {
     }
 
     fn word(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<PipelineToken>) {
-        match (word, &self.start) {
-            ([], _) => return,
-            ([b], Start::ByteLevel(ids)) => {
-                out.push(PipelineToken::from(ids[usize::from(*b)]));
-                return;
-            }
-            _ => {}
+        if word.is_empty() {
+            return;
         }
         if let Some(id) = self.words.as_ref().and_then(|w| w.get(word)) {
             out.push(PipelineToken::from(id));
@@ -270,23 +203,18 @@ impl InterimBpe {
     /// A word's first ids, as the reference's `merge_word` finds them.
     fn start(&self, word: &[u8], ids: &mut Vec<u32>) {
         ids.clear();
-        match &self.start {
-            Start::ByteLevel(table) => ids.extend(word.iter().map(|&b| table[usize::from(b)])),
-            Start::Chars { chars, bytes } => {
-                // A span is a slice of a `str` cut on char boundaries.
-                let text = String::from_utf8_lossy(word);
-                for c in text.chars() {
-                    match chars.get(&c) {
-                        Some(&id) => ids.push(id),
-                        None => {
-                            let mut buf = [0u8; 4];
-                            ids.extend(
-                                c.encode_utf8(&mut buf)
-                                    .bytes()
-                                    .map(|b| bytes[usize::from(b)]),
-                            );
-                        }
-                    }
+        // A span is a slice of a `str` cut on char boundaries.
+        let text = String::from_utf8_lossy(word);
+        for c in text.chars() {
+            match self.chars.get(&c) {
+                Some(&id) => ids.push(id),
+                None => {
+                    let mut buf = [0u8; 4];
+                    ids.extend(
+                        c.encode_utf8(&mut buf)
+                            .bytes()
+                            .map(|b| self.bytes[usize::from(b)]),
+                    );
                 }
             }
         }
@@ -548,7 +476,7 @@ mod tests {
                 ]
             })
             .collect();
-        InterimBpe::build(&entries, &triples, false, ignore_merges)
+        InterimBpe::build(&entries, &triples, ignore_merges)
     }
 
     fn bpe_ids(bpe: &InterimBpe, word: &str) -> Vec<u32> {
@@ -649,7 +577,7 @@ mod tests {
         assert_eq!(bpe_ids(&bpe, "\n"), [1000 + 0x0A]);
         assert_eq!(bpe_ids(&bpe, "é"), [1000 + 0xC3, 1000 + 0xA9]);
         let partial: Vec<(&str, u32)> = vec![("<unk>", 0), ("<0x61>", 1)];
-        assert!(InterimBpe::build(&partial, &[], false, false).is_none());
+        assert!(InterimBpe::build(&partial, &[], false).is_none());
     }
 
     /// The reference collects its merges into a map, so a pair listed twice

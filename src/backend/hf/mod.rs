@@ -413,9 +413,19 @@ impl HfBackend {
         );
         let mut vocab = vocab?;
         let (spm, early) = early?;
+        // A byte-level file the crate's engine encodes may never need the
+        // model (see `Pipe::forgo`): its build waits until that is known.
+        let engine_may_take = routes.byte_bpe && vocab.byte_bpe.is_some() && !padding_kept;
         let early = match (early, vocab.interim.take()) {
             (Early::Parts(parts), Some(InterimModel::Bpe(bpe))) => {
-                match parts.interim(&skeleton, bpe)? {
+                match parts.interim(&skeleton, Some(bpe))? {
+                    Some(interim) => Early::Staged(parts, Box::new(interim)),
+                    None => Early::Built(parts.build(value.get("model"), &BuildCancel::never())?),
+                }
+            }
+            // A byte-level BPE: the interim pipeline holds no model.
+            (Early::Parts(parts), None) if engine_may_take => {
+                match parts.interim(&skeleton, None)? {
                     Some(interim) => Early::Staged(parts, Box::new(interim)),
                     None => Early::Built(parts.build(value.get("model"), &BuildCancel::never())?),
                 }
@@ -429,7 +439,7 @@ impl HfBackend {
                 match Self::wordpiece_frame(path, &skeleton, &vocab) {
                     Some(pipe) => Early::Deferred(Box::new(assemble::Interim {
                         pipe,
-                        model: InterimModel::WordPiece(model),
+                        model: Some(InterimModel::WordPiece(model)),
                     })),
                     None => Early::None,
                 }
@@ -448,22 +458,21 @@ impl HfBackend {
         // Shared with a model build left to a thread (claim 340), which
         // reads its tables while the load reads the rest, and frees them.
         let value = std::sync::Arc::new(value);
-        let (pipe, frame) = match early {
+        let staged = matches!(early, Early::Staged(..));
+        let (mut pipe, frame) = match early {
             Early::Built(pipe) => (pipe::Pipe::ready(pipe, true), None),
             Early::Frame(frame) => (pipe::Pipe::deferred(path, json, routes, None), Some(frame)),
             Early::Deferred(interim) => (
                 pipe::Pipe::deferred(path, json, routes, Some(*interim)),
                 None,
             ),
-            Early::Staged(parts, interim) => (
-                pipe::Pipe::staged(
-                    *parts,
-                    *interim,
-                    std::sync::Arc::clone(&value),
-                    !routes.hold_model,
-                ),
-                None,
-            ),
+            Early::Staged(parts, interim) => {
+                let mut pipe = pipe::Pipe::staged(*parts, *interim, std::sync::Arc::clone(&value));
+                if !routes.hold_model && !engine_may_take {
+                    pipe.start();
+                }
+                (pipe, None)
+            }
             Early::Parts(parts) => (
                 pipe::Pipe::ready(
                     parts.build(value.get("model"), &BuildCancel::never())?,
@@ -654,6 +663,13 @@ impl HfBackend {
             &normalize,
             routes.added,
         );
+        if staged {
+            match (&byte_bpe, file_padding) {
+                (Some(_), false) => pipe.forgo(),
+                _ if !routes.hold_model => pipe.start(),
+                _ => {}
+            }
+        }
         Ok(Self {
             pipe,
             vocab,
@@ -1111,7 +1127,8 @@ impl Encoder for HfBackend {
     }
 
     /// Waits for a pipeline the load left building (claims 306, 340, 344),
-    /// and makes the streaming table.
+    /// and makes the streaming table. A byte-level file on the crate's
+    /// engine has no model build to wait for (`Pipe::forgo`).
     fn warm_up(&self) {
         let _ = self.vocab.stream();
         let _ = self.pipe.get();

@@ -48,8 +48,11 @@ enum Pending {
 type Slot = Arc<Mutex<Option<Pending>>>;
 
 /// The pipeline, ready or being built.
+/// Where a build leaves the pipeline, or its error.
+type Cell = OnceLock<std::result::Result<Built, Error>>;
+
 pub(super) struct Pipe {
-    cell: Arc<OnceLock<std::result::Result<Built, Error>>>,
+    cell: Arc<Cell>,
     /// Set while a build is left to a thread, or to the first caller of
     /// [`get`](Self::get) if no thread could be had (or none was started).
     pending: Option<Slot>,
@@ -71,17 +74,38 @@ impl Pipe {
         }
     }
 
-    /// A pipeline whose model [`Parts::build`] builds from `document` on a
-    /// thread started here (unless `start` is false: then the first caller
-    /// of [`get`](Self::get) builds it); `interim` encodes until it is done.
-    pub(super) fn staged(
-        parts: Parts,
-        interim: Interim,
-        document: Arc<Value>,
-        start: bool,
-    ) -> Self {
+    /// A pipeline whose model [`Parts::build`] builds from `document`;
+    /// `interim` encodes until it is done. Nothing is started here: the load
+    /// calls [`start`](Self::start) once it knows the model is needed, or
+    /// [`forgo`](Self::forgo) when it is not; until then the first caller of
+    /// [`get`](Self::get) builds it.
+    pub(super) fn staged(parts: Parts, interim: Interim, document: Arc<Value>) -> Self {
         let pending = Pending::Model(Box::new(parts), document);
-        Self::later(pending, Some(interim), start)
+        Self::later(pending, Some(interim), false)
+    }
+
+    /// Starts the pending build on a thread of its own (if none runs yet
+    /// and one can be had; else the first caller of [`get`](Self::get)
+    /// builds it).
+    pub(super) fn start(&mut self) {
+        if self._build.is_some() || self.cell.get().is_some() {
+            return;
+        }
+        if let Some(slot) = &self.pending {
+            self._build = spawn(slot, &self.cell, "rtok-hf-model");
+        }
+    }
+
+    /// Drops a pending build no encode needs: the byte-level engine
+    /// (`backend::bpe`) is the model step of every encode, and decodes read
+    /// the vocabulary's byte table, so `tokenizers`' model (about 0.3 s of
+    /// CPU and its tables' memory for Llama-3) would serve nothing. The
+    /// interim pipeline keeps serving the other stages; [`get`](Self::get)
+    /// then errors.
+    pub(super) fn forgo(&mut self) {
+        if self._build.is_none() && self.cell.get().is_none() {
+            self.pending = None;
+        }
     }
 
     /// A pipeline built from `json` on a thread started here (unless
@@ -110,24 +134,11 @@ impl Pipe {
         };
         let slot: Slot = Arc::new(Mutex::new(Some(pending)));
         let cell = Arc::new(OnceLock::new());
-        let mut build = None;
-        if start {
-            let (guard, cancel) = BuildGuard::new();
-            let (thread_cell, thread_slot) = (Arc::clone(&cell), Arc::clone(&slot));
-            // Once the pipeline is dropped the build stops at its next
-            // stage; the cell then holds an error no one reads.
-            let spawned = std::thread::Builder::new()
-                .name(name.into())
-                .spawn(move || {
-                    if cancel.cancelled() {
-                        return;
-                    }
-                    thread_cell.get_or_init(|| run(&thread_slot, &cancel));
-                });
-            if spawned.is_ok() {
-                build = Some(guard);
-            }
-        }
+        let build = if start {
+            spawn(&slot, &cell, name)
+        } else {
+            None
+        };
         Self {
             cell,
             pending: Some(slot),
@@ -158,6 +169,25 @@ impl Pipe {
         };
         built.as_ref().map_err(|e| Error::new(e.kind().clone()))
     }
+}
+
+/// Runs the build in `slot` on a thread named `name`, filling `cell`; the
+/// guard that cancels it, or `None` if no thread could be had. Once the
+/// pipeline is dropped the build stops at its next stage; the cell then
+/// holds an error no one reads.
+fn spawn(slot: &Slot, cell: &Arc<Cell>, name: &str) -> Option<BuildGuard> {
+    let (guard, cancel) = BuildGuard::new();
+    let (thread_cell, thread_slot) = (Arc::clone(cell), Arc::clone(slot));
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            if cancel.cancelled() {
+                return;
+            }
+            thread_cell.get_or_init(|| run(&thread_slot, &cancel));
+        })
+        .ok()
+        .map(|_| guard)
 }
 
 /// Between two stages of a background build: an error once its pipeline is

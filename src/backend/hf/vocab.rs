@@ -263,19 +263,17 @@ impl Vocab {
         let no_affix = |a: &Option<String>| a.as_deref().is_none_or(str::is_empty);
         let model = &view.model;
         let interim = match kind {
+            // A byte-level BPE needs no interim engine: the crate's engine
+            // below is its model step.
             ModelKind::Bpe
                 if n_model > 0
-                    && (byte_level || model.byte_fallback)
+                    && !byte_level
+                    && model.byte_fallback
                     && no_affix(&model.continuing_subword_prefix)
                     && no_affix(&model.end_of_word_suffix) =>
             {
-                InterimBpe::build(
-                    &entries[..n_model],
-                    &merge_ids,
-                    byte_level,
-                    model.ignore_merges,
-                )
-                .map(|bpe| InterimModel::Bpe(Box::new(bpe)))
+                InterimBpe::build(&entries[..n_model], &merge_ids, model.ignore_merges)
+                    .map(|bpe| InterimModel::Bpe(Box::new(bpe)))
             }
             ModelKind::WordPiece => match (
                 &model.continuing_subword_prefix,
@@ -315,13 +313,9 @@ impl Vocab {
                 model.ignore_merges.then_some(rebuilds),
             )
         };
-        let cuts = match (&byte_bpe, &interim) {
-            (Some(bpe), _) => cjk_cuts(&|word: &[u8]| bpe.rebuilds(word)),
-            (None, Some(InterimModel::Bpe(bpe))) if byte_level => {
-                cjk_cuts(&|word: &[u8]| bpe.rebuilds(word))
-            }
-            _ => None,
-        };
+        let cuts = byte_bpe
+            .as_ref()
+            .and_then(|bpe| cjk_cuts(&|word: &[u8]| bpe.rebuilds(word)));
         let size = entries
             .iter()
             .map(|(_, id)| *id as usize + 1)

@@ -30,8 +30,8 @@ use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTE
 use crate::backend::BuildCancel;
 use crate::backend::bpe::ByteBpe;
 use crate::backend::char_cuts::CharCuts;
-use crate::backend::clause_memo::{self, CutScratch, WordCuts};
 use crate::backend::thread_scratch::ThreadScratch;
+use crate::backend::word_cuts::{self, CutScratch, WordCuts};
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
@@ -226,7 +226,7 @@ pub(crate) struct FastBpe {
 struct Scratch {
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// The CJK cuts' and the clause memo's (claims 351, 352).
+    /// The CJK cuts' (claim 351).
     cuts: CutScratch,
     tokens: Vec<PipelineToken>,
 }
@@ -344,7 +344,7 @@ impl FastBpe {
             return Ok(false);
         }
         scratch.tokens.clear();
-        clause_memo::encode_spans::<String>(
+        word_cuts::encode_spans::<String>(
             self.cuts.as_ref().map(WordCuts::Cjk),
             &mut scratch.cuts,
             text,

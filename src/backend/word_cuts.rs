@@ -1,21 +1,15 @@
-//! The ids of whole pre-tokens, remembered per thread after they were
-//! encoded cut: CJK clauses of a byte-level BPE (DESIGN.md claim 352) and
-//! the whole pieces of a character BPE (claim 358).
+//! Pre-tokens cut where no merge joins across, so that text seen once is
+//! merged as short pieces the word cache holds: CJK clauses of a byte-level
+//! BPE (DESIGN.md claim 351) and the whole pieces of a character BPE
+//! (claim 358). The ids are the model's on the uncut spans.
 //!
-//! [`CharCuts`] lets a clause of Chinese text be merged as pieces of one or
-//! two chars, which is what makes text seen once fast (claim 351). Text seen
-//! again then pays the cut and one word-cache probe per piece, where the
-//! model's word cache used to answer the whole clause in one. The model's
-//! cache cannot be handed the whole clause's ids, so this table keeps them:
-//! a clause seen before is one probe here, no cut and no piece probes.
-//! [`JoinCuts`] does the same for a character BPE's lines (Gemma-3).
-//!
-//! The ids are the model's, so the table belongs to one model: it lives in
-//! the per-thread scratch of the engine that owns the cuts.
+//! A clause seen again is cut again: a memo of whole clauses measured
+//! slower than the cut and the pieces' cache probes, seen once and seen
+//! again alike (`docs/perf/byte_engine_2026-12-02.md`, "Memos"), and text
+//! sent again is the job of the handle's caches and the line memo.
 
 use tokenizers::pipeline::{PipelineToken, Span};
 
-use crate::backend::byte_memo::{self, RecurringMemo};
 use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
 use crate::backend::join_cuts::JoinCuts;
 
@@ -23,17 +17,15 @@ use crate::backend::join_cuts::JoinCuts;
 /// [`encode_spans`] searches for the next one at once.
 const PLAIN_RUN: u32 = 4;
 
-/// The working memory of [`encode_spans`] on one thread, for one model:
-/// the spans of the next model call and the memo (made on first use).
+/// The working memory of [`encode_spans`] on one thread: the spans of the
+/// next model call.
 #[derive(Default)]
 pub(crate) struct CutScratch {
     pieces: Vec<Span>,
-    /// Clause bytes → ids (claim 352).
-    memo: Option<Box<RecurringMemo>>,
 }
 
 impl CutScratch {
-    /// Drops the span buffer (after a huge input; the memo is bounded).
+    /// Drops the span buffer (after a huge input).
     pub(crate) fn release_pieces(&mut self) {
         self.pieces = Vec::new();
     }
@@ -42,10 +34,9 @@ impl CutScratch {
 /// The model's ids for `spans` of `text`, appended to `out`, where `model`
 /// encodes a list of spans. Without `cuts`, or with CJK cuts and no CJK
 /// lead byte in `text`, that is one `model` call. Otherwise a pre-token the
-/// cuts apply to, seen for the first time, is cut and encoded with the
-/// spans around it; seen again (while most are), it is encoded alone and
-/// remembered; after that, the memo answers it. The ids are the same as
-/// `model` on `spans` (claims 351 and 358 for the cuts, 352 for the memo).
+/// cuts apply to is cut, and its pieces are encoded with the spans around
+/// it in one call. The ids are the same as `model` on `spans` (claims 351
+/// and 358).
 pub(crate) fn encode_spans<E>(
     cuts: Option<WordCuts<'_>>,
     scratch: &mut CutScratch,
@@ -86,10 +77,8 @@ fn encode_cjk<E>(
     if clear_to >= bytes.len() {
         return model(spans, out);
     }
-    let CutScratch { pieces, memo } = scratch;
-    let memo = memo.get_or_insert_with(Box::default);
-    // What is not answered yet, encoded together: the spans since the last
-    // answer, first-seen clauses cut.
+    let pieces = &mut scratch.pieces;
+    // Everything is encoded together: the spans as they are, clauses cut.
     pieces.clear();
     // Spans in a row without a lead byte: after a few, the next lead byte is
     // searched for at once, so text with a few CJK chars is not checked one
@@ -123,17 +112,13 @@ fn encode_cjk<E>(
             pieces.push(*span);
             continue;
         }
-        remember(memo, pieces, word, out, &mut model, |pieces| {
-            cuts.cut_span(bytes, *span, pieces)
-        })?;
+        cuts.cut_span(bytes, *span, pieces);
     }
     flush(pieces, out, &mut model)
 }
 
 /// [`encode_spans`] with a character BPE's cuts: each span cut where no
-/// entry joins (claim 358); a span seen again (while most are) is encoded
-/// alone and remembered, and after that the memo answers it, as for CJK
-/// clauses.
+/// entry joins (claim 358).
 fn encode_joined<E>(
     cuts: &JoinCuts,
     scratch: &mut CutScratch,
@@ -143,25 +128,13 @@ fn encode_joined<E>(
     mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
 ) -> Result<(), E> {
     let bytes = text.as_bytes();
-    let CutScratch { pieces, memo } = scratch;
-    let memo = memo.get_or_insert_with(Box::default);
+    let pieces = &mut scratch.pieces;
     pieces.clear();
     for span in spans {
-        let word = bytes.get(span.range()).unwrap_or_default();
-        if word.len() < MIN_JOINED_WORD {
-            cuts.cut_span(bytes, *span, pieces);
-            continue;
-        }
-        remember(memo, pieces, word, out, &mut model, |pieces| {
-            cuts.cut_span(bytes, *span, pieces)
-        })?;
+        cuts.cut_span(bytes, *span, pieces);
     }
     flush(pieces, out, &mut model)
 }
-
-/// Words shorter than this are cut and encoded, never remembered: a word
-/// cache probe per piece costs about what the memo's would.
-const MIN_JOINED_WORD: usize = 32;
 
 /// What is queued in `pieces`, encoded.
 fn flush<E>(
@@ -175,73 +148,13 @@ fn flush<E>(
     model(pieces, out)
 }
 
-/// One word that may be remembered: its pieces (`cut` appends them) queued
-/// in `pieces` when it is not worth a lookup; else what is queued is
-/// encoded, then the word is answered by `memo` or encoded cut and kept.
-fn remember<E>(
-    memo: &mut RecurringMemo,
-    pieces: &mut Vec<Span>,
-    word: &[u8],
-    out: &mut Vec<PipelineToken>,
-    model: &mut impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
-    cut: impl FnOnce(&mut Vec<Span>),
-) -> Result<(), E> {
-    let h = byte_memo::hash(word);
-    if !memo.look_up(h) {
-        cut(pieces);
-        return Ok(());
-    }
-    if !pieces.is_empty() {
-        model(pieces, out)?;
-        pieces.clear();
-    }
-    if let Some(ids) = memo.get(word, h) {
-        out.extend(ids.iter().map(|&id| PipelineToken::from(id)));
-        return Ok(());
-    }
-    let first = out.len();
-    cut(pieces);
-    model(pieces, out)?;
-    pieces.clear();
-    let ids = out.get(first..).unwrap_or_default();
-    memo.insert(word, h, PipelineToken::cast_slice(ids));
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn lookups_follow_the_seen_rate_and_the_filter_starts_again_when_full() {
-        let mut memo = RecurringMemo::default();
-        let abc = byte_memo::hash(b"abc");
-        assert!(!memo.look_up(abc));
-        // Seen, but the recent clauses were not: no lookup yet.
-        assert!(!memo.look_up(abc));
-        let mut lookups = 0;
-        // The rate passes fifteen sixteenths after about 90 clauses seen.
-        for _ in 0..128 {
-            lookups += usize::from(memo.look_up(abc));
-        }
-        assert!(lookups > 0 && memo.look_up(abc));
-        // New text brings the rate down again.
-        for n in 0..64u32 {
-            memo.look_up(byte_memo::hash(&n.to_le_bytes()));
-        }
-        assert!(!memo.look_up(abc));
-        let mut n = 64u32;
-        while memo.seen_bits() > 0 {
-            memo.look_up(byte_memo::hash(&n.to_le_bytes()));
-            n += 1;
-        }
-        assert!(n as usize >= (1 << 20) / 16 - 1);
-        assert!(!memo.look_up(abc));
-    }
-
     /// `encode_spans` on a stand-in model: one id per char, so cutting a
-    /// span anywhere gives the same ids, and the memo's answers can be told
-    /// from the model's only by the calls made. Returns the ids and the
+    /// span anywhere gives the same ids, and the cuts show only in the
+    /// calls made. Returns the ids and the
     /// spans of each model call.
     fn encode_per_char(
         cuts: Option<&CharCuts>,
@@ -309,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn clauses_seen_often_are_answered_and_ids_never_change() {
+    fn every_encode_is_one_model_call_with_the_clauses_cut() {
         let cuts =
             CharCuts::build(["中文".as_bytes(), "天".as_bytes()].into_iter(), None).expect("rules");
         let text = "天天中文，天中。ab 中文字幕";
@@ -320,18 +233,14 @@ mod tests {
             .collect();
         let expected: Vec<u32> = text.chars().map(u32::from).collect();
         let mut scratch = CutScratch::default();
-        let mut calls_per_encode = Vec::new();
+        // Seen once or often, the same: one call, the clauses cut (more
+        // spans than went in), the same ids.
         for _ in 0..80 {
             let (ids, calls) = encode_per_char(Some(&cuts), &mut scratch, text, &spans);
             assert_eq!(ids, expected);
-            calls_per_encode.push(calls.len());
+            assert_eq!(calls.len(), 1);
+            assert!(calls[0].len() > spans.len(), "{:?}", calls[0]);
         }
-        // Text seen once: one model call. Seen often: its three clauses are
-        // remembered, the memo answers them and the model gets the two runs
-        // between them (`，` and `。ab `).
-        assert_eq!(calls_per_encode[0], 1);
-        assert_eq!(scratch.memo.as_ref().map(|m| m.len()), Some(3));
-        assert_eq!(calls_per_encode.last(), Some(&2));
         // Without cuts, or without CJK, the spans go to the model as they are.
         let plain = [Span::new(0, 2), Span::new(2, 11)];
         for (cuts, text, spans) in [
