@@ -69,7 +69,7 @@ fn prose(n: usize) -> String {
 
 /// Vocab-only GGUFs made from shared `tokenizer.json` files, and a
 /// model-sized Llama-3 file, kept in the bench's target folder (the peak
-/// memory figures in README.md come from `examples/gguf_rss.rs` on them).
+/// memory figures in README.md come from `tools/gguf_rss.rs` on them).
 struct Converted {
     llama3: PathBuf,
     llama3_model: PathBuf,

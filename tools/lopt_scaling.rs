@@ -5,7 +5,7 @@
 //! can beat the throughput the machine gives that many encodes).
 //!
 //! ```sh
-//! cargo run --release --example lopt_scaling -- [--threads 2,4,8,16] \
+//! cargo run --release --features tools --bin lopt_scaling -- [--threads 2,4,8,16] \
 //!     [--sizes 524288,2097152] [--variants auto,t1,t2,t4] [--budget-ms 600] \
 //!     [--cold-pool] SRC...
 //! ```
@@ -20,6 +20,8 @@
 //! are checked against the sequential ids of the same slice. One JSON
 //! object per line (DESIGN.md claim 322 has what it measured).
 
+// Finding the shared data and loading from it offline, as the examples do.
+#[path = "../examples/common/mod.rs"]
 mod common;
 #[path = "common/fresh.rs"]
 mod fresh;

@@ -5,7 +5,7 @@
 //! `target/tmp/gguf-bench/`.
 //!
 //! ```sh
-//! cargo run --release --example gguf_rss -- FILE
+//! cargo run --release --features tools --bin gguf_rss -- FILE
 //! ```
 
 use std::time::Instant;

@@ -4,13 +4,15 @@
 //! references.
 //!
 //! ```sh
-//! cargo run --release --example encode_jsonl -- SRC TEXTS.jsonl [warm] > IDS.jsonl
+//! cargo run --release --features tools --bin encode_jsonl -- SRC TEXTS.jsonl [warm] > IDS.jsonl
 //! ```
 //!
 //! `warm` waits for what the load left building (`warm_up`) first, so the
 //! texts run on the finished engines; without it the first texts run on
 //! whatever encodes while the load's background builds go on.
 
+// Finding the shared data and loading from it offline, as the examples do.
+#[path = "../examples/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufWriter, Write};

@@ -2,7 +2,7 @@
 //! once (issue 39 item 4).
 //!
 //! ```sh
-//! cargo run --example drop_rss -- SOURCE [LOADS]
+//! cargo run --features tools --bin drop_rss -- SOURCE [LOADS]
 //! ```
 
 use std::time::{Duration, Instant};

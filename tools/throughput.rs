@@ -2,7 +2,7 @@
 //! `scripts/bench_peers.py`, which runs the Python peers on the same slices.
 //!
 //! ```sh
-//! RAYON_NUM_THREADS=1 cargo run --release --example throughput -- SRC FILE [ROUNDS] [SHIFT_CHARS]
+//! RAYON_NUM_THREADS=1 cargo run --release --features tools --bin throughput -- SRC FILE [ROUNDS] [SHIFT_CHARS]
 //! ```
 //!
 //! Slice `r` is the characters `[r*SHIFT, r*SHIFT + M)` of the file (`M` =
@@ -45,6 +45,8 @@
 //! summed wall time of the round's encodes, this thread's CPU time for them,
 //! and each piece's ids hashed as above.
 
+// Finding the shared data and loading from it offline, as the examples do.
+#[path = "../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;
