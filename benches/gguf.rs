@@ -3,7 +3,7 @@
 //! hole), and encode throughput at 32 KB and 512 KB of English prose against
 //! the same vocabulary through another format of this crate, in the same run:
 //! - Llama-3 and Qwen3 GGUFs made from the shared `tokenizer.json` (as
-//!   `convert_hf_to_gguf.py --vocab-only` writes them, `tests/gguf_writer`)
+//!   `convert_hf_to_gguf.py --vocab-only` writes them, `tests/it/gguf_writer`)
 //!   against that `tokenizer.json`, for loading and encoding;
 //! - `gpt-2.gguf` against `r50k_base` (tiktoken; the same GPT-2 vocabulary
 //!   and regex, equal ids on llama.cpp's vectors);
@@ -24,7 +24,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 mod common;
-#[path = "../tests/gguf_writer/mod.rs"]
+#[path = "../tests/it/gguf_writer/mod.rs"]
 mod gguf_writer;
 
 use common::{load, shared, snapshot};
@@ -69,7 +69,7 @@ fn prose(n: usize) -> String {
 
 /// Vocab-only GGUFs made from shared `tokenizer.json` files, and a
 /// model-sized Llama-3 file, kept in the bench's target folder (the peak
-/// memory figures in README.md come from `examples/gguf_rss.rs` on them).
+/// memory figures in README.md come from `tools/gguf_rss.rs` on them).
 struct Converted {
     llama3: PathBuf,
     llama3_model: PathBuf,

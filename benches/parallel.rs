@@ -9,14 +9,14 @@
 //! encoders, so LoPT is judged against it (`parallel-2t / ceiling-2t`).
 //!
 //! Every iteration encodes text no encode saw before, the next slice of the
-//! whole shared corpus (`examples/common/fresh.rs`): a slice one char further
+//! whole shared corpus (`tools/common/fresh.rs`): a slice one char further
 //! into the same text is text seen again, which the line memos answer on the
 //! sequential side only (DESIGN.md claims 357, 359, 363). Word caches stay
 //! warm, as in a server. `cargo bench --bench parallel`; `rtok bench` times
 //! one file sent again and again.
 
 mod common;
-#[path = "../examples/common/fresh.rs"]
+#[path = "../tools/common/fresh.rs"]
 mod fresh;
 
 use common::{load, shared};

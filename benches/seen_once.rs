@@ -16,7 +16,7 @@
 //! text (its files in name order), the first ones for the warm-up, the rest
 //! for the timed iterations, one window each; at the end of the text the
 //! next pass starts over with every line behind a marker of the pass
-//! (`2\t`, `3\t`, …, as `examples/common/fresh.rs` does), so every line
+//! (`2\t`, `3\t`, …, as `tools/common/fresh.rs` does), so every line
 //! group is new again while the words stay those the caches know (the
 //! marker adds about two tokens a line). The first pass holds 226 timed
 //! pieces of English, 514 of code and 620 of Chinese (39 of math, whose

@@ -3,7 +3,7 @@
 
     pip install tiktoken==0.14.0 tokenizers==0.23.3 sentencepiece==0.2.3 gigatoken==0.10.0 \
         fastokens==0.3.5 riptoken==0.2.4 tokie==0.1.4 kitoken==0.11.1 bpe-openai==0.1.4
-    cargo build --release --example throughput
+    cargo build --release --features tools --bin throughput
     python3 scripts/bench_peers.py [--shared ../shared] [--piece 8192,65536] [--rounds 3] \
         [--round-bytes 262144] [--only o200k_base,llama3] [--categories en-prose,zh,mixed] \
         [--cpu 1] [--markdown [FILE]] [--json FILE]
@@ -34,7 +34,7 @@ prompt text is.
   spreads over all of them; a cell's figure is the median over `--rounds`
   (3) rounds of MB/s (10^6 bytes per second).
 - Fresh processes. Every contender runs in a process of its own, started
-  for the cell and driven over a pipe (this crate: `examples/throughput.rs
+  for the cell and driven over a pipe (this crate: `tools/throughput.rs
   --pieces`, in release; each peer: this script's `--worker` mode), so
   nothing one cell encoded (a peer's process-wide cache included) is there
   in the next, and the 8 KiB and 64 KiB cells may share text. Each process
@@ -65,8 +65,7 @@ timed, interleaved the same way; the 3rd is the table's figure, the crate's
 the crate's repeats is inside its backend, per thread: the memo of whole
 line groups (DESIGN.md claims 357 and 359: a group seen before is looked
 up, stored on that first lookup's miss, so it answers from the 3rd
-sighting on), the clause memo of CJK clauses and character-BPE pieces
-(claims 352 and 358) and the word cache. A last column, "L0 hit", is the
+sighting on) and the word cache. A last column, "L0 hit", is the
 handle's own L0 prompt cache (on by default; it stores a text on its second
 miss): `Tokenizer::encode` on each piece twice untimed, then timed once, a
 copy of stored ids. Seen-once pieces cannot reach the L0 cache: they go
@@ -759,7 +758,7 @@ def build_pieces(shared, piece, rounds, round_bytes, cats, outdir):
 
 
 def steady_allocator():
-    """glibc's allocator thresholds fixed as `examples/throughput.rs` fixes
+    """glibc's allocator thresholds fixed as `tools/throughput.rs` fixes
     them (DESIGN.md claim 354): a fresh worker's large blocks then come from
     a heap that its warm-up has already faulted in, as in a process that has
     run a while."""
@@ -790,7 +789,7 @@ def fast_sha256(ids):
 def worker_main(name, label, pieces_path, shared):
     """One peer in a process of its own: load, warm up, then answer the
     coordinator's commands (`once R`, `again R`, `quit`) on stdin with one
-    JSON line each, as `examples/throughput.rs --pieces` does for the crate."""
+    JSON line each, as `tools/throughput.rs --pieces` does for the crate."""
     steady_allocator()
 
     def say(obj):
@@ -1106,8 +1105,7 @@ def seen_once_markdown(rows, labels, machine, argv):
         "3rd sighting (seen once, then twice more), for every contender. What answers this "
         "crate here is inside its backend, per thread: the memo of whole line groups "
         "(DESIGN.md claims 357, 359; it stores a group on the first lookup, at the 2nd "
-        "sighting, and answers from the 3rd), the clause memo (claims 352, 358) and the word "
-        "cache. The handle's L0/L1 prompt caches are not involved: `encode_sequential` never "
+        "sighting, and answers from the 3rd) and the word cache. The handle's L0/L1 prompt caches are not involved: `encode_sequential` never "
         "consults them. \"crate, 2nd\" is the 2nd sighting; \"L0 hit\" is the handle's L0 prompt "
         "cache (on by default, it stores a text on its second miss) answering "
         "`Tokenizer::encode` with a copy of stored ids.",
@@ -1278,9 +1276,9 @@ def main():
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     shared = pathlib.Path(args.shared).resolve()
-    binary = ROOT / "target/release/examples/throughput"
+    binary = ROOT / "target/release/throughput"
     if not binary.exists():
-        sys.exit("build it first: cargo build --release --example throughput")
+        sys.exit("build it first: cargo build --release --features tools --bin throughput")
     names = [n for n in args.only.split(",") if n] or list(TOKENIZERS)
     cats = [c for c in args.categories.split(",") if c]
     unknown = [n for n in names if n not in TOKENIZERS] + [c for c in cats if c not in CATEGORIES + [MIXED]]

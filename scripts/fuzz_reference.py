@@ -5,7 +5,7 @@ tiktoken encodings against `tiktoken` (reading the shared rank files), and
 the shared SentencePiece `.model` files against `sentencepiece`.
 
     pip install tokenizers==0.23.3 tiktoken==0.14.0 sentencepiece==0.2.3
-    cargo build --release --example encode_jsonl
+    cargo build --release --features tools --bin encode_jsonl
     python3 scripts/fuzz_reference.py [--shared ../shared] [--seed 1] [--count 2000] \\
         [--only NAME,...] [--cjk | --lines]
 
@@ -229,9 +229,9 @@ def main():
                     help="corpus slices seen again and edited (the line memo) instead")
     args = ap.parse_args()
     shared = pathlib.Path(args.shared)
-    binary = ROOT / "target/release/examples/encode_jsonl"
+    binary = ROOT / "target/release/encode_jsonl"
     if not binary.exists():
-        sys.exit("build it first: cargo build --release --example encode_jsonl")
+        sys.exit("build it first: cargo build --release --features tools --bin encode_jsonl")
     cases = (
         [("hf", n) for n in selected(HF, args.only)]
         + [("tiktoken", n) for n in selected(TIKTOKEN, args.only)]

@@ -8,11 +8,15 @@ if [ -d "$shared/hf-cache/hub" ]; then
   export HF_HOME="${HF_HOME:-$RTOK_SHARED_DIR/hf-cache}"
   export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
 fi
+# `tools` builds the harness programs in tools/ (scripts/ runs them) with the
+# rest, so they are linted and linked and cannot rot; every step takes the
+# same features, so the crate is built once.
+features=(--features tools)
 cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
-cargo test --lib --bins --tests --examples --locked
-cargo test --doc --locked
+cargo clippy --all-targets "${features[@]}" --locked -- -D warnings
+cargo test --lib --bins --tests --examples "${features[@]}" --locked
+cargo test --doc "${features[@]}" --locked
 # The examples run offline against the shared data, so they cannot rot.
 for example in long_prompt metrics router_loop; do
-  cargo run --locked --quiet --example "$example" >/dev/null
+  cargo run --locked --quiet "${features[@]}" --example "$example" >/dev/null
 done

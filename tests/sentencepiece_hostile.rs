@@ -5,6 +5,7 @@
 //! the input (checked with a counting global allocator).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/spm_common/mod.rs"]
 mod spm_common;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -1,5 +1,6 @@
-//! What the examples share: finding the project's test data and loading a
-//! tokenizer from it offline.
+//! What the examples share (and the harness programs in `tools/`, through
+//! `#[path]`): finding the project's test data and loading a tokenizer from
+//! it offline.
 #![allow(dead_code)]
 
 use router_tokenizer::{LoadOptions, Tokenizer};

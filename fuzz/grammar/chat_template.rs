@@ -1,5 +1,5 @@
 //! The chat-template grammar shared by the `chat_template` fuzz target and the test
-//! suite's smoke run of it (`tests/chat_fuzz_smoke.rs`, CI has no cargo-fuzz): a source
+//! suite's smoke run of it (`tests/it/chat_fuzz_smoke.rs`, CI has no cargo-fuzz): a source
 //! of choices drives a small Jinja grammar (statements, expressions, the filters, tests,
 //! methods and globals transformers' environment has, and the sizes that make bombs), so
 //! most outputs are templates that parse and run.

@@ -216,7 +216,7 @@ pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(
 /// How a backend's ids turn back into text, which decides the streaming algorithm.
 ///
 /// A backend picks the cheapest style that is exact for its decoder; the
-/// stream tests (`tests/stream.rs`) check `stream == decode(all)` for it.
+/// stream tests (`tests/it/stream.rs`) check `stream == decode(all)` for it.
 /// New styles may be added (the enum is non-exhaustive); a backend that
 /// declares none of the byte styles still streams correctly as `Windowed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -884,7 +884,7 @@ impl BenchReport {
 /// same, though: a line memo (DESIGN.md claims 357, 359) answers the
 /// sequential side from the second round on, as for a prompt sent again,
 /// and `--parallel auto` leaves such a text whole (claim 362).
-/// `examples/lopt_scaling.rs` times text seen once (claim 363).
+/// `tools/lopt_scaling.rs` times text seen once (claim 363).
 fn bench(
     tok: &Tokenizer,
     text: &str,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads caches that tests/hub_download.rs filled through the local hub server with
+"""Reads caches that tests/it/hub_download.rs filled through the local hub server with
 Python huggingface_hub, and checks they are laid out as huggingface_hub lays them out.
 
 Usage: python3 tests/hub_server/check_layout.py target/tmp/hub-download/cold-*  (huggingface_hub >= 0.20)

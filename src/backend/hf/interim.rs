@@ -445,7 +445,7 @@ impl InterimWordPiece {
 
 /// `tokenizers`' own unit cases for its BPE (`models/bpe/model.rs`) and its
 /// pipeline WordPiece (`models/wordpiece/mod.rs`), on the interim engines.
-/// The shared files are compared with the built models in `tests/interim.rs`.
+/// The shared files are compared with the built models in `tests/it/interim.rs`.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -499,7 +499,7 @@ impl Vocab {
 /// a rule at the start: `Replace(▁, " ")`, `ByteFallback`, `Fuse` and an
 /// optional final `Strip(" ", 1, 0)` (Llama-2, Mistral, Gemma), and
 /// `WordPiece` (its `cleanup` rewrites each token on its own). Every other
-/// decoder is left to the windowed stream. `tests/stream.rs` checks each
+/// decoder is left to the windowed stream. `tests/it/stream.rs` checks each
 /// table entry against `decode`.
 fn stream_table(
     decoder: &serde_json::Value,

@@ -14,7 +14,7 @@ Usage:
         --adversarial DIR --out tests/golden/gguf/corpus VOCAB.gguf...
 
 DIR holds the output of `corpus/make_adversarial.py DIR` (default
-arguments, as tests/common does). Per input file, SLICES slices of about
+arguments, as tests/it/common does). Per input file, SLICES slices of about
 SLICE bytes at evenly spaced offsets (moved to UTF-8 character boundaries)
 are tokenized; the first slice's ids are stored in full, every slice's id
 count and the first 16 hex digits of the sha256 of its ids (u32 LE). The

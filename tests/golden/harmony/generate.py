@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden ids for `encode_chat` with `ChatFormat::Harmony` (tests/harmony.rs).
+"""Golden ids for `encode_chat` with `ChatFormat::Harmony` (tests/it/harmony.rs).
 
 Each case is an OpenAI-style chat request (messages, tools,
 chat_template_kwargs, a fixed date). It is mapped to Harmony messages the way

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden ids for `tests/mistral_common.rs`: OpenAI-style chat requests
+"""Golden ids for `tests/it/mistral_common.rs`: OpenAI-style chat requests
 encoded by mistral_common's `MistralTokenizer.encode_chat_completion` for each
 Mistral tokenizer fixture, the way vLLM's `tokenizer_mode=mistral` builds the
 request (`make_mistral_chat_completion_request`: a final assistant message is

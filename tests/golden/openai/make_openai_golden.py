@@ -1,4 +1,4 @@
-"""Goldens for tests/openai_api.rs (issue 41).
+"""Goldens for tests/it/openai_api.rs (issue 41).
 
 Two parts, written to expected.json:
 

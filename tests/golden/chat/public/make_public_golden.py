@@ -12,7 +12,7 @@ Usage (offline, from the repository root):
 
     pip install "transformers==5.23.0" "jinja2==3.1.6"
     python3 tests/golden/chat/public/make_public_golden.py
-    cargo test --test chat_public_golden
+    cargo test --test it chat_public_golden::
 """
 
 import datetime as _dt
