@@ -47,10 +47,10 @@ enum Pending {
 /// always there to take).
 type Slot = Arc<Mutex<Option<Pending>>>;
 
-/// The pipeline, ready or being built.
 /// Where a build leaves the pipeline, or its error.
 type Cell = OnceLock<std::result::Result<Built, Error>>;
 
+/// The pipeline, ready or being built.
 pub(super) struct Pipe {
     cell: Arc<Cell>,
     /// Set while a build is left to a thread, or to the first caller of
