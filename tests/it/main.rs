@@ -22,7 +22,6 @@ mod spm_common;
 
 mod added_route;
 mod aliases;
-mod async_api;
 mod bert_punctuation;
 mod budget;
 mod char_cuts;

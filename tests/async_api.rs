@@ -3,7 +3,8 @@
 //! encoding inline would hold a worker for the whole encode.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use crate::common;
+#[path = "it/common/mod.rs"]
+mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
