@@ -3,7 +3,6 @@
 //! (`EncodeOptimized`, `PopulateSentencePieceText`, `DecodeOptimized`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::bpe::{Bpe, BpeScratch};
 use super::error::SpmError;
@@ -120,7 +119,6 @@ struct Scratch {
     n2o: Vec<usize>,
     bpe: BpeScratch,
     unigram: UnigramScratch,
-    memo: InputMemo,
 }
 
 impl Scratch {
@@ -138,59 +136,6 @@ impl Scratch {
         self.bpe.trim(KEEP);
     }
 }
-
-/// Whole-input memo: the last few inputs (compared byte for byte) and their
-/// ids, per thread. Repeated prompts (system prompts, retries) skip encoding.
-/// Holds at most 4 inputs of at most 64 KiB each (plus their ids); buffers
-/// shrink when an input under half their size replaces a larger one.
-#[derive(Debug, Default)]
-struct InputMemo {
-    entries: Vec<(u64, Vec<u8>, Vec<u32>)>,
-    next: usize,
-}
-
-impl InputMemo {
-    const ENTRIES: usize = 4;
-    const MIN_LEN: usize = 256;
-    /// Longer inputs are not kept: copying text and ids into the memo cost
-    /// a fifth of a memo-bound encode of 256 KB (chunks hitting the chunk
-    /// memo, claim 311), and a repeated long input is answered from the
-    /// chunk memo at about 1 GB/s anyway.
-    const MAX_LEN: usize = 64 << 10;
-
-    fn get(&self, uid: u64, text: &[u8]) -> Option<&[u32]> {
-        self.entries
-            .iter()
-            .find(|(u, t, _)| *u == uid && t.len() == text.len() && t[..] == *text)
-            .map(|(_, _, ids)| &ids[..])
-    }
-
-    fn put(&mut self, uid: u64, text: &[u8], ids: &[u32]) {
-        let entry = if self.entries.len() < Self::ENTRIES {
-            self.entries.push((uid, Vec::new(), Vec::new()));
-            self.entries.len() - 1
-        } else {
-            self.next = (self.next + 1) % Self::ENTRIES;
-            self.next
-        };
-        let (u, t, i) = &mut self.entries[entry];
-        *u = uid;
-        // Shrink only a buffer over twice the size: inputs of about the
-        // same length then reuse it (no reallocation, no fresh pages).
-        t.clear();
-        if t.capacity() > 2 * text.len() {
-            t.shrink_to(text.len());
-        }
-        t.extend_from_slice(text);
-        i.clear();
-        if i.capacity() > 2 * ids.len() {
-            i.shrink_to(ids.len());
-        }
-        i.extend_from_slice(ids);
-    }
-}
-
-static NEXT_MODEL_UID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
@@ -269,8 +214,6 @@ pub struct SentencePieceModel {
     settings: SpmSettings,
     /// Encode may skip normalization (identity normalizer, see `Bpe::encode_raw`).
     raw_bpe: bool,
-    /// Identifies this model (and its clones) in per-thread memos.
-    uid: u64,
     /// Streaming table: bytes of every piece as decode renders it.
     stream_bytes: Vec<u8>,
     stream_spans: Vec<(usize, usize)>,
@@ -542,7 +485,6 @@ impl SentencePieceModel {
             remove_extra_whitespaces: ns.remove_extra_whitespaces,
             settings,
             raw_bpe,
-            uid: NEXT_MODEL_UID.fetch_add(1, Ordering::Relaxed),
             stream_bytes: Vec::new(),
             stream_spans: Vec::new(),
         };
@@ -631,22 +573,13 @@ impl SentencePieceModel {
         if text.is_empty() {
             return;
         }
-        let from = ids.len();
         with_scratch(|s| {
             let Scratch {
                 normalized,
                 bpe,
                 unigram,
-                memo,
                 ..
             } = s;
-            let memoize = (InputMemo::MIN_LEN..=InputMemo::MAX_LEN).contains(&text.len());
-            if memoize {
-                if let Some(hit) = memo.get(self.uid, text.as_bytes()) {
-                    ids.extend_from_slice(hit);
-                    return;
-                }
-            }
             match self
                 .raw_engine()
                 .filter(|_| text.len() >= line_memo::MIN_TEXT)
@@ -671,13 +604,6 @@ impl SentencePieceModel {
                     let Ok(()) = result;
                 }
                 None => self.encode_uncached(text, ids, normalized, bpe, unigram),
-            }
-            if memoize {
-                memo.put(
-                    self.uid,
-                    text.as_bytes(),
-                    ids.get(from..).unwrap_or_default(),
-                );
             }
         });
     }
@@ -1303,8 +1229,8 @@ mod tests {
             .prop_map(|v| v.into_iter().map(|(r, g)| format!("{r}{g}")).collect())
     }
 
-    /// `encode` without the whole-input memo, so a repeated text is
-    /// answered by the chunk memo (or merged), never by a stored copy.
+    /// `encode` on the model path alone (no line memo), so a repeated text
+    /// is answered by the chunk memo (or merged), never by a stored copy.
     fn encode_chunks(m: &SentencePieceModel, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
         // `encode_append`'s own guard: an empty text has no pieces (the
