@@ -44,6 +44,9 @@
 //! `{"ms", "cpu_ms", "bytes", "tokens", "sha256": [one per piece]}`: the
 //! summed wall time of the round's encodes, this thread's CPU time for them,
 //! and each piece's ids hashed as above.
+//! `warm_batch` and `batch R` (for `scripts/bench_batch.py`) do the same
+//! through one `encode_batch` call over the rayon pool: see
+//! [`batch_command`].
 
 // Finding the shared data and loading from it offline, as the examples do.
 #[path = "../examples/common/mod.rs"]
@@ -325,6 +328,10 @@ fn pieces_mode(source: &str, path: &str) {
         if cmd == "quit" {
             break;
         }
+        if cmd == "warm_batch" || cmd == "batch" {
+            batch_command(&tok, &pieces, cmd, round, &mut out);
+            continue;
+        }
         let round = round
             .filter(|_| matches!(cmd, "once" | "again" | "l0"))
             .and_then(|r| pieces.rounds.get(r));
@@ -377,4 +384,41 @@ fn pieces_mode(source: &str, path: &str) {
         );
         let _ = out.flush();
     }
+}
+
+/// `warm_batch` (every warm-up piece in one `encode_batch`, untimed: the
+/// pool's threads warm their word caches as the main thread did) and
+/// `batch R` (round `R`'s pieces in one timed `encode_batch` over the rayon
+/// pool: the wall time; `cpu_ms` is `null`, the work runs on other threads).
+fn batch_command(
+    tok: &router_tokenizer::Tokenizer,
+    pieces: &Pieces,
+    cmd: &str,
+    round: Option<usize>,
+    out: &mut impl std::io::Write,
+) {
+    let texts: Vec<&str> = match (cmd, round.and_then(|r| pieces.rounds.get(r))) {
+        ("warm_batch", _) => pieces.warm.iter().map(String::as_str).collect(),
+        ("batch", Some(round)) => round.iter().map(String::as_str).collect(),
+        _ => {
+            let _ = writeln!(out, "{{\"error\":\"bad command: {cmd}\"}}");
+            let _ = out.flush();
+            return;
+        }
+    };
+    let start = Instant::now();
+    let encs = tok.encode_batch(&texts, false).unwrap_or_else(|e| fail(&e));
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let tokens: usize = encs.iter().map(|e| e.len()).sum();
+    let hashes: Vec<String> = encs
+        .iter()
+        .map(|e| format!("\"{}\"", ids_hex(e.ids())))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{{\"ms\":{ms:.4},\"cpu_ms\":null,\"bytes\":{},\"tokens\":{tokens},\"sha256\":[{}]}}",
+        texts.iter().map(|t| t.len()).sum::<usize>(),
+        hashes.join(",")
+    );
+    let _ = out.flush();
 }
