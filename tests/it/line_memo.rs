@@ -109,3 +109,41 @@ fn sentencepiece_lines_seen_again_match_a_fresh_encode() {
         }
     });
 }
+
+/// `LoadOptions::line_memo_bytes` reaches every engine that keeps a line
+/// memo (a `tokenizer.json` byte-level BPE, a tiktoken encoding, a
+/// SentencePiece `.model`): with no memo (`Some(0)`) and a small one
+/// (64 KiB, which the text overflows) the ids of text sent again and
+/// changed are the default load's, round after round.
+#[test]
+fn the_load_options_budget_keeps_the_ids() {
+    const SOURCES: [&str; 3] = [
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "o200k_base",
+        "fixtures/sentencepiece/mistral-tokenizer.model.v1",
+    ];
+    let (text, changed) = line_repeats(12 << 10);
+    std::thread::scope(|scope| {
+        for source in SOURCES {
+            for budget in [0, 64 << 10] {
+                let (text, changed) = (&text, &changed);
+                scope.spawn(move || {
+                    let name = if source.starts_with("fixtures/") {
+                        shared_dir().join(source).to_string_lossy().into_owned()
+                    } else {
+                        source.to_owned()
+                    };
+                    let options = router_tokenizer::LoadOptions {
+                        line_memo_bytes: Some(budget),
+                        bypass_registry: true,
+                        ..offline_options()
+                    };
+                    let limited = options.load(&name).unwrap();
+                    let default = tokenizer(source);
+                    let what = format!("{source} with a line memo of {budget} bytes");
+                    assert_memo_rounds(&what, &limited, &default, text, changed);
+                });
+            }
+        }
+    });
+}
