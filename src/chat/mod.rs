@@ -70,7 +70,7 @@ pub use env::RenderLimits;
 pub use error::{ChatTemplateError, Limit};
 pub use openai::ContentShaping;
 pub use request::{
-    ChatCliInput, ChatRequest, ContentPart, ContinueFinalMessage, FixedNow, FunctionCall, Message,
+    ChatRequest, ContentPart, ContinueFinalMessage, FixedNow, FunctionCall, Message,
     MessageContent, ToolCall,
 };
 pub use source::{SpecialTokens, TemplateOrigin, TemplateSource};

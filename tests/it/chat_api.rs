@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use router_tokenizer::chat::{
-    ChatCliInput, ChatRequest, ChatTemplate, ChatTemplateError, ContentFormat,
-    ContinueFinalMessage, LazyChatTemplate, Message, SpecialTokens, TemplateOrigin, TemplateSource,
-    load_chat_template,
+    ChatRequest, ChatTemplate, ChatTemplateError, ContentFormat, ContinueFinalMessage,
+    LazyChatTemplate, Message, SpecialTokens, TemplateOrigin, TemplateSource, load_chat_template,
 };
 
 /// A fresh scratch directory under the system temp dir.
@@ -304,35 +303,30 @@ fn openai_request_json_deserializes() {
     );
 }
 
+/// An OpenAI body read by the library: what `rtok chat --messages BODY` starts from (the
+/// flags' overrides and their JSON errors are `rtok`'s, tested in `chat_cli`).
 #[test]
-fn cli_input_builds_a_request() {
-    let r = ChatRequest::from_cli(&ChatCliInput {
-        messages: r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
-        tools: Some(r#"[{"type": "function", "function": {"name": "f"}}]"#),
-        add_generation_prompt: true,
-        template: Some("tool_use"),
-        kwargs: Some(r#"{"x": 1}"#),
-        ..ChatCliInput::default()
-    })
+fn openai_body_builds_a_request() {
+    let r = ChatRequest::from_openai(&json!({
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+        "chat_template_name": "tool_use",
+        "chat_template_kwargs": {"x": 1},
+    }))
     .unwrap();
     assert_eq!(r.messages.len(), 1);
+    assert_eq!(r.tools.as_ref().map(Vec::len), Some(1));
     assert_eq!(r.chat_template_name.as_deref(), Some("tool_use"));
+    assert_eq!(r.chat_template_kwargs.get("x"), Some(&json!(1)));
     assert!(r.add_generation_prompt);
-    assert!(
-        ChatRequest::from_cli(&ChatCliInput {
-            messages: "[",
-            ..ChatCliInput::default()
-        })
-        .is_err()
-    );
-    assert!(
-        ChatRequest::from_cli(&ChatCliInput {
-            messages: "[]",
-            kwargs: Some("[1]"),
-            ..ChatCliInput::default()
-        })
-        .is_err()
-    );
+    let err = ChatRequest::from_openai(&json!([]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must be an object"), "{err}");
+    let err = ChatRequest::from_openai(&json!({"messages": [], "chat_template_kwargs": [1]}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`chat_template_kwargs`"), "{err}");
 }
 
 #[test]

@@ -387,3 +387,88 @@ fn format_harmony_text_and_ids() {
     mistral.extend(["--messages", HI]);
     assert!(!rtok(&mistral, "").status.success());
 }
+
+/// `--messages` with an OpenAI body: the flags override it (`--tools` and `--template`
+/// replace, `--kwargs` merges over, `--add-generation-prompt` and `--continue-final-message`
+/// switch on), and malformed JSON in a flag is an error naming the flag.
+#[test]
+fn flags_override_an_openai_body_and_bad_json_names_the_flag() {
+    let qwen = "Qwen/Qwen3-8B";
+    let body = r#"{"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
+        "tools": [{"type": "function", "function": {"name": "body_tool"}}],
+        "chat_template_kwargs": {"x": 0, "y": 2}}"#;
+    let template = "{{ messages|length }}|{{ add_generation_prompt }}|{{ tools[0].function.name }}|{{ x }}{{ y }}|{{ messages[0].content }}";
+    let base = [
+        "chat",
+        "-t",
+        qwen,
+        "--messages",
+        body,
+        "--template",
+        template,
+    ];
+    assert_eq!(ok(&rtok(&base, "")), "1|False|body_tool|02|hi");
+    let mut args = base.to_vec();
+    args.extend([
+        "--tools",
+        r#"[{"type": "function", "function": {"name": "f"}}]"#,
+        "--add-generation-prompt",
+        "--kwargs",
+        r#"{"x": 1}"#,
+    ]);
+    assert_eq!(ok(&rtok(&args, "")), "1|True|f|12|hi");
+    // Continuing the final message turns the body's generation prompt off.
+    let body_on = body.replace(
+        r#""add_generation_prompt": false"#,
+        r#""add_generation_prompt": true"#,
+    );
+    let continued = [
+        "chat",
+        "-t",
+        qwen,
+        "--messages",
+        &body_on,
+        "--template",
+        "{{ add_generation_prompt }}|{{ messages[0].content }}",
+        "--continue-final-message",
+    ];
+    assert_eq!(ok(&rtok(&continued, "")), "False|hi");
+    // `--template NAME` picks one of the tokenizer's named templates (Cohere's tools have
+    // a shape of their own).
+    let cohere = "CohereForAI/c4ai-command-r-plus";
+    let tools = r#"[{"name": "lookup", "description": "Looks up.", "parameter_definitions": {}}]"#;
+    let named = |name: &str| {
+        let args = ["chat", "-t", cohere, "--messages", body, "--tools", tools];
+        ok(&rtok(&[&args[..], &["--template", name]].concat(), ""))
+    };
+    let options = router_tokenizer::LoadOptions {
+        cache_dir: Some(shared().join("hf-cache/hub")),
+        ..router_tokenizer::LoadOptions::default()
+    };
+    let mut request =
+        router_tokenizer::chat::ChatRequest::from_openai(&serde_json::from_str(body).unwrap())
+            .unwrap();
+    request.tools = Some(serde_json::from_str(tools).unwrap());
+    request.chat_template_name = Some("tool_use".into());
+    let template = options.load_chat_template(cohere).unwrap();
+    let want = template.render(&request).unwrap();
+    assert!(want.contains("def lookup("), "{want}");
+    assert_eq!(named("tool_use"), want);
+    assert_ne!(named("default"), want);
+    for (args, flag) in [
+        (&["--messages", "["][..], "--messages"),
+        (&["--messages", "[]", "--kwargs", "[1]"][..], "--kwargs"),
+        (&["--messages", HI, "--tools", "{"][..], "--tools"),
+        (&["--messages", HI, "--documents", "[1"][..], "--documents"),
+    ] {
+        let mut all = vec!["chat", "-t", qwen];
+        all.extend(args);
+        let out = rtok(&all, "");
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid chat request: {flag}: ")),
+            "{err}"
+        );
+    }
+}

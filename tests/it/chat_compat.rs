@@ -5,7 +5,9 @@
 
 use serde_json::{Value as Json, json};
 
-use router_tokenizer::chat::{ChatRequest, ChatTemplate, ChatTemplateError, SpecialTokens};
+use router_tokenizer::chat::{
+    ChatRequest, ChatTemplate, ChatTemplateError, Message, SpecialTokens,
+};
 
 fn render_with(template: &str, request: Json) -> Result<String, ChatTemplateError> {
     let request: ChatRequest = serde_json::from_value(request).unwrap();
@@ -157,11 +159,8 @@ fn class8_accepts_what_transformers_accepts() {
 
 #[test]
 fn request_errors_name_the_message_and_field() {
-    let input = router_tokenizer::chat::ChatCliInput {
-        messages: r#"[{"role": "user", "content": "hi"}, {"role": 5}]"#,
-        ..Default::default()
-    };
-    let err = ChatRequest::from_cli(&input).unwrap_err().to_string();
+    let list = vec![json!({"role": "user", "content": "hi"}), json!({"role": 5})];
+    let err = Message::list_from_json(list).unwrap_err().to_string();
     assert!(err.contains("message 1") && err.contains("`role`"), "{err}");
 }
 
