@@ -134,13 +134,13 @@ impl SeenRate {
     }
 }
 
-/// Keys → ids that only remembers what recurs, the line memo's table
-/// (claim 357): a key is worth a lookup only when seen before while most
-/// recent keys were too, so text seen once pays a filter bit per key, not a
-/// table entry. At most 2^15 slots (16,384 keys: a bounded size on any
-/// input, since a router's thread keeps it for the process's life) and its
-/// budget of keys and ids ([`with_budget`](RecurringMemo::with_budget), 4 MiB
-/// by default); a key over 64 KiB is not remembered. A caller that asks
+/// Keys → ids that only remembers what recurs, the table of the byte-level
+/// BPEs' clause and line memos (claims 352 and 357): a key is worth a
+/// lookup only when seen before while most recent keys were too, so text
+/// seen once pays a filter bit per key, not a table entry. At most 2^15
+/// slots (16,384 keys: a bounded size on any input, since a router's
+/// thread keeps it for the process's life) and 4 MiB of keys and ids; a
+/// key over 64 KiB is not remembered. A caller that asks
 /// [`keeps`](RecurringMemo::keeps) before inserting gets a full table that
 /// keeps what it holds until its lookups mostly miss (claim 385).
 pub(crate) struct RecurringMemo {
@@ -158,40 +158,23 @@ pub(crate) struct RecurringMemo {
 const MIN_WINDOW: u32 = 1024;
 const STALE_RATIO: u32 = 4;
 
-/// Bytes of keys and ids a [`RecurringMemo`] keeps by default.
-pub(crate) const RECURRING_DEFAULT_BYTES: usize = 4 << 20;
-
-/// Budget bytes per slot of a [`RecurringMemo`]'s table (4 MiB: 2^15 slots,
-/// 16,384 keys of 256 bytes on average at half load).
-const BYTES_PER_SLOT: usize = 128;
-
 impl Default for RecurringMemo {
     fn default() -> Self {
-        Self::with_budget(RECURRING_DEFAULT_BYTES)
-    }
-}
-
-impl RecurringMemo {
-    /// A memo that keeps at most `bytes` of keys and ids (its slot table
-    /// sized in proportion: 2^8 to 2^15 slots; the seen filter's 128 KiB
-    /// come on top). A key over a quarter of the budget is not kept.
-    pub(crate) fn with_budget(bytes: usize) -> Self {
-        let max_slots = (bytes / BYTES_PER_SLOT)
-            .next_power_of_two()
-            .clamp(1 << 8, 1 << 15);
         Self {
             table: ByteMemo::new(MemoCaps {
                 max_key: u16::MAX as usize,
-                max_bytes: bytes,
+                max_bytes: 4 << 20,
                 min_slots: 1 << 8,
-                max_slots,
+                max_slots: 1 << 15,
             }),
             seen: SeenFilter::default(),
             rate: SeenRate::default(),
             full: None,
         }
     }
+}
 
+impl RecurringMemo {
     /// Whether a key of hash `h` ([`hash`]) is worth a lookup; marks it
     /// seen.
     #[inline]
@@ -271,12 +254,6 @@ impl RecurringMemo {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.table.len()
-    }
-
-    /// Key and id bytes held (what the budget bounds).
-    #[cfg(test)]
-    pub(crate) fn bytes(&self) -> usize {
-        self.table.bytes()
     }
 
     /// Bits the seen filter has set (tests watch it start again).

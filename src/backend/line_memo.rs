@@ -21,13 +21,8 @@
 //! uses it too, with its own edge rule (claim 359).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::backend::byte_memo::{self, RecurringMemo};
-
-/// The budget of one thread's line memo for one tokenizer, in bytes of line
-/// groups and ids, unless `LoadOptions` sets another (0: no memo).
-pub(crate) const DEFAULT_BUDGET: usize = byte_memo::RECURRING_DEFAULT_BYTES;
 
 /// Bytes a group must have to be looked up: below it, the probe and copy
 /// cost about what encoding it does.
@@ -54,61 +49,12 @@ pub(crate) fn safe_cut(bytes: &[u8], nl: usize) -> bool {
     }
 }
 
-/// A model's line-memo budget (bytes of groups and ids per thread; 0: no
-/// memo), set by the loader after the model is built and read when a
-/// thread makes its memo.
-#[derive(Debug)]
-pub(crate) struct Budget(AtomicUsize);
-
-impl Default for Budget {
-    fn default() -> Self {
-        Self(AtomicUsize::new(DEFAULT_BUDGET))
-    }
-}
-
-impl Clone for Budget {
-    fn clone(&self) -> Self {
-        Self(AtomicUsize::new(self.get()))
-    }
-}
-
-impl Budget {
-    /// The budget now.
-    pub(crate) fn get(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    /// Sets the budget of the memos threads make from now on (the loader
-    /// sets it before the first encode).
-    pub(crate) fn set(&self, bytes: usize) {
-        self.0.store(bytes, Ordering::Relaxed);
-    }
-}
-
 /// A backend's line memos, one per thread (made on first use), for the
-/// backends whose pre-tokenizer admits the cut, each within the budget
-/// `LoadOptions` set (0: none is made).
+/// backends whose pre-tokenizer admits the cut.
 #[derive(Default)]
-pub(crate) struct LineMemos {
-    memos: thread_local::ThreadLocal<RefCell<LineMemo>>,
-    budget: Budget,
-}
+pub(crate) struct LineMemos(thread_local::ThreadLocal<RefCell<LineMemo>>);
 
 impl LineMemos {
-    /// See [`Budget::set`].
-    pub(crate) fn set_budget(&self, bytes: usize) {
-        self.budget.set(bytes);
-    }
-
-    /// This thread's memo; `None` when the budget is 0.
-    fn memo(&self) -> Option<&RefCell<LineMemo>> {
-        let budget = self.budget.get();
-        (budget > 0).then(|| {
-            self.memos
-                .get_or(|| RefCell::new(LineMemo::with_budget(budget)))
-        })
-    }
-
     /// `text`'s ids appended to `out`: through this thread's memo when
     /// the text is long enough, else `encode(text, out)`. An encode on this
     /// thread already holding the memo (none does today) goes without it
@@ -121,8 +67,7 @@ impl LineMemos {
         mut encode: impl FnMut(&str, &mut Vec<u32>) -> Result<(), E>,
     ) -> Result<(), E> {
         if text.len() >= MIN_TEXT
-            && let Some(memo) = self.memo()
-            && let Ok(mut memo) = memo.try_borrow_mut()
+            && let Ok(mut memo) = self.0.get_or_default().try_borrow_mut()
         {
             return memo.encode(text, out, edge, encode);
         }
@@ -130,12 +75,14 @@ impl LineMemos {
     }
 
     /// [`LineMemo::recurs`] on this thread's memo; `false` for a text the
-    /// memo would not take, or with no memo.
+    /// memo would not take.
     pub(crate) fn recurs(&self, text: &str, want: usize) -> bool {
         text.len() >= MIN_TEXT
             && self
-                .memo()
-                .is_some_and(|m| m.try_borrow_mut().is_ok_and(|mut m| m.recurs(text, want)))
+                .0
+                .get_or_default()
+                .try_borrow_mut()
+                .is_ok_and(|mut m| m.recurs(text, want))
     }
 }
 
@@ -150,11 +97,6 @@ impl std::fmt::Debug for LineMemo {
 }
 
 impl LineMemo {
-    /// A memo that keeps at most `bytes` of groups and ids.
-    pub(crate) fn with_budget(bytes: usize) -> Self {
-        Self(RecurringMemo::with_budget(bytes))
-    }
-
     /// `text`'s ids appended to `out`. `encode` appends the ids of a piece
     /// of `text` (the whole text when no group is looked up); `edge(p)` says
     /// whether the text may be cut at `p` (no added token across it), and
@@ -391,45 +333,6 @@ mod tests {
         let (ids, calls) = run(&mut memo, &shifted, |_| true);
         assert!(ids == shifted.bytes().map(u32::from).collect::<Vec<_>>());
         assert!(calls.len() <= 3, "{calls:?}");
-    }
-
-    /// The budget bounds what a thread keeps (a text of 16 times the budget
-    /// sent again and again), and the ids never change; at 0 no memo is
-    /// made: every text goes whole to the encoder, and none recurs.
-    #[test]
-    fn the_budget_bounds_the_memo_and_zero_turns_it_off() {
-        let text = lines(0..16_000);
-        let want: Vec<u32> = text.bytes().map(u32::from).collect();
-        for budget in [64 << 10, 1 << 20] {
-            let mut memo = LineMemo::with_budget(budget);
-            for _ in 0..4 {
-                let (ids, _) = run(&mut memo, &text, |_| true);
-                assert!(ids == want);
-                assert!(memo.0.bytes() <= budget, "{} > {budget}", memo.0.bytes());
-            }
-            assert!(memo.0.len() > 0, "a budget of {budget} kept nothing");
-        }
-        let memos = LineMemos::default();
-        memos.set_budget(0);
-        for _ in 0..4 {
-            let mut calls = 0;
-            let mut ids = Vec::new();
-            memos
-                .encode(
-                    &text,
-                    &mut ids,
-                    |_| true,
-                    |piece, out| {
-                        calls += 1;
-                        out.extend(piece.bytes().map(u32::from));
-                        Ok::<(), ()>(())
-                    },
-                )
-                .expect("stand-in encoder");
-            assert!(ids == want && calls == 1);
-            assert!(!memos.recurs(&text, 1));
-        }
-        assert!(memos.memos.get().is_none(), "a memo was made");
     }
 
     #[test]

@@ -149,14 +149,6 @@ pub trait Encoder: Send + Sync {
         false
     }
 
-    /// Sets the budget of the backend's line memo ([`LoadOptions::line_memo_bytes`](crate::LoadOptions::line_memo_bytes)):
-    /// bytes of line groups and ids each encoding thread keeps; 0 turns
-    /// the memo off. The loader calls it once, before the first encode.
-    /// The default (a backend with no line memo) does nothing.
-    fn set_line_memo_bytes(&self, bytes: usize) {
-        let _ = bytes;
-    }
-
     /// Encodes one chunk of a longer text for the parallel encoder: ids with
     /// no BOS/EOS, spans and pre-token boundaries near both ends.
     ///

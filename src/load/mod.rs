@@ -88,13 +88,6 @@ pub struct LoadOptions {
     /// (the default) allows any path; `Some(vec![])` allows none, so a source
     /// string taken from a client can only name a hub id or an encoding.
     pub allowed_dirs: Option<Vec<PathBuf>>,
-    /// The line memo's budget: bytes of line groups and their ids each
-    /// encoding thread keeps per tokenizer, so that text sent again inside
-    /// other text (a document with a new question, a conversation's history
-    /// with the L1 cache off) is answered without encoding it again. `None`:
-    /// 4 MiB (plus a 128 KiB filter of what was seen); `Some(0)`: no line
-    /// memo. The ids are the same either way.
-    pub line_memo_bytes: Option<usize>,
 }
 
 /// Network limits for hub downloads, part of [`LoadOptions`].
@@ -189,7 +182,6 @@ impl std::fmt::Debug for LoadOptions {
             .field("control_tokens", &self.control_tokens)
             .field("prefer_tokenizer_json", &self.prefer_tokenizer_json)
             .field("chat_format", &self.chat_format)
-            .field("line_memo_bytes", &self.line_memo_bytes)
             .finish()
     }
 }
@@ -300,10 +292,6 @@ impl LoadOptions {
                 self.load_gguf(&gguf::file_in_snapshot(&dir, &repo, &file)?, source)?
             }
         };
-        tokenizer.backend_dyn().set_line_memo_bytes(
-            self.line_memo_bytes
-                .unwrap_or(crate::backend::line_memo::DEFAULT_BUDGET),
-        );
         crate::metrics::record_load(tokenizer.metrics().labels(), start.elapsed());
         Ok(tokenizer)
     }

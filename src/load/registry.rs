@@ -49,7 +49,7 @@ static REGISTRY: LazyLock<DashMap<String, Arc<Slot>>> =
 /// The key: the source and every option that changes the result (not the token).
 fn key(source: &str, o: &LoadOptions) -> String {
     format!(
-        "{source}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}{:?}",
+        "{source}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
         o.revision,
         o.chat_template,
         o.cache_dir.clone().or_else(super::hub::cache_dir_from_env),
@@ -58,7 +58,6 @@ fn key(source: &str, o: &LoadOptions) -> String {
         o.endpoint,
         std::env::current_dir().ok(),
         o.prefer_tokenizer_json,
-        o.line_memo_bytes,
     )
 }
 

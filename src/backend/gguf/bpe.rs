@@ -40,11 +40,6 @@ pub(crate) struct Bpe {
 }
 
 impl Bpe {
-    /// The line memo's budget of the `tokenizer.json` engine underneath.
-    pub(crate) fn set_line_memo_bytes(&self, bytes: usize) {
-        crate::backend::Encoder::set_line_memo_bytes(&self.hf, bytes);
-    }
-
     /// Encodes the raw text `text[start..end]`, pushing ids (and absolute
     /// spans when `spans` is given).
     pub(crate) fn encode(

@@ -531,14 +531,6 @@ impl Encoder for GgufBackend {
     ) -> Option<Result<Encoding>> {
         Some(self.encode_with(text, false, with_offsets, false, markers))
     }
-
-    fn set_line_memo_bytes(&self, bytes: usize) {
-        match &self.engine {
-            Engine::Bpe(bpe) => bpe.set_line_memo_bytes(bytes),
-            Engine::Hf(hf) => hf.set_line_memo_bytes(bytes),
-            Engine::Spm { .. } | Engine::Ugm(_) => {}
-        }
-    }
 }
 
 impl Decoder for GgufBackend {

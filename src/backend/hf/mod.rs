@@ -1126,17 +1126,6 @@ impl Encoder for HfBackend {
         }
     }
 
-    fn set_line_memo_bytes(&self, bytes: usize) {
-        match &self.spm {
-            Ok(route) => route.set_line_memo_bytes(bytes),
-            Err(_) => {
-                if let Some(lines) = &self.lines {
-                    lines.set_budget(bytes);
-                }
-            }
-        }
-    }
-
     /// Waits for a pipeline the load left building (claims 306, 340, 344),
     /// and makes the streaming table. A byte-level file on the crate's
     /// engine has no model build to wait for (`Pipe::forgo`).

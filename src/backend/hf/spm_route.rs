@@ -123,11 +123,6 @@ impl SpmRoute {
         self.model.text_recurs(text, want)
     }
 
-    /// [`SentencePieceModel::set_line_memo_bytes`].
-    pub(crate) fn set_line_memo_bytes(&self, bytes: usize) {
-        self.model.set_line_memo_bytes(bytes);
-    }
-
     /// A parallel-encoder chunk with spans near its ends only, as a `.model`
     /// file's backend gives it; the caller checks it holds no added token.
     pub(crate) fn encode_windows(

@@ -276,10 +276,6 @@ impl Encoder for SpmBackend {
         self.model.text_recurs(text, want)
     }
 
-    fn set_line_memo_bytes(&self, bytes: usize) {
-        self.model.set_line_memo_bytes(bytes);
-    }
-
     /// Spans only near the chunk's ends when the model has the raw BPE path
     /// and the chunk holds no control piece; otherwise every span.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {

@@ -43,7 +43,7 @@ use super::cache::{CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCach
 use super::model::{NO_ID, PieceSink, Vocab};
 use super::normalizer::PrefixMatcher;
 use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
-use crate::backend::line_memo::{self, LineMemo};
+use crate::backend::line_memo::LineMemo;
 
 /// Segments with more symbols than this use the heap instead of scanning.
 const SMALL_SEGMENT: usize = 64;
@@ -342,8 +342,6 @@ pub(crate) struct Bpe {
     vocab_len: u32,
     /// Identifies the model's memo in the per-thread cache set.
     uid: u64,
-    /// The line memo's budget (claim 359): a thread's memo is made with it.
-    line_budget: line_memo::Budget,
     /// Bytes that start some user-defined symbol.
     ud_lead: [bool; 256],
     /// No user-defined symbol contains U+2581 after its first byte (so none
@@ -457,7 +455,6 @@ impl Bpe {
             has_unused,
             vocab_len: n as u32,
             uid: NEXT_UID.fetch_add(1, AtomicOrdering::Relaxed),
-            line_budget: line_memo::Budget::default(),
             ud_lead: [false; 256],
             ud_space_free: true,
             ud_newline_free: true,
@@ -619,17 +616,7 @@ impl Bpe {
             .for_model(self.uid)
             .lines
             .take()
-            .unwrap_or_else(|| Box::new(LineMemo::with_budget(self.line_budget.get())))
-    }
-
-    /// Whether the raw path keeps a line memo (its budget is not 0).
-    pub(crate) fn has_line_memo(&self) -> bool {
-        self.line_budget.get() > 0
-    }
-
-    /// Sets the line memo's budget ([`line_memo::Budget::set`]).
-    pub(crate) fn set_line_memo_bytes(&self, bytes: usize) {
-        self.line_budget.set(bytes);
+            .unwrap_or_default()
     }
 
     /// Gives back what [`take_lines`](Self::take_lines) took.

@@ -582,7 +582,7 @@ impl SentencePieceModel {
             } = s;
             match self
                 .raw_engine()
-                .filter(|b| text.len() >= line_memo::MIN_TEXT && b.has_line_memo())
+                .filter(|_| text.len() >= line_memo::MIN_TEXT)
             {
                 // Line groups seen again answered whole (claim 359).
                 Some(b) => {
@@ -611,7 +611,7 @@ impl SentencePieceModel {
     /// [`LineMemo::recurs`](crate::backend::line_memo::LineMemo::recurs) on
     /// this thread's line memo (claim 359); `false` off the raw BPE path.
     pub(crate) fn text_recurs(&self, text: &str, want: usize) -> bool {
-        let Some(b) = self.raw_engine().filter(|b| b.has_line_memo()) else {
+        let Some(b) = self.raw_engine() else {
             return false;
         };
         if text.len() < line_memo::MIN_TEXT {
@@ -623,15 +623,6 @@ impl SentencePieceModel {
             b.put_lines(&mut s.bpe, lines);
             recurs
         })
-    }
-
-    /// Sets the budget of the raw BPE path's line memo (claim 359): bytes
-    /// of line groups and ids each thread keeps; 0 turns it off. Other
-    /// engines keep no line memo.
-    pub(crate) fn set_line_memo_bytes(&self, bytes: usize) {
-        if let Engine::Bpe(b) = &self.engine {
-            b.set_line_memo_bytes(bytes);
-        }
     }
 
     /// The BPE engine when the raw path applies (identity normalizer).

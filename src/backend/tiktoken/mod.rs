@@ -830,12 +830,6 @@ impl Encoder for TiktokenBackend {
         self.lines.as_ref().is_some_and(|l| l.recurs(text, want))
     }
 
-    fn set_line_memo_bytes(&self, bytes: usize) {
-        if let Some(lines) = &self.lines {
-            lines.set_budget(bytes);
-        }
-    }
-
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         self.encode_chunk_impl(text, request)
     }
