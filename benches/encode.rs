@@ -3,9 +3,8 @@
 //!
 //! **Text seen again.** Every encode group here repeats one text each
 //! iteration (the group names say `seen_again`): the prompt caches are off
-//! (`common::load`), but from 4 KiB on the backend's per-thread memo of whole
-//! line groups (DESIGN.md claims 357, 359) answers a repeated text from
-//! memory, and below that the word cache holds every word of it. These
+//! (`common::load`), but the backend's per-thread word caches hold every
+//! word of it. These
 //! figures are the cost of a text the handle has seen before, not encode
 //! speed: text seen once is `benches/seen_once.rs` and
 //! `scripts/bench_peers.py` (issue #43).

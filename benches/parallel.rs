@@ -10,8 +10,7 @@
 //!
 //! Every iteration encodes text no encode saw before, the next slice of the
 //! whole shared corpus (`tools/common/fresh.rs`): a slice one char further
-//! into the same text is text seen again, which the line memos answer on the
-//! sequential side only (DESIGN.md claims 357, 359, 363). Word caches stay
+//! into the same text is text seen again (DESIGN.md claim 363). Word caches stay
 //! warm, as in a server. `cargo bench --bench parallel`; `rtok bench` times
 //! one file sent again and again.
 

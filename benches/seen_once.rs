@@ -6,10 +6,8 @@
 //!
 //! The crate encodes with `encode_sequential`, which never consults the
 //! handle's L0/L1 prompt caches (and `common::load` turns them off as well),
-//! so the only caches left are inside the backend: the word cache, which the
-//! warm-up fills, and the memos of whole line groups and clauses (DESIGN.md
-//! claims 352, 357–359), which answer only text seen before, and no timed
-//! piece was.
+//! so the only caches left are inside the backend: the word caches, which
+//! the warm-up fills.
 //!
 //! **No piece repeats**, however many iterations criterion asks for. Each
 //! group draws from a `Supply`: consecutive 8 KiB windows of the kind's

@@ -12,10 +12,9 @@
 //!   corpus, cycling through them (about 34,700 windows at 1 KB, 4,100 at
 //!   32 KB, 390 at 512 KB; a window repeats after that many iterations). The
 //!   windows overlap (a stride of 61, 509 or 4,093 bytes), so from 4 KiB on
-//!   each shares nearly all its lines with the one before, and the native
-//!   engine's memo of line groups (DESIGN.md claim 359, newer than this
-//!   bench) can answer those lines: at 32 KB and 512 KB this is text seen
-//!   again line by line, not text seen once (that is `benches/seen_once.rs`).
+//!   each shares nearly all its lines with the one before: at 32 KB and
+//!   512 KB its chunks are mostly in the engine's chunk memo, text seen
+//!   again, not text seen once (that is `benches/seen_once.rs`).
 //!   HF runs BPE over the whole input.
 //!
 //! Data: `$RTOK_SHARED_DIR` (default `../shared`).
@@ -151,9 +150,7 @@ fn bench_encode(c: &mut Criterion) {
 /// no earlier iteration took (`tokenizers`' word cache keys on the whole
 /// input here, and would answer a repeated one), but the windows are 1 MiB
 /// apart by 4,093 bytes: each shares all but its last 4 KB with the ones
-/// before, so wherever the memo of line groups applies (claims 357, 359)
-/// it answers nearly all of it: text seen again, not seen once
-/// (`benches/seen_once.rs`).
+/// before: text seen again, not seen once (`benches/seen_once.rs`).
 fn bench_json_route(c: &mut Criterion) {
     use router_tokenizer::__testing::hf_json;
     use router_tokenizer::SpecialTokenPolicy;

@@ -20,10 +20,10 @@ must equal the reference's. Prints the first mismatches of each tokenizer
 and exits 1 if there was any. DESIGN.md claim 347 has what it found.
 
 `--lines`: long slices of the shared corpus, each followed by copies of
-itself, some edited where claim 357's line cuts bite (`/`, spaces or U+3000
+itself, some edited where line cuts would bite (`/`, spaces or U+3000
 then a newline after a newline, trailing spaces, CR LF, `<|` and marks),
-so one process sees the same lines again and again and its line memo
-answers them.
+so one process sees the same lines again and again (its word caches
+answer them).
 """
 
 import argparse
@@ -226,7 +226,7 @@ def main():
     ap = rtok_parser(__doc__, 2000)
     ap.add_argument("--cjk", action="store_true", help="texts of long CJK runs instead")
     ap.add_argument("--lines", action="store_true",
-                    help="corpus slices seen again and edited (the line memo) instead")
+                    help="corpus slices seen again and edited instead")
     args = ap.parse_args()
     shared = pathlib.Path(args.shared)
     binary = ROOT / "target/release/encode_jsonl"

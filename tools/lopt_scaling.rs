@@ -14,8 +14,7 @@
 //! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB, `oK` is `auto`
 //! as it was before DESIGN.md claim 336 for a threshold of `K` KiB. Every timed
 //! encode takes text no encode saw before (the next slice of the whole shared
-//! corpus, `common/fresh.rs`: text seen again is answered by the line memos
-//! on the sequential side only, claim 363), sequential and parallel
+//! corpus, `common/fresh.rs`), sequential and parallel
 //! interleaved in rotating order, the prompt cache off; each variant's ids
 //! are checked against the sequential ids of the same slice. One JSON
 //! object per line (DESIGN.md claim 322 has what it measured).

@@ -13,7 +13,6 @@ pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;
 pub(crate) mod join_cuts;
-pub(crate) mod line_memo;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
 pub(crate) mod sentencepiece;
@@ -134,19 +133,6 @@ pub trait Encoder: Send + Sync {
     /// this backend (`docs/lopt.md`); the differential tests check it.
     fn split_spec(&self) -> Option<&SplitSpec> {
         None
-    }
-
-    /// Whether `text` comes back: whether this thread's memo of line groups
-    /// (claims 357, 359) has seen or holds `want` of its bytes or more,
-    /// estimated on a sample of its groups, which it marks seen. The
-    /// parallel encoder then leaves the text to [`encode`](Encoder::encode),
-    /// which keeps its groups and then answers them from the memo, where
-    /// chunks (encoded without it) would encode them every time (claim 362).
-    /// It picks a path only: the ids are the same either way. The default
-    /// is `false`.
-    fn text_recurs(&self, text: &str, want: usize) -> bool {
-        let _ = (text, want);
-        false
     }
 
     /// Encodes one chunk of a longer text for the parallel encoder: ids with

@@ -6,7 +6,7 @@
 //! A clause seen again is cut again: a memo of whole clauses measured
 //! slower than the cut and the pieces' cache probes, seen once and seen
 //! again alike (`docs/perf/byte_engine_2026-12-02.md`, "Memos"), and text
-//! sent again is the job of the handle's caches and the line memo.
+//! sent again is the job of the handle's caches.
 
 use tokenizers::pipeline::{PipelineToken, Span};
 

@@ -353,22 +353,10 @@ impl ParallelEncoder {
         (1..k).map(|i| i * n / k).collect()
     }
 
-    /// The spec to split with, when this text should be split. Under
-    /// [`ParallelMode::Auto`] a text that comes back (its line groups
-    /// mostly seen before on this thread) stays whole (claim 362): the
-    /// sequential encode keeps its groups and then answers them, chunks
-    /// would encode them every time.
+    /// The spec to split with, when this text should be split.
     fn wanted<'b>(&self, backend: &'b dyn backend::Tokenizer, text: &str) -> Option<&'b SplitSpec> {
         let spec = backend.split_spec()?;
-        if !spec.family.is_parallel() || !self.wanted_len(spec, text.len()) {
-            return None;
-        }
-        if self.options.mode == ParallelMode::Auto
-            && backend.text_recurs(text, memo_share(text.len(), self.threads()))
-        {
-            return None;
-        }
-        Some(spec)
+        (spec.family.is_parallel() && self.wanted_len(spec, text.len())).then_some(spec)
     }
 
     /// Whether the options split a text of `n` bytes of a parallel family.
@@ -1076,14 +1064,6 @@ fn share<'s, W: Fn() + Sync>(scope: &rayon::Scope<'s>, helpers: usize, work: &'s
     work();
 }
 
-/// The bytes of an `n`-byte text the memo must hold for the sequential
-/// encode to beat `threads` chunks: with a share `f` held, it encodes
-/// `(1 - f) n` bytes, the chunks `n / threads` each at best, so `f` from
-/// `1 - 1 / threads` on (half the text on two threads).
-fn memo_share(n: usize, threads: usize) -> usize {
-    n - n / threads.max(1)
-}
-
 fn sequential(
     backend: &dyn backend::Tokenizer,
     text: &str,
@@ -1099,16 +1079,9 @@ fn sequential(
 
 #[cfg(test)]
 mod tests {
-    use super::{auto_chunks, memo_share, scaled_min_bytes};
+    use super::{auto_chunks, scaled_min_bytes};
 
     const K: usize = 1 << 10;
-
-    #[test]
-    fn the_memo_share_that_keeps_a_text_whole_grows_with_the_pool() {
-        assert_eq!(memo_share(1000, 1), 0);
-        assert_eq!(memo_share(1000, 2), 500);
-        assert_eq!(memo_share(1000, 16), 938);
-    }
 
     #[test]
     fn threshold_scales_with_the_pool_down_to_two_minimal_chunks() {

@@ -58,8 +58,6 @@ pub enum FastRoute {
     Interim,
     /// CJK pre-tokens cut where no merge joins across (claim 351).
     CharCuts,
-    /// Line groups seen again answered from a per-thread memo (claim 357).
-    LineMemo,
     /// A character BPE's whole segments cut where no entry joins (claim
     /// 358); both loads leave the SentencePiece route off.
     JoinCuts,
@@ -88,7 +86,6 @@ pub fn hf_json_route(
             routes.hold_model = on;
         }
         FastRoute::CharCuts => routes.cuts = on,
-        FastRoute::LineMemo => routes.lines = on,
         FastRoute::JoinCuts => {
             // Off the SentencePiece route, where a file it takes (Mistral-7B)
             // runs on the pipeline and the cuts apply.
@@ -105,7 +102,6 @@ pub fn hf_json_route(
         FastRoute::LoneReplace => backend.lone_replace(),
         FastRoute::Interim => backend.interim_active(),
         FastRoute::CharCuts => backend.char_cuts(),
-        FastRoute::LineMemo => backend.line_memo(),
         FastRoute::JoinCuts => backend.join_cuts(),
         FastRoute::ByteBpe => backend.byte_bpe_active(),
     };

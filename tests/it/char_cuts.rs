@@ -111,10 +111,10 @@ fn entries_the_merges_do_not_rebuild() {
     }
 }
 
-/// Text encoded again and again, then changed in one char of nine, so the
-/// line memo's answers (claim 357) and new clauses, cut, alternate; the
-/// unrebuilt entries (which must stay whole) are repeated too. Each pair
-/// runs on a fresh thread, so its memos start empty.
+/// Text encoded again and again, then changed in one char of nine, so
+/// cached words and new clauses, cut, alternate; the unrebuilt entries
+/// (which must stay whole) are repeated too. Each pair runs on a fresh
+/// thread, so its caches start empty.
 #[test]
 fn repeated_text_keeps_its_ids() {
     let (text, changed) = chinese_repeats(24 << 10);

@@ -49,7 +49,6 @@ mod hostile;
 mod hub_download;
 mod interim;
 mod join_cuts;
-mod line_memo;
 mod loader;
 mod mistral_common;
 mod nfc_route;

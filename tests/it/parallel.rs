@@ -1089,66 +1089,6 @@ impl ParallelEncodes {
     }
 }
 
-/// Under `Auto`, a long text that comes back (a conversation sent again
-/// with a new turn) is encoded whole from its second send on: the first
-/// whole encode keeps its line groups in this thread's memo and the next
-/// answers them, where chunks would encode them every time (claim 362).
-/// New text still goes to the chunks, and the ids never change.
-#[test]
-fn a_text_that_comes_back_is_not_cut_into_chunks() {
-    use metrics_util::debugging::DebuggingRecorder;
-    let (history, _) = common::line_repeats(8 << 10);
-    let (fresh, _) = common::line_repeats(24 << 10);
-    let fresh = fresh.get(history.len()..).unwrap_or_default().to_owned();
-    assert!(fresh.len() > 64 << 10, "{}", fresh.len());
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap(),
-    );
-    for source in [LLAMA3, "o200k_base", SPM_V1, MISTRAL] {
-        let recorder = DebuggingRecorder::new();
-        let mut count = ParallelEncodes::new(&recorder);
-        let name = if source.starts_with("fixtures/") {
-            shared_dir().join(source).to_string_lossy().into_owned()
-        } else {
-            source.to_owned()
-        };
-        let t = metrics::with_local_recorder(&recorder, || {
-            LoadOptions {
-                bypass_registry: true,
-                parallel: ParallelOptions {
-                    min_bytes: Some(16 << 10),
-                    pool: Some(pool.clone()),
-                    ..ParallelOptions::default()
-                },
-                ..common::offline_options()
-            }
-            .load(&name)
-            .unwrap()
-        });
-        t.warm_up();
-        // The reference: another handle (its own memos), sequential.
-        let reference = tok(source);
-        let check = |text: &str| {
-            let ids = t.encode(text, false).unwrap();
-            let want = reference.encode_sequential(text, false).unwrap();
-            assert!(ids.ids() == want.ids(), "{source}");
-        };
-        let mut conversation = history.clone();
-        check(&conversation);
-        assert_eq!(count.now(), 1, "{source}: new text goes to chunks");
-        for turn in 0..3 {
-            conversation.push_str(&format!("\nAnd question {turn} about all of that?\n"));
-            check(&conversation);
-            assert_eq!(count.now(), 1, "{source}: turn {turn} comes back");
-        }
-        check(&fresh);
-        assert_eq!(count.now(), 2, "{source}: new text goes to chunks again");
-    }
-}
-
 /// `Auto`'s threshold follows the engine (claim 363): Gemma-3 on the join
 /// cuts and Mistral-7B's `tokenizer.json` on the SentencePiece route split
 /// from 256 KiB, where a whole-text BPE on neither route (Gemma-3 with the
@@ -1157,8 +1097,7 @@ fn a_text_that_comes_back_is_not_cut_into_chunks() {
 fn the_auto_threshold_follows_the_engine() {
     use metrics_util::debugging::DebuggingRecorder;
     use router_tokenizer::__testing::{FastRoute, hf_json_route};
-    // Two texts with no line in common: the second is not one that comes
-    // back (claim 362).
+    // Two texts with no line in common.
     let text =
         std::fs::read_to_string(shared_dir().join("corpus/en-prose/pride-and-prejudice.txt"))
             .unwrap();

@@ -4,8 +4,7 @@
 //! encoder's walk of the pipeline stages (one word cache per thread for
 //! sequential encodes and chunks), so this checks that walk where the
 //! pipeline itself was the path before: whole adversarial files, seeded
-//! slices of every corpus file (text with and without CJK, line groups the
-//! line memo cuts), text that spells other models' special tokens, before and
+//! slices of every corpus file (text with and without CJK), text that spells other models' special tokens, before and
 //! after the same text was seen (the word cache and memos warm), and with
 //! special-token text as plain text. `tests/it/parity.rs` checks the same
 //! tokenizers against Python's goldens.

@@ -239,9 +239,9 @@ proptest! {
 }
 
 /// Chinese text encoded again and again, then changed in one char of nine
-/// so remembered and new line groups alternate: the line memo (claim 357)
-/// answers what it holds and the cuts of claim 351 the rest. A fresh
-/// thread per encoding, so each memo starts empty.
+/// so warm and new clauses alternate (the word caches answer what they
+/// hold and the cuts of claim 351 cut the rest). A fresh thread per
+/// encoding, so each cache starts empty.
 #[test]
 fn repeated_chinese_matches_tiktoken_rs() {
     let (text, changed) = common::chinese_repeats(16 << 10);
@@ -262,8 +262,8 @@ fn check_memo_rounds(text: &str, changed: &str) {
     });
 }
 
-/// Lines seen again and changed (claim 357's memo): r50k and p50k (GPT-2's pattern, no memo) and the
-/// encodings and rank file whose patterns admit it, against `tiktoken-rs`.
+/// Lines seen again and changed, on every encoding and the rank file,
+/// against `tiktoken-rs`.
 #[test]
 fn repeated_lines_match_tiktoken_rs() {
     let (text, changed) = common::line_repeats(8 << 10);

@@ -1,13 +1,10 @@
 //! Text no encode has seen: consecutive slices of the whole shared corpus
 //! (every file once, about 19 MB), for the timings that compare sequential
 //! and parallel encoding. A slice one char further into the same text, as
-//! these timings took before, is text seen again: the line memos (DESIGN.md
-//! claims 357, 359) answer the sequential side from memory, where chunks
-//! encode in full. Past the corpus's end the slices start again from its
-//! start with every line behind a marker of the pass (`2\t`, `3\t`, …): the
-//! memos' seen filters outlast one pass over the corpus, and the marker makes
-//! every line group new (two more tokens a line), while word caches stay
-//! warm, as in a server.
+//! these timings took before, is text seen again. Past the corpus's end the
+//! slices start again from its start with every line behind a marker of the
+//! pass (`2\t`, `3\t`, …), so every line is new (two more tokens a line),
+//! while word caches stay warm, as in a server.
 
 use std::path::Path;
 

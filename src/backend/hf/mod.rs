@@ -29,10 +29,9 @@ use std::path::Path;
 use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineTokenizer};
 
 use crate::backend::join_cuts::JoinCuts;
-use crate::backend::line_memo::LineMemos;
 use crate::backend::{BuildCancel, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::config::TokenizerConfig;
-use crate::encode::family::{classify_hf, hf_cuts_after_lines};
+use crate::encode::family::classify_hf;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
@@ -71,9 +70,6 @@ pub(crate) struct HfBackend {
     split: SplitSpec,
     /// The chunk encoder's warm scratch per thread.
     scratch: chunk::ScratchSlots,
-    /// Line groups seen again, per thread, where the pre-tokenizer lets a
-    /// text be cut after its lines (claim 357); `None` where it does not.
-    lines: Option<LineMemos>,
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
     /// The chain is one `BertNormalizer`: normalized here, the common
@@ -158,8 +154,6 @@ pub(crate) struct Routes {
     pub hold_model: bool,
     /// CJK pre-tokens cut where no merge joins across (claim 351).
     pub cuts: bool,
-    /// Line groups seen again answered from a per-thread memo (claim 357).
-    pub lines: bool,
     /// A character BPE's whole pieces cut where no entry joins (claim 358).
     pub joins: bool,
     /// A byte-level BPE's words on the crate's engine ([`crate::backend::bpe`]).
@@ -178,7 +172,6 @@ impl Default for Routes {
             interim: true,
             hold_model: false,
             cuts: true,
-            lines: true,
             joins: true,
             byte_bpe: true,
         }
@@ -681,11 +674,6 @@ impl HfBackend {
             file_padding,
             split,
             scratch: chunk::ScratchSlots::default(),
-            // A file that keeps its padding has no LoPT edges (its spec is
-            // sequential), and the memo's cuts must be edges.
-            // Nor a file whose pieces take a prefix space: a line group is no piece.
-            lines: (routes.lines && !file_padding && !prefix_space && hf_cuts_after_lines(&value))
-                .then(LineMemos::default),
             prefix_space,
             pieces,
             bert,
@@ -763,11 +751,6 @@ impl HfBackend {
     /// Whether CJK pre-tokens are cut for the model (claim 351).
     pub(crate) fn char_cuts(&self) -> bool {
         self.vocab.cuts.is_some()
-    }
-
-    /// Whether encodes go through the line memo (claim 357).
-    pub(crate) fn line_memo(&self) -> bool {
-        self.lines.is_some()
     }
 
     /// Whether whole pieces are cut where no entry joins (claim 358).
@@ -872,29 +855,16 @@ impl HfBackend {
     /// lone NFC normalizer's text of any length, normalized by [`nfc`]
     /// (claim 321: faster from 64 bytes up); and text holding a Unicode 17
     /// code point where the file's splits run on `fancy-regex` (claim 325).
-    ///
-    /// A long text whose pre-tokenizer admits it is encoded line group by
-    /// line group through the per-thread memo of claim 357, which answers
-    /// groups seen again; the ids are the same.
     fn sequence_ids_with(&self, text: &str, options: &EncodeOptions) -> Result<Vec<u32>> {
-        // One allocation where the text goes whole: `piece_ids` hands the
-        // pipeline's buffer over as the ids.
+        // One allocation: `piece_ids` hands the pipeline's buffer over as
+        // the ids.
         let (mut ids, mut tokens) = (Vec::new(), Vec::new());
-        let mut piece =
-            |piece: &str, ids: &mut Vec<u32>| self.piece_ids(piece, options, &mut tokens, ids);
-        match &self.lines {
-            Some(lines) => {
-                // The start is no cut, and encodes as any group does.
-                let edge = |p| p == 0 || self.split.edges.allows(text, p);
-                lines.encode(text, &mut ids, edge, piece)?;
-            }
-            None => piece(text, &mut ids)?,
-        }
+        self.piece_ids(text, options, &mut tokens, &mut ids)?;
         Ok(ids)
     }
 
-    /// [`sequence_ids_with`](Self::sequence_ids_with) without the line
-    /// memo, appended to `ids` (`tokens`: a buffer for the pipeline's).
+    /// The ids of `text` appended to `ids` (`tokens`: a buffer for the
+    /// pipeline's).
     fn piece_ids(
         &self,
         text: &str,
@@ -1117,13 +1087,6 @@ impl Encoder for HfBackend {
 
     fn split_spec(&self) -> Option<&SplitSpec> {
         Some(&self.split)
-    }
-
-    fn text_recurs(&self, text: &str, want: usize) -> bool {
-        match &self.spm {
-            Ok(route) => route.text_recurs(text, want),
-            Err(_) => self.lines.as_ref().is_some_and(|l| l.recurs(text, want)),
-        }
     }
 
     /// Waits for a pipeline the load left building (claims 306, 340, 344),

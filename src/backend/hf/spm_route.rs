@@ -118,11 +118,6 @@ impl SpmRoute {
         encode(&text[pos..], ids);
     }
 
-    /// [`SentencePieceModel::text_recurs`].
-    pub(crate) fn text_recurs(&self, text: &str, want: usize) -> bool {
-        self.model.text_recurs(text, want)
-    }
-
     /// A parallel-encoder chunk with spans near its ends only, as a `.model`
     /// file's backend gives it; the caller checks it holds no added token.
     pub(crate) fn encode_windows(

@@ -272,10 +272,6 @@ impl Encoder for SpmBackend {
         Some(&self.split)
     }
 
-    fn text_recurs(&self, text: &str, want: usize) -> bool {
-        self.model.text_recurs(text, want)
-    }
-
     /// Spans only near the chunk's ends when the model has the raw BPE path
     /// and the chunk holds no control piece; otherwise every span.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {

@@ -43,7 +43,6 @@ use super::cache::{CacheSet, INLINE_KEY, MAX_CHUNK_KEY, MAX_KEY, Probe, WordCach
 use super::model::{NO_ID, PieceSink, Vocab};
 use super::normalizer::PrefixMatcher;
 use super::utf8::{SPACE_MARK, char_len_at, one_char_len, pack_char};
-use crate::backend::line_memo::LineMemo;
 
 /// Segments with more symbols than this use the heap instead of scanning.
 const SMALL_SEGMENT: usize = 64;
@@ -347,9 +346,6 @@ pub(crate) struct Bpe {
     /// No user-defined symbol contains U+2581 after its first byte (so none
     /// can span a cut made before a space).
     ud_space_free: bool,
-    /// No user-defined piece holds a `\n` before its last byte, so none
-    /// spans a cut right after one (claim 359).
-    ud_newline_free: bool,
     /// Byte-piece ids when byte fallback is on.
     fallback: Option<Box<[u32; 256]>>,
     /// Symbol id of every BMP character (by code point), like `ascii`/`chars`.
@@ -457,7 +453,6 @@ impl Bpe {
             uid: NEXT_UID.fetch_add(1, AtomicOrdering::Relaxed),
             ud_lead: [false; 256],
             ud_space_free: true,
-            ud_newline_free: true,
             fallback,
             bmp_id: Vec::new(),
             bmp_flags: vec![0; BMP],
@@ -502,9 +497,6 @@ impl Bpe {
                 }
                 if p.len() > 1 && p[1..].windows(3).any(|w| w == SPACE_MARK) {
                     bpe.ud_space_free = false;
-                }
-                if p.len() > 1 && p[..p.len() - 1].contains(&b'\n') {
-                    bpe.ud_newline_free = false;
                 }
             }
         }
@@ -605,44 +597,6 @@ impl Bpe {
             return None;
         }
         self.merges.get((u64::from(a.id) << 32) | u64::from(b.id))
-    }
-
-    /// This model's line memo on this thread (claim 359), taken out of its
-    /// memo set so that the encodes it drives can use `scratch`; given back
-    /// with [`put_lines`](Self::put_lines).
-    pub(crate) fn take_lines(&self, scratch: &mut BpeScratch) -> Box<LineMemo> {
-        scratch
-            .caches
-            .for_model(self.uid)
-            .lines
-            .take()
-            .unwrap_or_default()
-    }
-
-    /// Gives back what [`take_lines`](Self::take_lines) took.
-    pub(crate) fn put_lines(&self, scratch: &mut BpeScratch, lines: Box<LineMemo>) {
-        scratch.caches.for_model(self.uid).lines = Some(lines);
-    }
-
-    /// Whether [`encode_raw`](Self::encode_raw) of `text` may be cut at
-    /// `p`, right after a `\n`, into two encodes with the same ids (claim
-    /// 359): no user-defined piece spans the cut, the char at `p` is a piece
-    /// of its own (never unknown, so no unknown run fuses across), and no
-    /// mergeable piece holds `\n` followed by it, so no merge joins across.
-    pub(crate) fn cuts_after_newline(&self, text: &[u8], p: usize) -> bool {
-        let Some(rest) = text.get(p..).filter(|r| !r.is_empty()) else {
-            return false;
-        };
-        if !self.ud_newline_free || text.get(p.wrapping_sub(1)) != Some(&b'\n') {
-            return false;
-        }
-        let (code, unit) = if rest[0] == b' ' {
-            (SPACE_CODE, SPACE_MARK)
-        } else {
-            let unit = &rest[..char_len_at(rest)];
-            (pack_char(unit), unit)
-        };
-        self.char_id(unit) != NO_ID && !self.adjacent(u32::from(b'\n'), code)
     }
 
     /// Whether [`encode_raw`](Self::encode_raw) may be used (the normalizer

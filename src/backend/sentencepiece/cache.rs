@@ -23,11 +23,9 @@
 //!
 //! Both tables start small and double (rehashing) up to a cap, so an idle
 //! thread or a small workload costs little memory; at the cap a thread uses
-//! at most about 14 MiB per model (at most four models per thread), and
-//! the line memo of claim 359 (made on first use) at most about 4 MiB more.
+//! at most about 14 MiB per model (at most four models per thread).
 
 use crate::backend::byte_memo::{ByteMemo, MemoCaps};
-use crate::backend::line_memo::LineMemo;
 
 /// Segment keys longer than this are not memoized.
 pub(crate) const MAX_KEY: usize = 64;
@@ -107,8 +105,6 @@ pub(crate) struct WordCache {
     inline_entries: usize,
     /// The arena tier (pieces as (id, byte length)).
     arena: ByteMemo<(u32, u32)>,
-    /// The raw path's line groups seen again (claim 359), made on first use.
-    pub(crate) lines: Option<Box<LineMemo>>,
 }
 
 /// The (at most 16) bytes of `buf[start..start + len]` as a little-endian
@@ -183,7 +179,6 @@ impl WordCache {
             inline: Vec::new(),
             inline_entries: 0,
             arena: ByteMemo::new(ARENA_CAPS),
-            lines: None,
         }
     }
 

@@ -13,7 +13,6 @@ use super::simple;
 use super::trie::Trie;
 use super::unigram::{Unigram, UnigramScratch};
 use super::utf8::{SPACE_MARK, push_bytes_lossy};
-use crate::backend::line_memo;
 
 mod sinks;
 
@@ -556,11 +555,8 @@ impl SentencePieceModel {
     }
 
     /// Like [`encode`](Self::encode), writing into `ids` (cleared first) so
-    /// the caller can reuse its buffer. Work buffers and memos are per
-    /// thread; the last four inputs of 256 B to 64 KiB are remembered (and
-    /// compared byte for byte) so a repeated prompt costs a copy, and on the
-    /// raw BPE path groups of lines seen again are answered whole (DESIGN.md
-    /// claim 359).
+    /// the caller can reuse its buffer. Work buffers and the chunk memo are
+    /// per thread.
     pub fn encode_into(&self, text: &str, ids: &mut Vec<u32>) {
         ids.clear();
         self.encode_append(text, ids);
@@ -580,49 +576,8 @@ impl SentencePieceModel {
                 unigram,
                 ..
             } = s;
-            match self
-                .raw_engine()
-                .filter(|_| text.len() >= line_memo::MIN_TEXT)
-            {
-                // Line groups seen again answered whole (claim 359).
-                Some(b) => {
-                    let bytes = text.as_bytes();
-                    let mut lines = b.take_lines(bpe);
-                    let result = lines.encode(
-                        text,
-                        ids,
-                        |p| b.cuts_after_newline(bytes, p),
-                        |piece, ids| {
-                            // The dummy prefix belongs to the text's start only
-                            // (the pieces are slices of `text`).
-                            let at_start = std::ptr::eq(piece.as_ptr(), bytes.as_ptr());
-                            self.encode_raw_ids(b, piece, at_start, bpe, ids);
-                            Ok::<(), std::convert::Infallible>(())
-                        },
-                    );
-                    b.put_lines(bpe, lines);
-                    let Ok(()) = result;
-                }
-                None => self.encode_uncached(text, ids, normalized, bpe, unigram),
-            }
+            self.encode_uncached(text, ids, normalized, bpe, unigram);
         });
-    }
-
-    /// [`LineMemo::recurs`](crate::backend::line_memo::LineMemo::recurs) on
-    /// this thread's line memo (claim 359); `false` off the raw BPE path.
-    pub(crate) fn text_recurs(&self, text: &str, want: usize) -> bool {
-        let Some(b) = self.raw_engine() else {
-            return false;
-        };
-        if text.len() < line_memo::MIN_TEXT {
-            return false;
-        }
-        with_scratch(|s| {
-            let mut lines = b.take_lines(&mut s.bpe);
-            let recurs = lines.recurs(text, want);
-            b.put_lines(&mut s.bpe, lines);
-            recurs
-        })
     }
 
     /// The BPE engine when the raw path applies (identity normalizer).
@@ -653,23 +608,15 @@ impl SentencePieceModel {
         );
     }
 
-    /// The raw path's ids of `text` (a piece of a longer text when not
-    /// `at_start`: no dummy prefix), appended to `ids`.
-    fn encode_raw_ids(
-        &self,
-        b: &Bpe,
-        text: &str,
-        at_start: bool,
-        scratch: &mut BpeScratch,
-        ids: &mut Vec<u32>,
-    ) {
+    /// The raw path's ids of the whole `text`, appended to `ids`.
+    fn encode_raw_ids(&self, b: &Bpe, text: &str, scratch: &mut BpeScratch, ids: &mut Vec<u32>) {
         ids.reserve(text.len() / 4);
         let mut sink = IdSink {
             model: self,
             ids,
             is_prev_unk: false,
         };
-        self.run_raw(b, text, at_start, scratch, &mut sink);
+        self.run_raw(b, text, true, scratch, &mut sink);
     }
 
     fn encode_uncached(
@@ -681,7 +628,7 @@ impl SentencePieceModel {
         unigram: &mut UnigramScratch,
     ) {
         if let Some(b) = self.raw_engine() {
-            self.encode_raw_ids(b, text, true, bpe, ids);
+            self.encode_raw_ids(b, text, bpe, ids);
             return;
         }
         ids.reserve(text.len() / 4);
@@ -1229,8 +1176,8 @@ mod tests {
             .prop_map(|v| v.into_iter().map(|(r, g)| format!("{r}{g}")).collect())
     }
 
-    /// `encode` on the model path alone (no line memo), so a repeated text
-    /// is answered by the chunk memo (or merged), never by a stored copy.
+    /// `encode` below the scratch guard: a repeated text is answered by the
+    /// chunk memo (or merged).
     fn encode_chunks(m: &SentencePieceModel, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
         // `encode_append`'s own guard: an empty text has no pieces (the

@@ -24,9 +24,8 @@ use std::sync::{Arc, OnceLock};
 use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
-use crate::backend::line_memo::LineMemos;
 use crate::backend::{BuildCancel, BuildGuard, DecodeStyle, Decoder, Encoder, Tokenizer};
-use crate::encode::family::{cuts_after_lines, is_known_pattern};
+use crate::encode::family::is_known_pattern;
 use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
@@ -112,9 +111,6 @@ pub(crate) struct TiktokenBackend {
     split: SplitSpec,
     /// The regex path's regexes, built on first use.
     chunker: OnceLock<std::result::Result<Chunker, String>>,
-    /// Line groups seen again, per thread, where the pattern lets a segment
-    /// be cut after its lines (claim 357); `None` where it does not.
-    lines: Option<LineMemos>,
     /// Cancels the engine's background build when the backend is dropped
     /// (issue 39); `None` where no thread builds it.
     _build: Option<BuildGuard>,
@@ -397,7 +393,6 @@ impl TiktokenBackend {
             add_bos,
             alphabet,
             ws_rule: pieces::ws_rule(&pattern),
-            lines: cuts_after_lines(&pattern).then(LineMemos::default),
             pattern,
             runs_apart,
             split,
@@ -673,24 +668,8 @@ impl TiktokenBackend {
         self.bytes.get(start as usize..(start + len) as usize)
     }
 
-    /// Ordinary (no specials) encode of one segment, appended to `out`: a
-    /// long one line group by line group through the memo of claim 357
-    /// where the pattern admits it (the ids are the same).
+    /// Ordinary (no specials) encode of one segment, appended to `out`.
     fn encode_segment(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        match &self.lines {
-            // A segment holds no special token, so any cut is an edge.
-            Some(lines) => lines.encode(
-                text,
-                out,
-                |_| true,
-                |piece, out| self.encode_piece(piece, out),
-            ),
-            None => self.encode_piece(text, out),
-        }
-    }
-
-    /// [`encode_segment`](Self::encode_segment) without the line memo.
-    fn encode_piece(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         if text.is_empty() {
             return Ok(());
         }
@@ -824,10 +803,6 @@ impl Encoder for TiktokenBackend {
 
     fn split_spec(&self) -> Option<&SplitSpec> {
         Some(&self.split)
-    }
-
-    fn text_recurs(&self, text: &str, want: usize) -> bool {
-        self.lines.as_ref().is_some_and(|l| l.recurs(text, want))
     }
 
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {

@@ -122,12 +122,9 @@ impl BenchReport {
 ///
 /// Every encode starts the input one char later than the one before, so
 /// caches keyed on whole segments (BPE without a pre-tokenizer caches the
-/// whole text as one word, SentencePiece memoizes whole inputs) never answer
-/// a timed encode; word caches stay warm, as in a server. The lines are the
-/// same, though: a line memo (DESIGN.md claims 357, 359) answers the
-/// sequential side from the second round on, as for a prompt sent again,
-/// and `--parallel auto` leaves such a text whole (claim 362).
-/// `tools/lopt_scaling.rs` times text seen once (claim 363).
+/// whole text as one word) never answer a timed encode; word caches stay
+/// warm, as in a server. `tools/lopt_scaling.rs` times text seen once
+/// (claim 363).
 fn bench(
     tok: &Tokenizer,
     text: &str,

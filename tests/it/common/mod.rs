@@ -286,7 +286,7 @@ pub fn chinese_repeats(per_file: usize) -> (String, String) {
     (text, changed)
 }
 
-/// The rounds the memo tests encode (claim 357): `text` five
+/// The rounds the repeat tests encode: `text` five
 /// times (remembered at its second sighting, answered from its third),
 /// `changed` three times, then alternating.
 pub fn memo_rounds<'a>(text: &'a str, changed: &'a str) -> impl Iterator<Item = &'a str> {
@@ -310,7 +310,7 @@ pub fn assert_memo_rounds(what: &str, on: &Tokenizer, off: &Tokenizer, text: &st
     }
 }
 
-/// Lines seen again and changed (claim 357's tests): the first `per_file`
+/// Lines seen again and changed: the first `per_file`
 /// bytes of every corpus file joined, and a copy with one line in seven
 /// changed where the line cut rules bite: `/` or a space-then-newline run
 /// after the newline, trailing spaces before it, CR LF, U+3000 indents, a
