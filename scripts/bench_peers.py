@@ -62,10 +62,9 @@ every contender encodes round r's pieces twice more (2nd and 3rd sighting,
 timed, interleaved the same way; the 3rd is the table's figure, the crate's
 2nd in a column of its own). No prompt cache of the handle answers there:
 `encode_sequential` never consults the L0/L1 prompt caches. What answers
-the crate's repeats is inside its backend, per thread: the memo of whole
-line groups (DESIGN.md claims 357 and 359: a group seen before is looked
-up, stored on that first lookup's miss, so it answers from the 3rd
-sighting on) and the word cache. A last column, "L0 hit", is the
+the crate's repeats is inside its backend, per thread: its word caches
+(the line memo that answered whole line groups from the 3rd sighting is
+gone: it cost text seen once, `docs/decisions/memos.md`). A last column, "L0 hit", is the
 handle's own L0 prompt cache (on by default; it stores a text on its second
 miss): `Tokenizer::encode` on each piece twice untimed, then timed once, a
 copy of stored ids. Seen-once pieces cannot reach the L0 cache: they go
@@ -80,8 +79,7 @@ Older protocols, kept so earlier figures (README, DESIGN.md) can be
 reproduced: `--shifted` (the previous default, issue #15: one file per
 category cut to `--bytes`, plus `mixed`, the six concatenated; slice r is the
 characters [r*7, r*7 + M) of the file, the first encode takes slice 0 and
-timed round r slice r, so no whole-input memo answers but the line memos do:
-text seen again) and `--unseen` (the same with `(rounds + 2) * --bytes`
+timed round r slice r, so no whole-input memo answers: text seen again) and `--unseen` (the same with `(rounds + 2) * --bytes`
 files cut into disjoint slices). In both, this crate runs in a fresh process
 per block (two blocks a cell, crate then the peers, crate then the peers in
 reverse order), the peers in this process; medians over `--rounds` (5).
@@ -1103,9 +1101,7 @@ def seen_once_markdown(rows, labels, machine, argv):
         "",
         "The same pieces encoded again right after their seen-once round: the figure is the "
         "3rd sighting (seen once, then twice more), for every contender. What answers this "
-        "crate here is inside its backend, per thread: the memo of whole line groups "
-        "(DESIGN.md claims 357, 359; it stores a group on the first lookup, at the 2nd "
-        "sighting, and answers from the 3rd) and the word cache. The handle's L0/L1 prompt caches are not involved: `encode_sequential` never "
+        "crate here is inside its backend, per thread: its word caches. The handle's L0/L1 prompt caches are not involved: `encode_sequential` never "
         "consults them. \"crate, 2nd\" is the 2nd sighting; \"L0 hit\" is the handle's L0 prompt "
         "cache (on by default, it stores a text on its second miss) answering "
         "`Tokenizer::encode` with a copy of stored ids.",
