@@ -113,6 +113,7 @@ mod backend;
 mod cache;
 pub mod chat;
 mod config;
+mod contract;
 mod decode;
 mod encode;
 mod encoding;

@@ -11,7 +11,7 @@
 //! **Where the text is cut.** A group ends after a `\n` after which no `\r`
 //! or `\n` comes before the next char that is not whitespace, and that char
 //! is not `/` (a [`safe_cut`]). Under the
-//! pre-tokenizer patterns `encode::family::cuts_after_lines` admits, that
+//! pre-tokenizer patterns `contract::family::cuts_after_lines` admits, that
 //! position is a pre-token boundary whatever text surrounds it, and the
 //! pre-tokens on either side are the same whether the other side is there
 //! or not (the argument is claim 357). So the ids of a group encoded alone
