@@ -27,9 +27,11 @@
 //! options, `budget` the token-budget searches.
 
 pub(crate) mod budget;
+mod counter;
 pub(crate) mod parallel;
 
 pub(crate) use crate::contract::split;
 pub use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
-pub use budget::{Chunk, Chunks, Side, TokenCounter};
+pub use budget::Side;
+pub use counter::{Chunk, Chunks, TokenCounter};
 pub use parallel::{ParallelMode, ParallelOptions, ParallelReport};
