@@ -118,6 +118,8 @@ mod decode;
 mod encode;
 mod encoding;
 mod error;
+#[cfg(test)]
+mod layers;
 mod limits;
 mod load;
 mod metrics;
