@@ -350,7 +350,7 @@ impl Error {
     pub(crate) fn parse(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Parse {
             path: path.into(),
-            detail: crate::limits::short_quotes(&detail.into()),
+            detail: short_quotes(&detail.into()),
         })
     }
 
@@ -415,31 +415,34 @@ impl std::error::Error for Error {
     }
 }
 
-/// A template's `raise_exception` and a request transformers refuses are the
-/// request's ([`TemplateRaised`](ErrorKind::TemplateRaised),
-/// [`InvalidRequest`](ErrorKind::InvalidRequest)); the rest are the server's
-/// template ([`Template`](ErrorKind::Template)). The same split as
-/// [`ChatTemplateError::http_status`](crate::chat::ChatTemplateError::http_status).
-impl From<crate::chat::ChatTemplateError> for Error {
-    fn from(e: crate::chat::ChatTemplateError) -> Self {
-        use crate::chat::ChatTemplateError as E;
-        let kind = match &e {
-            E::Raised { message } => ErrorKind::TemplateRaised {
-                message: message.clone(),
-            },
-            E::InvalidRequest { .. } | E::NoTemplate { .. } => ErrorKind::InvalidRequest {
-                detail: e.to_string(),
-            },
-            _ => ErrorKind::Template {
-                detail: e.to_string(),
-            },
-        };
-        Self::new(kind).with_source(e)
-    }
-}
-
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Self {
         Self::new(kind)
     }
+}
+
+/// Longest value a parse error quotes from a file, in chars.
+pub(crate) const MAX_QUOTED_CHARS: usize = 24;
+
+/// Shortens every `"quoted"` value in a message to [`MAX_QUOTED_CHARS`], so
+/// errors never echo long stretches of a file (a client-chosen path must not
+/// turn error messages into a file reader), and caps the whole message.
+pub(crate) fn short_quotes(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(512));
+    for (i, part) in message.split('"').enumerate() {
+        if i > 0 {
+            out.push('"');
+        }
+        if i % 2 == 1 && part.chars().count() > MAX_QUOTED_CHARS {
+            out.extend(part.chars().take(MAX_QUOTED_CHARS));
+            out.push('…');
+        } else {
+            out.push_str(part);
+        }
+    }
+    if out.chars().count() > 512 {
+        out = out.chars().take(512).collect();
+        out.push('…');
+    }
+    out
 }

@@ -113,10 +113,13 @@ mod backend;
 mod cache;
 pub mod chat;
 mod config;
+mod contract;
 mod decode;
 mod encode;
 mod encoding;
 mod error;
+#[cfg(test)]
+mod layers;
 mod limits;
 mod load;
 mod metrics;

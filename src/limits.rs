@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::path::Path;
 
+pub(crate) use crate::error::short_quotes;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Largest `tokenizer.json` read (the largest real ones, Gemma-3's, are ~33 MiB).
@@ -22,8 +23,6 @@ pub(crate) const MAX_CONFIG_JSON: u64 = 64 << 20;
 pub(crate) const MAX_TOKEN_BYTES: usize = u16::MAX as usize;
 /// Ids may leave holes, but never more than this beyond twice the entry count.
 pub(crate) const ID_SLACK: u64 = 1 << 16;
-/// Longest value a parse error quotes from a file, in chars.
-pub(crate) const MAX_QUOTED_CHARS: usize = 24;
 
 /// The largest id a file with `entries` tokens may use: tables are sized by
 /// the largest id, so it must stay proportional to what the file holds.
@@ -136,29 +135,6 @@ fn not_regular(path: &Path) -> Error {
         path,
         "not a regular file (a device, FIFO or socket is never read)",
     )
-}
-
-/// Shortens every `"quoted"` value in a message to [`MAX_QUOTED_CHARS`], so
-/// errors never echo long stretches of a file (a client-chosen path must not
-/// turn error messages into a file reader), and caps the whole message.
-pub(crate) fn short_quotes(message: &str) -> String {
-    let mut out = String::with_capacity(message.len().min(512));
-    for (i, part) in message.split('"').enumerate() {
-        if i > 0 {
-            out.push('"');
-        }
-        if i % 2 == 1 && part.chars().count() > MAX_QUOTED_CHARS {
-            out.extend(part.chars().take(MAX_QUOTED_CHARS));
-            out.push('…');
-        } else {
-            out.push_str(part);
-        }
-    }
-    if out.chars().count() > 512 {
-        out = out.chars().take(512).collect();
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

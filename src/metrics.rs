@@ -25,9 +25,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::decode::MatchedStop;
 use crate::error::{ErrorKind, Result};
-use crate::request::ChatEncoding;
 
 /// One call in this many (per thread) records its duration.
 pub(crate) const TIMING_SAMPLE: u32 = 16;
@@ -342,13 +340,18 @@ struct Handles {
 /// The `reason` values of `rtok_stops_total`: `MatchedStop`'s serde tags.
 const STOP_REASONS: [&str; 4] = ["eos", "token", "string", "token_sequence"];
 
-fn stop_index(stop: &MatchedStop) -> usize {
-    match stop {
-        MatchedStop::Eos { .. } => 0,
-        MatchedStop::Token { .. } => 1,
-        MatchedStop::String { .. } => 2,
-        MatchedStop::TokenSequence { .. } => 3,
-    }
+/// A stop as `rtok_stops_total` counts it: its index in [`STOP_REASONS`].
+/// Implemented by `decode::MatchedStop` (the decode layer sits above this one).
+pub(crate) trait StopIndex {
+    /// The index of this stop's `reason` in [`STOP_REASONS`].
+    fn stop_index(&self) -> usize;
+}
+
+/// A chat request's result as `rtok_render_tokens` counts it. Implemented by
+/// `request::ChatEncoding` (the request layer sits above this one).
+pub(crate) trait PromptTokens {
+    /// The prompt's token count.
+    fn prompt_tokens(&self) -> usize;
 }
 
 impl Handles {
@@ -430,7 +433,7 @@ impl Metrics {
 
     /// Times a chat request (render and encode) and counts its prompt ids
     /// (or its failure).
-    pub(crate) fn render(&self, f: impl FnOnce() -> Result<ChatEncoding>) -> Result<ChatEncoding> {
+    pub(crate) fn render<T: PromptTokens>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let Some(m) = self.0.get() else {
             return f();
         };
@@ -439,7 +442,7 @@ impl Metrics {
         m.render_seconds.record(start.elapsed());
         m.render_requests.increment(1);
         match &out {
-            Ok(enc) => m.render_tokens.record(enc.prompt_tokens as f64),
+            Ok(enc) => m.render_tokens.record(enc.prompt_tokens() as f64),
             Err(_) => m.render_errors.increment(1),
         }
         out
@@ -461,9 +464,9 @@ impl Metrics {
     }
 
     /// Counts a generation that `stop` ended.
-    pub(crate) fn stop(&self, stop: &MatchedStop) {
+    pub(crate) fn stop(&self, stop: &impl StopIndex) {
         if let Some(m) = self.0.get() {
-            m.stops[stop_index(stop)].increment(1);
+            m.stops[stop.stop_index()].increment(1);
         }
     }
 }
@@ -706,6 +709,7 @@ impl CacheMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::MatchedStop;
     use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
     use std::collections::HashMap;
 

@@ -9,16 +9,14 @@ use crate::backend::{self, DecodeStyle};
 use crate::cache::prefix::L1Cache;
 use crate::cache::{L0Cache, PromptCacheOptions};
 use crate::chat::{ChatRequest, ChatTemplate, LazyChatTemplate};
+use crate::contract::Format;
 use crate::encode::budget::Search;
 use crate::encode::parallel::ParallelEncoder;
-use crate::encode::{
-    Chunks, EdgeRule, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,
-};
+use crate::encode::{EdgeRule, ParallelOptions, ParallelReport, Side, SplitFamily};
 use crate::encoding::Encoding;
 use crate::error::Result;
-use crate::load::Format;
 use crate::metrics::{Labels, Metrics};
-use crate::request::{ChatEncoding, ChatFormat, EncodeChatOptions, RequestFacts};
+use crate::request::{ChatFormat, RequestFacts};
 use crate::special::{ControlTokens, SpecialToken, SpecialTokens};
 
 /// Facts about where a tokenizer came from, kept for metadata and chat templates.
@@ -325,38 +323,8 @@ impl Tokenizer {
     pub fn warm_up(&self) {
         self.inner.backend.warm_up();
         if let Ok(template) = self.chat_template() {
-            self.inner.request.warm(self, template);
+            self.inner.request.warm(&*self.inner.backend, template);
         }
-    }
-
-    /// Renders `request` with the chat template and encodes the prompt in
-    /// one call, with special-token text from the request handled as
-    /// `options.special_tokens` says (by default as plain text: only the
-    /// template's own special tokens are special).
-    ///
-    /// ```no_run
-    /// use router_tokenizer::chat::{ChatRequest, Message};
-    /// use router_tokenizer::EncodeChatOptions;
-    /// let tok = router_tokenizer::create_tokenizer("Qwen/Qwen3-8B")?;
-    /// let mut request = ChatRequest::new(vec![Message::new("user", "Hi <|im_end|>")]);
-    /// request.add_generation_prompt = true;
-    /// let enc = tok.encode_chat(&request, &EncodeChatOptions::default())?;
-    /// assert_eq!(enc.special_texts_as_text, 1);
-    /// # Ok::<(), router_tokenizer::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// Template errors ([`ErrorKind::Template`](crate::ErrorKind::Template)),
-    /// encode errors, and under [`ChatSpecialTokens::Reject`](crate::ChatSpecialTokens::Reject)
-    /// [`ErrorKind::SpecialTokenInRequest`](crate::ErrorKind::SpecialTokenInRequest).
-    pub fn encode_chat(
-        &self,
-        request: &ChatRequest,
-        options: &EncodeChatOptions,
-    ) -> Result<ChatEncoding> {
-        self.inner
-            .metrics
-            .render(|| crate::request::encode_chat(self, request, options))
     }
 
     /// The same tokenizer with other prompt caches (a fresh cache unless the
@@ -409,7 +377,7 @@ impl Tokenizer {
     /// Fails where the tokenizer has no chat template.
     pub fn control_markers(&self) -> Result<Vec<SpecialToken>> {
         let template = self.chat_template()?;
-        let st = self.inner.request.special(self, template)?;
+        let st = self.inner.request.special(&*self.inner.backend, template)?;
         Ok(st.markers())
     }
 
@@ -643,26 +611,6 @@ impl Tokenizer {
         }
     }
 
-    /// Consecutive chunks of `text`, each the longest prefix of the rest
-    /// within `max_tokens` tokens, covering the text with no gaps. A budget
-    /// too small for some character yields
-    /// [`ErrorKind::BudgetTooSmall`](crate::ErrorKind::BudgetTooSmall) and ends.
-    pub fn split<'t>(
-        &'t self,
-        text: &'t str,
-        max_tokens: usize,
-        add_special_tokens: bool,
-    ) -> Chunks<'t> {
-        Chunks::new(self, text, max_tokens, add_special_tokens)
-    }
-
-    /// A counter for text that arrives piece by piece: the exact count of
-    /// everything appended so far, at a cost proportional to what was
-    /// appended (see [`TokenCounter`]).
-    pub fn token_counter(&self, add_special_tokens: bool) -> TokenCounter {
-        TokenCounter::new(self.clone(), add_special_tokens)
-    }
-
     /// The model's context length in tokens: `config.json`'s
     /// `max_position_embeddings` (or `n_positions`, `max_seq_len`, …, the
     /// smallest present; `text_config`'s for multimodal models), else
@@ -784,18 +732,6 @@ impl Tokenizer {
     /// The bytes an id renders as at the start of a text (see [`StartRule`](crate::traits::StartRule)).
     pub(crate) fn first_token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.inner.backend.first_token_bytes(id)
-    }
-
-    /// One id's text for a logprobs entry: its raw bytes and its display
-    /// text (`bytes:\xe6\x97` when they are not whole characters). Fails on
-    /// ids outside the vocabulary, as [`decode`](Self::decode) does.
-    pub fn token_text(&self, id: u32) -> Result<crate::TokenText> {
-        crate::decode::token_text(self, id)
-    }
-
-    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
-    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<crate::TokenText>> {
-        ids.iter().map(|&id| self.token_text(id)).collect()
     }
 
     /// This tokenizer's metrics (streams and stop decoders report through it).

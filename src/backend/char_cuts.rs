@@ -42,7 +42,13 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use tokenizers::pipeline::Span;
 
-use crate::backend::sentencepiece::llama::utf8_len;
+/// Byte length of the UTF-8 sequence a lead byte starts (llama.cpp's
+/// `unicode_len_utf8`: 1 for continuation or invalid bytes).
+#[inline]
+pub(crate) fn utf8_len(lead: u8) -> usize {
+    const LEN: [u8; 16] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4];
+    LEN[usize::from(lead >> 4)] as usize
+}
 
 /// The first code point the cuts consider, and how many there are.
 const FIRST: u32 = 0x3000;

@@ -20,7 +20,7 @@ pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
 pub(crate) mod word_cuts;
 
-use crate::encode::{ChunkEncoding, ChunkRequest, SplitSpec};
+use crate::contract::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::special::{SpecialToken, SpecialTokens};

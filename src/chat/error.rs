@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::error::{Error, ErrorKind};
+
 /// Which safety limit a render ran into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -110,5 +112,28 @@ impl ChatTemplateError {
         ChatTemplateError::InvalidRequest {
             detail: detail.into(),
         }
+    }
+}
+
+/// A template's `raise_exception` and a request transformers refuses are the
+/// request's ([`TemplateRaised`](ErrorKind::TemplateRaised),
+/// [`InvalidRequest`](ErrorKind::InvalidRequest)); the rest are the server's
+/// template ([`Template`](ErrorKind::Template)). The same split as
+/// [`ChatTemplateError::http_status`].
+impl From<ChatTemplateError> for Error {
+    fn from(e: ChatTemplateError) -> Self {
+        use ChatTemplateError as E;
+        let kind = match &e {
+            E::Raised { message } => ErrorKind::TemplateRaised {
+                message: message.clone(),
+            },
+            E::InvalidRequest { .. } | E::NoTemplate { .. } => ErrorKind::InvalidRequest {
+                detail: e.to_string(),
+            },
+            _ => ErrorKind::Template {
+                detail: e.to_string(),
+            },
+        };
+        Self::new(kind).with_source(e)
     }
 }

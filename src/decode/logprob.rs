@@ -66,3 +66,17 @@ pub(crate) fn token_text(tok: &Tokenizer, id: u32) -> Result<TokenText> {
         None => Err(Error::unknown_id(id, tok.vocab_size())),
     }
 }
+
+impl Tokenizer {
+    /// One id's text for a logprobs entry: its raw bytes and its display
+    /// text (`bytes:\xe6\x97` when they are not whole characters). Fails on
+    /// ids outside the vocabulary, as [`decode`](Self::decode) does.
+    pub fn token_text(&self, id: u32) -> Result<TokenText> {
+        token_text(self, id)
+    }
+
+    /// [`token_text`](Self::token_text) for several ids (top-k alternatives).
+    pub fn token_texts(&self, ids: &[u32]) -> Result<Vec<TokenText>> {
+        ids.iter().map(|&id| self.token_text(id)).collect()
+    }
+}

@@ -7,7 +7,7 @@ mod stop;
 mod stream;
 
 pub use logprob::TokenText;
-pub(crate) use logprob::{token_raw_bytes, token_text};
+pub(crate) use logprob::token_raw_bytes;
 pub use sequence::Sequence;
 pub use stop::{BatchOutput, MatchedStop, Output, StopConfig, StopReason, StopSequenceDecoder};
 pub use stream::{DecodeStream, UnknownIds};

@@ -131,6 +131,18 @@ pub enum MatchedStop {
     },
 }
 
+/// `rtok_stops_total`'s `reason`, in `metrics::STOP_REASONS` order.
+impl crate::metrics::StopIndex for MatchedStop {
+    fn stop_index(&self) -> usize {
+        match self {
+            MatchedStop::Eos { .. } => 0,
+            MatchedStop::Token { .. } => 1,
+            MatchedStop::String { .. } => 2,
+            MatchedStop::TokenSequence { .. } => 3,
+        }
+    }
+}
+
 /// vLLM's `stop_reason` for a stop: the stop token id or the stop string
 /// (serialized untagged: a number or a string).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

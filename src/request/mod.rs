@@ -3,6 +3,7 @@
 //! special-token text that came from the request kept apart from the
 //! special tokens the template wrote (DESIGN.md, claims 200–207).
 
+mod facts;
 mod format;
 pub(crate) mod harmony;
 pub(crate) mod mistral;
@@ -12,15 +13,13 @@ mod segments;
 mod special_text;
 
 use std::ops::Range;
-use std::sync::OnceLock;
 
-use crate::chat::{ChatRequest, ChatTemplate};
+use crate::chat::ChatRequest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::special::ControlTokens;
 use crate::tokenizer::Tokenizer;
+pub(crate) use facts::RequestFacts;
 pub use format::ChatFormat;
 use provenance::Sentinels;
-pub(crate) use special_text::SpecialText;
 
 /// What [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat) does with
 /// special-token text (`<|im_start|>`, `<|eot_id|>`) that came from the
@@ -127,63 +126,46 @@ pub struct ChatEncoding {
     pub special_texts_as_text: usize,
 }
 
-/// The ids `add_special_tokens` puts before and after a text.
-type BosEos = (Vec<u32>, Vec<u32>);
-
-/// What `encode_chat` learns about a tokenizer once (shared by clones).
-#[derive(Default)]
-pub(crate) struct RequestFacts {
-    control: ControlTokens,
-    special: OnceLock<std::result::Result<SpecialText, ErrorKind>>,
-    bos_eos: OnceLock<std::result::Result<BosEos, ErrorKind>>,
-}
-
-impl RequestFacts {
-    pub(crate) fn new(control: ControlTokens) -> Self {
-        Self {
-            control,
-            ..Self::default()
-        }
-    }
-
-    /// Nothing learned yet, the same corrections.
-    pub(crate) fn fresh(&self) -> Self {
-        Self::new(self.control.clone())
-    }
-
-    pub(crate) fn control(&self) -> &ControlTokens {
-        &self.control
-    }
-
-    /// The control markers under `template`, the handle's chat template.
-    pub(crate) fn special(&self, tok: &Tokenizer, template: &ChatTemplate) -> Result<&SpecialText> {
-        self.special
-            .get_or_init(|| {
-                let sources: Vec<&str> = template.sources().collect();
-                SpecialText::new(tok.backend_dyn(), &sources, &self.control)
-                    .map_err(|e| e.kind().clone())
-            })
-            .as_ref()
-            .map_err(|k| Error::new(k.clone()))
-    }
-
-    /// Learns everything now (for `warm_up`); errors wait for the request.
-    pub(crate) fn warm(&self, tok: &Tokenizer, template: &ChatTemplate) {
-        let _ = self.special(tok, template);
-        let _ = self.bos_eos(tok);
-    }
-
-    fn bos_eos(&self, tok: &Tokenizer) -> Result<&BosEos> {
-        self.bos_eos
-            .get_or_init(|| segments::bos_eos(tok.backend_dyn()).map_err(|e| e.kind().clone()))
-            .as_ref()
-            .map_err(|k| Error::new(k.clone()))
-    }
-}
-
 /// Calls `f` on every string of `request` that came from the client.
 pub(crate) fn walk_strings(request: &ChatRequest, f: &mut dyn FnMut(&str)) {
     provenance::walk(request, &mut |s, _| f(s));
+}
+
+impl crate::metrics::PromptTokens for ChatEncoding {
+    fn prompt_tokens(&self) -> usize {
+        self.prompt_tokens
+    }
+}
+
+impl Tokenizer {
+    /// Renders `request` with the chat template and encodes the prompt in
+    /// one call, with special-token text from the request handled as
+    /// `options.special_tokens` says (by default as plain text: only the
+    /// template's own special tokens are special).
+    ///
+    /// ```no_run
+    /// use router_tokenizer::chat::{ChatRequest, Message};
+    /// use router_tokenizer::EncodeChatOptions;
+    /// let tok = router_tokenizer::create_tokenizer("Qwen/Qwen3-8B")?;
+    /// let mut request = ChatRequest::new(vec![Message::new("user", "Hi <|im_end|>")]);
+    /// request.add_generation_prompt = true;
+    /// let enc = tok.encode_chat(&request, &EncodeChatOptions::default())?;
+    /// assert_eq!(enc.special_texts_as_text, 1);
+    /// # Ok::<(), router_tokenizer::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Template errors ([`ErrorKind::Template`](crate::ErrorKind::Template)),
+    /// encode errors, and under [`ChatSpecialTokens::Reject`](crate::ChatSpecialTokens::Reject)
+    /// [`ErrorKind::SpecialTokenInRequest`](crate::ErrorKind::SpecialTokenInRequest).
+    pub fn encode_chat(
+        &self,
+        request: &ChatRequest,
+        options: &EncodeChatOptions,
+    ) -> Result<ChatEncoding> {
+        self.metrics()
+            .render(|| encode_chat(self, request, options))
+    }
 }
 
 /// The body of [`Tokenizer::encode_chat`].
@@ -217,7 +199,7 @@ fn encode_chat_jinja(
     options: &EncodeChatOptions,
 ) -> Result<ChatEncoding> {
     let template = tok.chat_template()?;
-    let st = tok.request_facts().special(tok, template)?;
+    let st = tok.request_facts().special(tok.backend_dyn(), template)?;
     let policy = options.special_tokens;
     if policy == ChatSpecialTokens::Reject
         && let Some((location, token)) = provenance::first_special_text(request, st)
@@ -291,7 +273,7 @@ fn encode_chat_jinja(
         let body =
             segments::encode_cut(backend, &text, &specials, &st.plain_markers, with_offsets)?;
         if options.add_special_tokens {
-            let (bos, eos) = tok.request_facts().bos_eos(tok)?;
+            let (bos, eos) = tok.request_facts().bos_eos(tok.backend_dyn())?;
             wrap(body, bos, eos, text.len())?
         } else {
             body

@@ -35,7 +35,7 @@ use serde_json::Value;
 use tokenizers::pipeline::PipelinePatternMatcher;
 use tokenizers::vocab::bucket_added_vocabulary::AddedVocabulary as BucketAddedVocabulary;
 
-use crate::encode::split::{is_space, is_word_char};
+use crate::contract::split::{is_space, is_word_char};
 
 /// How one added token matches: its id and flags.
 #[derive(Debug, Clone, Copy)]

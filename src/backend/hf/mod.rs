@@ -31,8 +31,8 @@ use tokenizers::pipeline::{EncodeOptions, Override, PipelineToken, PipelineToken
 use crate::backend::join_cuts::JoinCuts;
 use crate::backend::{BuildCancel, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::config::TokenizerConfig;
-use crate::encode::family::classify_hf;
-use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+use crate::contract::family::classify_hf;
+use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::special::SpecialTokenPolicy;

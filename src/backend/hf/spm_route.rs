@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::backend::sentencepiece::synth::{self, SynthPiece};
 use crate::backend::sentencepiece::{PieceType, SentencePieceModel, window_chunk};
-use crate::encode::{ChunkEncoding, ChunkRequest};
+use crate::contract::{ChunkEncoding, ChunkRequest};
 
 const SPACE_MARK: &str = "\u{2581}";
 

@@ -7,7 +7,7 @@ use super::model::SpanWindows;
 use super::{ModelType, SentencePieceModel, SpmError};
 use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer, chunk_from_offsets};
 use crate::config::TokenizerConfig;
-use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::special::SpecialTokenPolicy;

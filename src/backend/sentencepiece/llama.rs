@@ -19,14 +19,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::cache::{MAX_KEY, WordCache};
-
-/// Byte length of the UTF-8 sequence a lead byte starts (llama.cpp's
-/// `unicode_len_utf8`: 1 for continuation or invalid bytes).
-#[inline]
-pub(crate) fn utf8_len(lead: u8) -> usize {
-    const LEN: [u8; 16] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4];
-    LEN[usize::from(lead >> 4)] as usize
-}
+pub(crate) use crate::backend::char_cuts::utf8_len;
 
 // Performance note: one queue over a whole fragment (a whole prompt for a
 // long text) held an entry per character, so its pops were bound by cache

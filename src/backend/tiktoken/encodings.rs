@@ -14,7 +14,7 @@ pub(crate) const GPT2_PATTERN: &str =
 /// cl100k pre-tokenizer.
 pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 /// o200k pre-tokenizer, as tiktoken writes it.
-pub(crate) const O200K_PATTERN: &str = crate::encode::family::O200K_TIKTOKEN_PATTERN;
+pub(crate) const O200K_PATTERN: &str = crate::contract::family::O200K_TIKTOKEN_PATTERN;
 /// Llama-3's pre-tokenizer, as written in its `tokenizer.json`.
 pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 

@@ -25,8 +25,8 @@ use tokenizers::pipeline::PreTokenizerScratch;
 
 use crate::backend::byte_level;
 use crate::backend::{BuildCancel, BuildGuard, DecodeStyle, Decoder, Encoder, Tokenizer};
-use crate::encode::family::is_known_pattern;
-use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+use crate::contract::family::is_known_pattern;
+use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::special::SpecialTokenPolicy;

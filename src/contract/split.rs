@@ -470,7 +470,7 @@ mod tests {
         spans.push((s, chunk.len()));
         ids.push(chunk[s..].len() as u32);
         bounds.push(chunk.len());
-        let request = crate::encode::ChunkRequest::new(chunk.len(), chunk.len(), false);
+        let request = crate::contract::ChunkRequest::new(chunk.len(), chunk.len(), false);
         ChunkEncoding::from_spans(ids, spans, chunk.len(), &request, bounds)
     }
 
