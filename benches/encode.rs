@@ -171,7 +171,7 @@ fn tiktoken_corpus(c: &mut Criterion) {
             let tok = load(source);
             tok.warm_up();
             assert_eq!(
-                tok.encode_sequential(&text, false).unwrap().ids(),
+                tok.encode_with(&text, &common::sequential()).unwrap().ids(),
                 raw.encode_ordinary(&text).as_slice(),
                 "{name} {category}"
             );
@@ -179,7 +179,10 @@ fn tiktoken_corpus(c: &mut Criterion) {
             g.throughput(Throughput::Bytes(text.len() as u64));
             g.sample_size(10);
             g.bench_function("router-tokenizer", |b| {
-                b.iter(|| tok.encode_sequential(black_box(&text), false).unwrap())
+                b.iter(|| {
+                    tok.encode_with(black_box(&text), &common::sequential())
+                        .unwrap()
+                })
             });
             g.bench_function("tiktoken-rs", |b| {
                 b.iter(|| raw.encode_ordinary(black_box(&text)))
@@ -279,14 +282,18 @@ fn alternating_models(c: &mut Criterion) {
         b.warm_up();
         g.bench_function(format!("{name}/one_model_twice"), |bench| {
             bench.iter(|| {
-                a.encode_with_offsets(black_box(&input), false).unwrap();
-                a.encode_with_offsets(black_box(&input), false).unwrap()
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap();
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap()
             })
         });
         g.bench_function(format!("{name}/alternating"), |bench| {
             bench.iter(|| {
-                a.encode_with_offsets(black_box(&input), false).unwrap();
-                b.encode_with_offsets(black_box(&input), false).unwrap()
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap();
+                b.encode_with(black_box(&input), &common::offsets())
+                    .unwrap()
             })
         });
     }
@@ -321,7 +328,10 @@ fn route_on_off(
             g.throughput(Throughput::Bytes(end as u64));
             for (name, tok) in [("on", &on), ("off", &off)] {
                 g.bench_with_input(BenchmarkId::new(name, size), input, |b, t| {
-                    b.iter(|| tok.encode_sequential(black_box(t), false).unwrap())
+                    b.iter(|| {
+                        tok.encode_with(black_box(t), &common::sequential())
+                            .unwrap()
+                    })
                 });
             }
         }

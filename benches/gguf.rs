@@ -156,11 +156,11 @@ fn bench_encode(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(text.len() as u64));
         for (name, tok, peer_name, peer) in &pairs {
             g.bench_with_input(BenchmarkId::new(*name, size), &text, |b, t| {
-                b.iter(|| black_box(tok.encode_sequential(t, false).unwrap()))
+                b.iter(|| black_box(tok.encode_with(t, &common::sequential()).unwrap()))
             });
             if let Some(peer) = peer {
                 g.bench_with_input(BenchmarkId::new(*peer_name, size), &text, |b, t| {
-                    b.iter(|| black_box(peer.encode_sequential(t, false).unwrap()))
+                    b.iter(|| black_box(peer.encode_with(t, &common::sequential()).unwrap()))
                 });
             }
         }

@@ -79,7 +79,7 @@ const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
         "rtok_encode_requests_total",
         Kind::Counter,
         Unit::Count,
-        "Encodes (encode, encode_sequential, encode_with_offsets and their batch forms).",
+        "Encodes (encode, encode_with and their batch forms).",
     ),
     (
         "rtok_encode_errors_total",

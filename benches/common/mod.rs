@@ -4,6 +4,18 @@
 use router_tokenizer::{LoadOptions, PromptCacheOptions, Tokenizer};
 use std::path::{Path, PathBuf};
 
+/// Options for the backend alone: the calling thread, never in chunks, never
+/// through the prompt caches.
+pub fn sequential() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new()
+        .with_parallelism(router_tokenizer::Parallelism::Sequential)
+}
+
+/// Options for `encode` with one byte span per id.
+pub fn offsets() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new().with_offsets(true)
+}
+
 /// `RTOK_SHARED_DIR`, else `../shared` beside the repository.
 pub fn shared() -> PathBuf {
     std::env::var_os("RTOK_SHARED_DIR")

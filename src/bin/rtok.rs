@@ -454,7 +454,12 @@ fn run(cli: Cli) -> Result<()> {
             let tok = load_with(&source, parallel.options()?)?;
             let text = read_input(&input)?;
             if json {
-                let enc = tok.encode_with_offsets(&text, add_special_tokens)?;
+                let enc = tok.encode_with(
+                    &text,
+                    &router_tokenizer::EncodeOptions::new()
+                        .with_add_special_tokens(add_special_tokens)
+                        .with_offsets(true),
+                )?;
                 let value = serde_json::json!({
                     "ids": enc.ids(),
                     "offsets": enc.offsets().unwrap_or_default().iter().map(|&(s, e)| [s, e]).collect::<Vec<_>>(),
@@ -908,7 +913,7 @@ fn bench(
         // answers one side with the other's work; the order alternates so
         // neither side always finds the caches the other just warmed.
         let (s_slice, p_slice) = (next_slice(), next_slice());
-        let run_seq = || tok.encode_sequential(s_slice, false);
+        let run_seq = || tok.encode_with(s_slice, &sequential());
         let run_par = || tok.encode(p_slice, false);
         let ((a, s_ms), (b, p_ms)) = if round % 2 == 0 {
             let a = time(&run_seq)?;
@@ -918,7 +923,7 @@ fn bench(
             (time(&run_seq)?, b)
         };
         // Untimed: the parallel ids against the sequential ids of its slice.
-        identical &= b.ids() == tok.encode_sequential(p_slice, false)?.ids();
+        identical &= b.ids() == tok.encode_with(p_slice, &sequential())?.ids();
         if round == 0 {
             tokens = a.len();
             continue;
@@ -946,6 +951,12 @@ fn bench(
     })
 }
 
+/// Options for the backend alone: the calling thread, no chunks, no prompt caches.
+fn sequential() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new()
+        .with_parallelism(router_tokenizer::Parallelism::Sequential)
+}
+
 /// Milliseconds for every pool thread to encode all of `text` sequentially
 /// at the same time, and the thread count: `k * sequential / this` is the
 /// throughput the machine gives `k` independent encodes, the bound on any
@@ -963,7 +974,7 @@ fn concurrent_copies(
     let run = || -> router_tokenizer::Result<Vec<usize>> {
         (0..k)
             .into_par_iter()
-            .map(|_| tok.encode_sequential(text, false).map(|e| e.len()))
+            .map(|_| tok.encode_with(text, &sequential()).map(|e| e.len()))
             .collect()
     };
     let t = Instant::now();

@@ -25,11 +25,13 @@
 
 pub(crate) mod budget;
 pub(crate) mod family;
+mod options;
 pub(crate) mod parallel;
 pub(crate) mod split;
 
 pub use budget::{Chunk, Chunks, Side, TokenCounter};
 pub use family::SplitFamily;
+pub use options::{EncodeOptions, Parallelism};
 pub use parallel::{ParallelMode, ParallelOptions, ParallelReport};
 
 /// What a backend declares so its encodes can be cut into chunks.

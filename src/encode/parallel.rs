@@ -145,8 +145,9 @@ impl PartialEq for ParallelOptions {
     }
 }
 
-/// What one parallel encode did, from
-/// [`Tokenizer::encode_parallel_report`](crate::Tokenizer::encode_parallel_report).
+/// What one parallel encode did: [`Encoding::parallel_report`] of an encode
+/// under [`Parallelism::Split`](crate::Parallelism::Split) or
+/// [`SplitAt`](crate::Parallelism::SplitAt).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParallelReport {

@@ -72,8 +72,12 @@ fn compare(model: &str, pre: &str) -> Vec<String> {
     let json = common::tokenizer(model);
     let mut differ = Vec::new();
     for (key, text) in inputs() {
-        let a = gguf.encode_sequential(&text, false).unwrap();
-        let b = json.encode_sequential(&text, false).unwrap();
+        let a = gguf
+            .encode_with(&text, &crate::common::sequential(false))
+            .unwrap();
+        let b = json
+            .encode_with(&text, &crate::common::sequential(false))
+            .unwrap();
         if a.ids() != b.ids() {
             differ.push(key);
         }

@@ -58,7 +58,9 @@ fn check(name: &str) {
         if got.ids() != want.as_slice() {
             failed.push(format!("{text:?}: got {:?} want {want:?}", got.ids()));
         }
-        let with = tok.encode_with_offsets(text, false).unwrap();
+        let with = tok
+            .encode_with(text, &crate::common::offsets(false))
+            .unwrap();
         assert_eq!(with.ids(), got.ids(), "{name} offsets path {text:?}");
     }
     assert!(

@@ -292,10 +292,15 @@ fn byte_level_files_never_build_the_model() {
         assert!(route_still_interim(&plain), "{model}: the model was built");
         let (_, built) = pair(m, 0);
         for add in [false, true] {
-            let ids = plain.encode_sequential(text, add).unwrap();
+            let ids = plain
+                .encode_with(text, &crate::common::sequential(add))
+                .unwrap();
             assert_eq!(
                 ids.ids(),
-                built.encode_sequential(text, add).unwrap().ids(),
+                built
+                    .encode_with(text, &crate::common::sequential(add))
+                    .unwrap()
+                    .ids(),
                 "{model}"
             );
             assert_eq!(

@@ -81,9 +81,14 @@ fn sentencepiece_lines_seen_again_match_a_fresh_encode() {
                 let tok = tokenizer(source);
                 let fresh = |t: &str| {
                     std::thread::scope(|s| {
-                        s.spawn(|| tok.encode_sequential(t, false).unwrap().ids().to_vec())
-                            .join()
-                            .unwrap()
+                        s.spawn(|| {
+                            tok.encode_with(t, &crate::common::sequential(false))
+                                .unwrap()
+                                .ids()
+                                .to_vec()
+                        })
+                        .join()
+                        .unwrap()
                     })
                 };
                 // One line longer than a group: the text's first group is the
@@ -98,7 +103,9 @@ fn sentencepiece_lines_seen_again_match_a_fresh_encode() {
                         t if t == changed => &want_changed,
                         _ => &want_shifted,
                     };
-                    let got = tok.encode_sequential(t, false).unwrap();
+                    let got = tok
+                        .encode_with(t, &crate::common::sequential(false))
+                        .unwrap();
                     assert!(
                         got.ids() == &want[..],
                         "{source} round {round}: first difference at {}",

@@ -45,12 +45,18 @@ fn check(model: &str, tok: &Tokenizer, plain: &Tokenizer) -> (usize, Vec<String>
     let mut one = |what: &str, piece: &str| {
         checked += piece.len();
         for round in ["cold", "seen"] {
-            if tok.encode_sequential(piece, false).unwrap().ids()
+            if tok
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap()
+                .ids()
                 != pipeline_ids(&pipe, piece, false, false)
             {
                 bad.push(format!("{model} {what} ({} bytes, {round})", piece.len()));
             }
-            if plain.encode_sequential(piece, false).unwrap().ids()
+            if plain
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap()
+                .ids()
                 != pipeline_ids(&pipe, piece, false, true)
             {
                 bad.push(format!(

@@ -71,7 +71,10 @@ fn tekken_encodes_every_input_as_mistral_common() {
         for (key, path) in common::all_inputs() {
             let Some(w) = inputs.get(&key) else { continue };
             let text = std::fs::read_to_string(&path).unwrap();
-            let ids = tok.encode_sequential(&text, false).unwrap().into_ids();
+            let ids = tok
+                .encode_with(&text, &crate::common::sequential(false))
+                .unwrap()
+                .into_ids();
             assert_eq!(
                 ids.len() as u64,
                 w["n"].as_u64().unwrap(),

@@ -289,7 +289,9 @@ fn offsets_and_parallel_agree() {
         .load(name)
         .unwrap();
         par.warm_up();
-        let a = seq.encode_with_offsets(text, false).unwrap();
+        let a = seq
+            .encode_with(text, &crate::common::offsets(false))
+            .unwrap();
         let b = par.encode(text, false).unwrap();
         assert_eq!(a.ids(), b.ids(), "{name}");
         let offsets = a.offsets().unwrap();

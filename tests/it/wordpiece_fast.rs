@@ -37,18 +37,24 @@ fn minilm_fast_path_matches_tokenizers() {
         }
         for piece in pieces {
             checked += piece.len();
-            let got = tok.encode_sequential(piece, false).unwrap();
+            let got = tok
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, false, false) {
                 bad.push(format!("{name} ({} bytes)", piece.len()));
             }
-            let got = tok.encode_sequential(piece, true).unwrap();
+            let got = tok
+                .encode_with(piece, &crate::common::sequential(true))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, true, false) {
                 bad.push(format!(
                     "{name} ({} bytes, add_special_tokens)",
                     piece.len()
                 ));
             }
-            let got = plain.encode_sequential(piece, false).unwrap();
+            let got = plain
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, false, true) {
                 bad.push(format!("{name} ({} bytes, specials as text)", piece.len()));
             }
