@@ -96,8 +96,8 @@ impl ChatSlot {
 fn template_fallback(
     info: &TokenizerInfo,
     backend: &dyn backend::Tokenizer,
-) -> crate::chat::SpecialTokens {
-    let mut out = crate::chat::SpecialTokens::new();
+) -> crate::chat::TemplateSpecialTokens {
+    let mut out = crate::chat::TemplateSpecialTokens::new();
     if info.config.is_none() && matches!(info.format, Format::SentencePiece | Format::Gguf) {
         for (role, token) in backend.special_tokens().named() {
             out.set(format!("{role}_token"), token.content.clone());
@@ -210,7 +210,7 @@ impl Tokenizer {
 
     /// The same tokenizer with another chat template (Jinja text), compiled now.
     pub fn with_chat_template(&self, template: &str) -> Result<Self> {
-        let mut specials = crate::chat::SpecialTokens::from_dir(
+        let mut specials = crate::chat::TemplateSpecialTokens::from_dir(
             self.inner
                 .info
                 .dir

@@ -5,11 +5,11 @@
 
 use serde_json::{Value as Json, json};
 
-use router_tokenizer::chat::{ChatRequest, ChatTemplate, ChatTemplateError, SpecialTokens};
+use router_tokenizer::chat::{ChatRequest, ChatTemplate, ChatTemplateError, TemplateSpecialTokens};
 
 fn render_with(template: &str, request: Json) -> Result<String, ChatTemplateError> {
     let request: ChatRequest = serde_json::from_value(request).unwrap();
-    ChatTemplate::from_text(template, &SpecialTokens::new())?.render(&request)
+    ChatTemplate::from_text(template, &TemplateSpecialTokens::new())?.render(&request)
 }
 
 fn render(template: &str) -> Result<String, ChatTemplateError> {
