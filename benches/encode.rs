@@ -194,12 +194,10 @@ fn tiktoken_corpus(c: &mut Criterion) {
     g.sample_size(10);
     for (name, source, _) in &encodings {
         let load = || {
-            LoadOptions {
-                bypass_registry: true,
-                ..LoadOptions::default()
-            }
-            .load(source)
-            .unwrap()
+            LoadOptions::default()
+                .with_bypass_registry(true)
+                .load(source)
+                .unwrap()
         };
         // Load and wait for the background build: timing the load alone would
         // leave each iteration's build running into the next ones.
@@ -224,12 +222,10 @@ fn load_time(c: &mut Criterion) {
         let dir = snapshot(model);
         g.bench_function(model, |b| {
             b.iter(|| {
-                LoadOptions {
-                    bypass_registry: true,
-                    ..LoadOptions::default()
-                }
-                .load(dir.to_str().unwrap())
-                .unwrap()
+                LoadOptions::default()
+                    .with_bypass_registry(true)
+                    .load(dir.to_str().unwrap())
+                    .unwrap()
             })
         });
     }

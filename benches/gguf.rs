@@ -36,13 +36,11 @@ fn gguf(name: &str) -> PathBuf {
 }
 
 fn fresh(path: &std::path::Path) -> Tokenizer {
-    LoadOptions {
-        bypass_registry: true,
-        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap()
+    LoadOptions::default()
+        .with_bypass_registry(true)
+        .with_prompt_cache(router_tokenizer::PromptCacheOptions::off())
+        .load(path.to_str().unwrap())
+        .unwrap()
 }
 
 /// English prose of at least `n` bytes, cut at a character boundary.

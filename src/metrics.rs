@@ -912,10 +912,8 @@ mod tests {
     fn a_source_loaded_before_the_recorder_reports_once_one_is_there() {
         // A key of its own in the registry (the override file is only read
         // by the chat template, never here), so no other test binds it.
-        let options = crate::LoadOptions {
-            chat_template: Some("/nonexistent/rtok-metrics-test.jinja".into()),
-            ..crate::LoadOptions::default()
-        };
+        let options = crate::LoadOptions::default()
+            .with_chat_template("/nonexistent/rtok-metrics-test.jinja");
         let early = options.load("o200k_base").unwrap();
         early.encode("before any recorder", false).unwrap();
 
@@ -959,11 +957,9 @@ mod tests {
             )
             .unwrap();
         metrics::with_local_recorder(&recorder, || {
-            let options = crate::LoadOptions {
-                bypass_registry: true,
-                aliases,
-                ..crate::LoadOptions::default()
-            };
+            let options = crate::LoadOptions::default()
+                .with_bypass_registry(true)
+                .with_aliases(aliases);
             options.load("cl100k_base").unwrap();
             assert!(options.load("rtok-metrics-ghost").is_err());
             assert!(options.load("not a valid source!").is_err());

@@ -173,8 +173,7 @@ fn main() {
     let args = args();
     let mut slices = fresh::FreshSlices::new(&common::shared_dir());
     for source in &args.sources {
-        let mut options = common::options();
-        options.prompt_cache = PromptCacheOptions::off();
+        let options = common::options().with_prompt_cache(PromptCacheOptions::off());
         let tok = match options.load(source) {
             Ok(t) => t,
             Err(e) => {

@@ -36,14 +36,12 @@ pub fn snapshot(model: &str) -> PathBuf {
 /// Loads a tokenizer offline from the shared cache, with the L0 prompt cache
 /// off: the benches time encoding, and most repeat one text.
 pub fn load(source: &str) -> Tokenizer {
-    LoadOptions {
-        cache_dir: Some(shared().join("hf-cache/hub")),
-        offline: Some(true),
-        prompt_cache: PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
-    .load(source)
-    .expect("load")
+    LoadOptions::default()
+        .with_cache_dir(shared().join("hf-cache/hub"))
+        .with_offline(true)
+        .with_prompt_cache(PromptCacheOptions::off())
+        .load(source)
+        .expect("load")
 }
 
 /// The raw `tokenizers` pipeline for a shared hub model.

@@ -31,11 +31,9 @@ pub fn shared_dir() -> PathBuf {
 pub fn options() -> LoadOptions {
     let cache = shared_dir().join("hf-cache/hub");
     if cache.is_dir() {
-        LoadOptions {
-            cache_dir: Some(cache),
-            offline: Some(true),
-            ..LoadOptions::default()
-        }
+        LoadOptions::default()
+            .with_cache_dir(cache)
+            .with_offline(true)
     } else {
         LoadOptions::default()
     }

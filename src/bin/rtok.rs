@@ -401,17 +401,15 @@ fn load_with(source: &Source, parallel: ParallelOptions) -> Result<Tokenizer> {
 }
 
 fn load_options(source: &Source, parallel: ParallelOptions) -> Result<LoadOptions> {
-    Ok(LoadOptions {
-        parallel,
-        special_tokens: if source.specials_as_text {
+    Ok(LoadOptions::default()
+        .with_parallel(parallel)
+        .with_special_tokens(if source.specials_as_text {
             SpecialTokenPolicy::PlainText
         } else {
             SpecialTokenPolicy::Parse
-        },
-        progress: true,
-        aliases: source.aliases()?,
-        ..LoadOptions::default()
-    })
+        })
+        .with_progress(true)
+        .with_aliases(source.aliases()?))
 }
 
 fn read_input(input: &Input) -> Result<String> {

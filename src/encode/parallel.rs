@@ -41,10 +41,10 @@ pub enum ParallelMode {
 ///
 /// ```
 /// use router_tokenizer::{LoadOptions, ParallelOptions};
-/// let options = LoadOptions {
-///     parallel: ParallelOptions { min_bytes: Some(1 << 20), ..ParallelOptions::default() },
-///     ..LoadOptions::default()
-/// };
+/// let options = LoadOptions::new().with_parallel(ParallelOptions {
+///     min_bytes: Some(1 << 20),
+///     ..ParallelOptions::default()
+/// });
 /// # let _ = options;
 /// ```
 #[derive(Debug, Clone)]

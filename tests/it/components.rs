@@ -239,10 +239,7 @@ fn the_references_added_vocabulary_cases() {
             "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
         });
         let dir = std::env::temp_dir().join(format!("rtok-added-cases-{}", std::process::id()));
-        let options = router_tokenizer::LoadOptions {
-            special_tokens: policy,
-            ..offline_options()
-        };
+        let options = offline_options().with_special_tokens(policy);
         load_json_with(&json, &dir, name, options)
     };
     let mask = |special| ("<mask>", true, true, true, special);

@@ -43,13 +43,11 @@ fn vectors(name: &str) -> Vec<(String, Vec<u32>)> {
 fn check(name: &str) {
     let path = gguf_dir().join(format!("ggml-vocab-{name}.gguf"));
     // llama.cpp's test runs with parse_special = false.
-    let tok = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap();
+    let tok = LoadOptions::default()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .with_bypass_registry(true)
+        .load(path.to_str().unwrap())
+        .unwrap();
     let cases = vectors(name);
     assert_eq!(cases.len(), 46, "{name}");
     let mut failed = Vec::new();

@@ -1040,13 +1040,11 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
     // registry (the tests of every file share this process and its registry,
     // and `loader` and `parity` load `cl100k_base` under `PlainText` too).
     let t = metrics::with_local_recorder(&recorder, || {
-        LoadOptions {
-            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-            bypass_registry: true,
-            ..LoadOptions::default()
-        }
-        .load("cl100k_base")
-        .unwrap()
+        LoadOptions::default()
+            .with_special_tokens(router_tokenizer::SpecialTokenPolicy::PlainText)
+            .with_bypass_registry(true)
+            .load("cl100k_base")
+            .unwrap()
     });
     let t = t.with_parallel(ParallelOptions {
         mode: ParallelMode::Always,
@@ -1154,9 +1152,9 @@ fn a_text_that_comes_back_is_not_cut_into_chunks() {
             source.to_owned()
         };
         let t = metrics::with_local_recorder(&recorder, || {
-            LoadOptions {
-                bypass_registry: true,
-                parallel: ParallelOptions {
+            common::offline_options()
+                .with_bypass_registry(true)
+                .with_parallel(ParallelOptions {
                     min_bytes: Some(16 << 10),
                     pool: Some(pool.clone()),
                     ..ParallelOptions::default()
@@ -1223,12 +1221,10 @@ fn the_auto_threshold_follows_the_engine() {
                 .unwrap()
                 .0
         }
-        None => LoadOptions {
-            bypass_registry: true,
-            ..common::offline_options()
-        }
-        .load(MISTRAL)
-        .unwrap(),
+        None => common::offline_options()
+            .with_bypass_registry(true)
+            .load(MISTRAL)
+            .unwrap(),
     };
     for (what, which, splits_mid) in [
         ("Gemma-3 on the join cuts", Some(true), false),

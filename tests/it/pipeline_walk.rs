@@ -89,12 +89,10 @@ fn sequential_encodes_match_the_pipeline() {
             continue;
         }
         let tok = common::tokenizer(model);
-        let plain = router_tokenizer::LoadOptions {
-            special_tokens: SpecialTokenPolicy::PlainText,
-            ..offline_options()
-        }
-        .load(model)
-        .unwrap();
+        let plain = offline_options()
+            .with_special_tokens(SpecialTokenPolicy::PlainText)
+            .load(model)
+            .unwrap();
         let (checked, wrong) = check(model, &tok, &plain);
         assert!(
             checked > 256 << 10,

@@ -134,13 +134,11 @@ fn a_folder_with_both_files_loads_tekken_unless_told_otherwise() {
     )
     .unwrap();
     let load = |prefer_tokenizer_json| {
-        router_tokenizer::LoadOptions {
-            prefer_tokenizer_json,
-            bypass_registry: true,
-            ..common::offline_options()
-        }
-        .load(dir.to_str().unwrap())
-        .unwrap()
+        common::offline_options()
+            .with_prefer_tokenizer_json(prefer_tokenizer_json)
+            .with_bypass_registry(true)
+            .load(dir.to_str().unwrap())
+            .unwrap()
     };
     let (tekken, json) = (load(false), load(true));
     assert_eq!(tekken.format(), Format::Tekken);

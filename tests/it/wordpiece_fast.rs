@@ -16,12 +16,10 @@ const MINILM: &str = "sentence-transformers/all-MiniLM-L6-v2";
 fn minilm_fast_path_matches_tokenizers() {
     let pipe = pipeline(MINILM);
     let tok = common::tokenizer(MINILM);
-    let plain: Tokenizer = router_tokenizer::LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        ..offline_options()
-    }
-    .load(MINILM)
-    .unwrap();
+    let plain: Tokenizer = offline_options()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .load(MINILM)
+        .unwrap();
     let mut rng = common::Xorshift(0x9E37_79B9_7F4A_7C15u64);
     let mut next = |bound: usize| rng.below(bound);
     let mut bad = Vec::new();

@@ -147,12 +147,10 @@ pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokeni
 /// options, offsets) must reach the encoder every time. `tests/it/prompt_cache.rs`
 /// turns the cache on explicitly.
 pub fn offline_options() -> LoadOptions {
-    LoadOptions {
-        cache_dir: Some(shared_dir().join("hf-cache/hub")),
-        offline: Some(true),
-        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default()
+        .with_cache_dir(shared_dir().join("hf-cache/hub"))
+        .with_offline(true)
+        .with_prompt_cache(router_tokenizer::PromptCacheOptions::off())
 }
 
 /// Cases per proptest: `default`, or `PROPTEST_CASES` when set (for long
