@@ -160,11 +160,13 @@ pub use serving::{
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
-/// The backend traits, for plugging in a tokenizer of your own with
-/// [`Tokenizer::from_backend`].
+/// Plugging in a tokenizer of your own: implement [`Backend`](traits::Backend)
+/// and wrap it with [`Tokenizer::from_backend`]. [`DecodeStyle`](traits::DecodeStyle)
+/// and [`StartRule`](traits::StartRule) say how its ids decode (and
+/// [`Tokenizer::decode_style`] returns them for every tokenizer).
 pub mod traits {
-    pub use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
-    pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+    pub use crate::backend::plugin::Backend;
+    pub use crate::backend::{DecodeStyle, StartRule};
 }
 
 /// The native SentencePiece engine, usable on its own: `ModelProto` reader,

@@ -829,7 +829,7 @@ mod tests {
     }
 
     fn mock() -> crate::Tokenizer {
-        crate::Tokenizer::from_backend(
+        crate::Tokenizer::from_engine(
             Arc::new(crate::backend::mock::MockTokenizer::default()),
             crate::Format::HfJson,
         )

@@ -241,8 +241,17 @@ impl Tokenizer {
         )
     }
 
-    /// Wraps a custom backend.
-    pub fn from_backend(backend: Arc<dyn backend::Tokenizer>, format: Format) -> Self {
+    /// Wraps a tokenizer of your own ([`Backend`](crate::traits::Backend)):
+    /// the handle adds metrics, prompt caches, chat templates, budgets and
+    /// streaming; `format` is what [`format`](Self::format) reports (and
+    /// picks the chat template fallbacks). It encodes sequentially.
+    pub fn from_backend(backend: Arc<dyn crate::traits::Backend>, format: Format) -> Self {
+        Self::from_engine(Arc::new(backend::plugin::Plugged(backend)), format)
+    }
+
+    /// [`from_backend`](Self::from_backend) for one of the crate's own
+    /// backends, with all its fast paths.
+    pub(crate) fn from_engine(backend: Arc<dyn backend::Tokenizer>, format: Format) -> Self {
         let eos = backend
             .special_tokens()
             .eos
@@ -814,7 +823,7 @@ impl Tokenizer {
         &self.inner.metrics
     }
 
-    /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).
+    /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::backend::Decoder::byte_piece)).
     pub(crate) fn byte_piece(&self, id: u32) -> Option<u8> {
         self.inner.backend.byte_piece(id)
     }
@@ -832,7 +841,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let tok = metrics::with_local_recorder(&recorder, || {
-            Tokenizer::from_backend(
+            Tokenizer::from_engine(
                 Arc::new(crate::backend::mock::MockTokenizer::default()),
                 Format::HfJson,
             )
@@ -875,7 +884,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let tok = metrics::with_local_recorder(&recorder, || {
-            Tokenizer::from_backend(
+            Tokenizer::from_engine(
                 Arc::new(crate::backend::mock::MockTokenizer::default()),
                 Format::HfJson,
             )

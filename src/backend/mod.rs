@@ -1,9 +1,12 @@
 //! The traits every backend implements, and the backends themselves.
 //!
 //! A backend is one tokenizer format (`tokenizer.json`, tiktoken ranks, …)
-//! behind three small object-safe traits. The public [`Tokenizer`](crate::Tokenizer)
-//! handle holds an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding
-//! and metadata on top, so a backend only does tokenization.
+//! behind three object-safe traits, private to the crate so their fast-path
+//! hooks can change. The public [`Tokenizer`](crate::Tokenizer) handle holds
+//! an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding and metadata
+//! on top, so a backend only does tokenization. A user's tokenizer
+//! implements the small public [`plugin::Backend`] instead, which
+//! [`plugin::Plugged`] puts behind these traits.
 
 pub(crate) mod bpe;
 pub(crate) mod byte_level;
@@ -16,6 +19,7 @@ pub(crate) mod join_cuts;
 pub(crate) mod line_memo;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
+pub(crate) mod plugin;
 pub(crate) mod sentencepiece;
 pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
@@ -77,7 +81,7 @@ impl BuildCancel {
 }
 
 /// Text to ids.
-pub trait Encoder: Send + Sync {
+pub(crate) trait Encoder: Send + Sync {
     /// Encodes `text`. With `add_special_tokens`, BOS/EOS (or the
     /// post-processor's template) are added around the sequence.
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
@@ -88,14 +92,6 @@ pub trait Encoder: Send + Sync {
     /// go backwards; tokens of one character (byte fallback, byte-level pieces)
     /// share that character's span or split it by byte.
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
-
-    /// Encodes several texts. The default encodes them one after another.
-    fn encode_batch(&self, texts: &[&str], add_special_tokens: bool) -> Result<Vec<Encoding>> {
-        texts
-            .iter()
-            .map(|t| self.encode(t, add_special_tokens))
-            .collect()
-    }
 
     /// Whether [`encode`](Encoder::encode) parses special-token text as
     /// special tokens (the load-time
@@ -156,11 +152,11 @@ pub trait Encoder: Send + Sync {
     /// parallel family, so implementations need not check it again.
     ///
     /// `text` is a slice of the whole input starting and ending at allowed
-    /// edges ([`EdgeRule`](crate::traits::EdgeRule)); the ids must be exactly
+    /// edges ([`EdgeRule`](crate::encode::EdgeRule)); the ids must be exactly
     /// what [`encode`](Encoder::encode) without special tokens returns for it.
     /// The default derives everything from
     /// [`encode_with_offsets`](Encoder::encode_with_offsets) and knows no
-    /// pre-token boundaries, which suits [`WholeTextBpe`](crate::traits::SplitFamily::WholeTextBpe)
+    /// pre-token boundaries, which suits [`WholeTextBpe`](crate::SplitFamily::WholeTextBpe)
     /// backends; families that cut at boundaries must override it.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         chunk_from_offsets(self, text, request)
@@ -268,7 +264,7 @@ pub enum StartRule {
 }
 
 /// Ids to text.
-pub trait Decoder: Send + Sync {
+pub(crate) trait Decoder: Send + Sync {
     /// Decodes `ids`. Unknown ids are an error, never a panic.
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String>;
 
@@ -299,7 +295,7 @@ pub trait Decoder: Send + Sync {
 }
 
 /// A complete tokenizer: encoder, decoder and vocabulary.
-pub trait Tokenizer: Encoder + Decoder {
+pub(crate) trait Tokenizer: Encoder + Decoder {
     /// Which backend this is, for metrics and `inspect`.
     fn backend_name(&self) -> &'static str;
 

@@ -37,7 +37,7 @@ pub use parallel::{ParallelMode, ParallelOptions, ParallelReport};
 /// What a backend declares so its encodes can be cut into chunks.
 ///
 /// Built once when the backend is built; returned by
-/// [`Encoder::split_spec`](crate::traits::Encoder::split_spec).
+/// [`Encoder::split_spec`](crate::backend::Encoder::split_spec).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SplitSpec {
@@ -260,7 +260,7 @@ impl ChunkRequest {
 /// One chunk's encoding: ids, plus spans and pre-token boundaries near its ends.
 ///
 /// All positions are byte offsets into the chunk's text. Spans follow the
-/// rules of [`Encoder::encode_with_offsets`](crate::traits::Encoder::encode_with_offsets)
+/// rules of [`Encoder::encode_with_offsets`](crate::backend::Encoder::encode_with_offsets)
 /// (monotone; tokens of one char share its span). A backend may report more
 /// than was asked (a longer head, a longer tail, more boundaries), never less.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -34,7 +34,7 @@ pub enum ParallelMode {
 /// `rtok bench` on two cores so that no prompt gets slower: a tokenizer that
 /// encodes at hundreds of MB/s (the Hugging Face regex BPEs) needs a longer
 /// input to repay the fork and join than tiktoken or a whole-text BPE does
-/// (see [`SplitSpec::min_bytes`](crate::traits::SplitSpec::min_bytes)). On a
+/// (each backend declares the threshold it was measured at). On a
 /// larger pool that threshold falls as `2 / threads`, down to 64 KiB, and
 /// the text is cut into one chunk per thread of at least 32 KiB (measured on
 /// 16 cores, DESIGN.md claim 336). A `min_bytes` set here is used as given.
