@@ -219,15 +219,16 @@ pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(
 #[non_exhaustive]
 pub enum DecodeStyle {
     /// `decode(ids)` is the lossy UTF-8 reading of the concatenated
-    /// [`Decoder::token_bytes`] of every id (byte-level BPE, tiktoken).
-    /// Streaming needs no re-decoding.
+    /// [`token_bytes`](plugin::Backend::token_bytes) of every id
+    /// (byte-level BPE, tiktoken). Streaming needs no re-decoding.
     ByteConcat,
     /// The decoder looks at neighbouring tokens beyond what [`StartRule`]
     /// expresses (cleanup across tokens, unknown decoder steps); streaming
     /// re-decodes a small window.
     Windowed,
-    /// `decode(ids)` is the concatenation of [`Decoder::token_bytes`], except
-    /// at the start of the text, where `StartRule` applies (Metaspace and
+    /// `decode(ids)` is the concatenation of
+    /// [`token_bytes`](plugin::Backend::token_bytes), except at the start
+    /// of the text, where `StartRule` applies (Metaspace and
     /// `Replace ▁` decoders, `Strip`, SentencePiece's dummy prefix,
     /// WordPiece's `##`). Byte-fallback pieces (`<0xNN>`) contribute their
     /// byte. Exact whenever every run of byte pieces is valid UTF-8; a run
@@ -246,8 +247,9 @@ pub enum StartRule {
     /// `Strip(" ", 1, 0)` after `Fuse`).
     StripSpace,
     /// The first id that renders (skipped specials do not) uses
-    /// [`Decoder::first_token_bytes`] (WordPiece: no `##` join, no space
-    /// before it; Metaspace: no `▁` becomes a space).
+    /// [`first_token_bytes`](plugin::Backend::first_token_bytes)
+    /// (WordPiece: no `##` join, no space before it; Metaspace: no `▁`
+    /// becomes a space).
     FirstToken,
     /// The first id of the text, whether it renders or not, loses one
     /// leading space (llama.cpp's detokenizer with `add_space_prefix`: GGUF
@@ -255,8 +257,9 @@ pub enum StartRule {
     FirstIdStripSpace,
     /// SentencePiece's dummy prefix: while no byte has been produced, every
     /// id that is neither a byte piece nor special uses
-    /// [`Decoder::first_token_bytes`]; with `repeat == false` only the first
-    /// such id whose bytes differ, or the first that produces a byte, does.
+    /// [`first_token_bytes`](plugin::Backend::first_token_bytes); with
+    /// `repeat == false` only the first such id whose bytes differ, or the
+    /// first that produces a byte, does.
     SentencePiece {
         /// `remove_extra_whitespaces`: keep stripping until a byte is produced.
         repeat: bool,
