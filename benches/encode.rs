@@ -170,7 +170,7 @@ fn tiktoken_corpus(c: &mut Criterion) {
             let tok = load(source);
             tok.warm_up();
             assert_eq!(
-                tok.encode_sequential(&text, false).unwrap().ids(),
+                tok.encode_with(&text, &common::sequential()).unwrap().ids(),
                 raw.encode_ordinary(&text).as_slice(),
                 "{name} {category}"
             );
@@ -178,7 +178,10 @@ fn tiktoken_corpus(c: &mut Criterion) {
             g.throughput(Throughput::Bytes(text.len() as u64));
             g.sample_size(10);
             g.bench_function("router-tokenizer", |b| {
-                b.iter(|| tok.encode_sequential(black_box(&text), false).unwrap())
+                b.iter(|| {
+                    tok.encode_with(black_box(&text), &common::sequential())
+                        .unwrap()
+                })
             });
             g.bench_function("tiktoken-rs", |b| {
                 b.iter(|| raw.encode_ordinary(black_box(&text)))
@@ -190,12 +193,10 @@ fn tiktoken_corpus(c: &mut Criterion) {
     g.sample_size(10);
     for (name, source, _) in &encodings {
         let load = || {
-            LoadOptions {
-                bypass_registry: true,
-                ..LoadOptions::default()
-            }
-            .load(source)
-            .unwrap()
+            LoadOptions::default()
+                .with_bypass_registry(true)
+                .load(source)
+                .unwrap()
         };
         // Load and wait for the background build: timing the load alone would
         // leave each iteration's build running into the next ones.
@@ -220,12 +221,10 @@ fn load_time(c: &mut Criterion) {
         let dir = snapshot(model);
         g.bench_function(model, |b| {
             b.iter(|| {
-                LoadOptions {
-                    bypass_registry: true,
-                    ..LoadOptions::default()
-                }
-                .load(dir.to_str().unwrap())
-                .unwrap()
+                LoadOptions::default()
+                    .with_bypass_registry(true)
+                    .load(dir.to_str().unwrap())
+                    .unwrap()
             })
         });
     }
@@ -278,14 +277,18 @@ fn alternating_models(c: &mut Criterion) {
         b.warm_up();
         g.bench_function(format!("{name}/one_model_twice"), |bench| {
             bench.iter(|| {
-                a.encode_with_offsets(black_box(&input), false).unwrap();
-                a.encode_with_offsets(black_box(&input), false).unwrap()
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap();
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap()
             })
         });
         g.bench_function(format!("{name}/alternating"), |bench| {
             bench.iter(|| {
-                a.encode_with_offsets(black_box(&input), false).unwrap();
-                b.encode_with_offsets(black_box(&input), false).unwrap()
+                a.encode_with(black_box(&input), &common::offsets())
+                    .unwrap();
+                b.encode_with(black_box(&input), &common::offsets())
+                    .unwrap()
             })
         });
     }
@@ -320,7 +323,10 @@ fn route_on_off(
             g.throughput(Throughput::Bytes(end as u64));
             for (name, tok) in [("on", &on), ("off", &off)] {
                 g.bench_with_input(BenchmarkId::new(name, size), input, |b, t| {
-                    b.iter(|| tok.encode_sequential(black_box(t), false).unwrap())
+                    b.iter(|| {
+                        tok.encode_with(black_box(t), &common::sequential())
+                            .unwrap()
+                    })
                 });
             }
         }

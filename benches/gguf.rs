@@ -36,13 +36,11 @@ fn gguf(name: &str) -> PathBuf {
 }
 
 fn fresh(path: &std::path::Path) -> Tokenizer {
-    LoadOptions {
-        bypass_registry: true,
-        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap()
+    LoadOptions::default()
+        .with_bypass_registry(true)
+        .with_prompt_cache(router_tokenizer::PromptCacheOptions::off())
+        .load(path.to_str().unwrap())
+        .unwrap()
 }
 
 /// English prose of at least `n` bytes, cut at a character boundary.
@@ -156,11 +154,11 @@ fn bench_encode(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(text.len() as u64));
         for (name, tok, peer_name, peer) in &pairs {
             g.bench_with_input(BenchmarkId::new(*name, size), &text, |b, t| {
-                b.iter(|| black_box(tok.encode_sequential(t, false).unwrap()))
+                b.iter(|| black_box(tok.encode_with(t, &common::sequential()).unwrap()))
             });
             if let Some(peer) = peer {
                 g.bench_with_input(BenchmarkId::new(*peer_name, size), &text, |b, t| {
-                    b.iter(|| black_box(peer.encode_sequential(t, false).unwrap()))
+                    b.iter(|| black_box(peer.encode_with(t, &common::sequential()).unwrap()))
                 });
             }
         }

@@ -45,8 +45,11 @@ fn floor(s: &str, mut i: usize) -> usize {
 
 /// The bytes of text like `sample` that hold about `tokens` tokens.
 fn bytes_for(tok: &Tokenizer, sample: &str, tokens: usize) -> usize {
-    let per_token =
-        sample.len() as f64 / tok.encode_sequential(sample, false).unwrap().len() as f64;
+    let per_token = sample.len() as f64
+        / tok
+            .encode_with(sample, &common::sequential())
+            .unwrap()
+            .len() as f64;
     (tokens as f64 * per_token) as usize
 }
 
@@ -83,7 +86,10 @@ fn parallel(c: &mut Criterion) {
                     for _ in 0..iters {
                         let slice = next_slice();
                         let t0 = Instant::now();
-                        black_box(tok.encode_sequential(black_box(&slice), false).unwrap());
+                        black_box(
+                            tok.encode_with(black_box(&slice), &common::sequential())
+                                .unwrap(),
+                        );
                         total += t0.elapsed();
                     }
                     total
@@ -99,8 +105,8 @@ fn parallel(c: &mut Criterion) {
                         let t0 = Instant::now();
                         let (x, y) = p.install(|| {
                             rayon::join(
-                                || tok.encode_sequential(black_box(a), false),
-                                || tok.encode_sequential(black_box(z), false),
+                                || tok.encode_with(black_box(a), &common::sequential()),
+                                || tok.encode_with(black_box(z), &common::sequential()),
                             )
                         });
                         black_box((x.unwrap(), y.unwrap()));

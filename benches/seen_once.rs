@@ -4,7 +4,7 @@
 //! `.model`, with `tiktoken-rs` beside the crate on the two tiktoken
 //! encodings (in the same group, so their ratio comes from one run).
 //!
-//! The crate encodes with `encode_sequential`, which never consults the
+//! The crate encodes under `Parallelism::Sequential`, which never consults the
 //! handle's L0/L1 prompt caches (and `common::load` turns them off as well),
 //! so the only caches left are inside the backend: the word caches, which
 //! the warm-up fills.
@@ -159,7 +159,7 @@ fn seen_once(c: &mut Criterion) {
                 .warm_up_time(Duration::from_millis(500))
                 .measurement_time(Duration::from_secs(2));
             let mut supply = warmed_supply(category, |p| {
-                let ids = tok.encode_sequential(p, false).unwrap();
+                let ids = tok.encode_with(p, &common::sequential()).unwrap();
                 if let Some(peer) = &peer {
                     // Outside the timing: the ids are tiktoken's.
                     assert_eq!(ids.ids(), peer.encode_ordinary(p).as_slice(), "{name}");
@@ -168,7 +168,7 @@ fn seen_once(c: &mut Criterion) {
             g.bench_function("router-tokenizer", |b| {
                 b.iter_custom(|iters| {
                     once(&mut supply, iters, |p| {
-                        tok.encode_sequential(p, false).unwrap()
+                        tok.encode_with(p, &common::sequential()).unwrap()
                     })
                 })
             });

@@ -193,12 +193,15 @@ fn bench_json_route(c: &mut Criterion) {
         // Criterion calls each routine several times; the counter outlives them.
         let next = std::cell::Cell::new(0usize);
         let w = at(3);
-        let ids = routed.encode_sequential(w, false).unwrap();
+        let ids = routed.encode_with(w, &common::sequential()).unwrap();
         assert_eq!(
             ids.ids(),
-            general.encode_sequential(w, false).unwrap().ids()
+            general.encode_with(w, &common::sequential()).unwrap().ids()
         );
-        assert_eq!(ids.ids(), model.encode_sequential(w, false).unwrap().ids());
+        assert_eq!(
+            ids.ids(),
+            model.encode_with(w, &common::sequential()).unwrap().ids()
+        );
         let variants: [(&str, &router_tokenizer::Tokenizer); 3] = [
             ("json_spm_route", &routed),
             ("json_general", &general),
@@ -210,7 +213,7 @@ fn bench_json_route(c: &mut Criterion) {
                     let k = next.get() + 1;
                     next.set(k);
                     black_box(
-                        tok.encode_sequential(black_box(at(k)), false)
+                        tok.encode_with(black_box(at(k)), &common::sequential())
                             .unwrap()
                             .len(),
                     )

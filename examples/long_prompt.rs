@@ -7,6 +7,7 @@
 
 mod common;
 
+use router_tokenizer::{EncodeOptions, Parallelism};
 use std::time::Instant;
 
 fn main() -> Result<(), router_tokenizer::Error> {
@@ -24,11 +25,13 @@ fn main() -> Result<(), router_tokenizer::Error> {
     );
 
     let start = Instant::now();
-    let sequential = tok.encode_sequential(&text, false)?;
+    let sequential = tok.encode_with(&text, &common::sequential())?;
     let sequential_time = start.elapsed();
 
     let start = Instant::now();
-    let (parallel, report) = tok.encode_parallel_report(&text, false, false, None)?;
+    // A forced split (whatever the size), which reports what it did.
+    let split = EncodeOptions::new().with_parallelism(Parallelism::Split);
+    let parallel = tok.encode_with(&text, &split)?;
     let parallel_time = start.elapsed();
 
     println!(
@@ -39,7 +42,7 @@ fn main() -> Result<(), router_tokenizer::Error> {
         parallel_time,
         rayon::current_num_threads()
     );
-    println!("report: {report:?}");
+    println!("report: {:?}", parallel.parallel_report());
     let identical = sequential.ids() == parallel.ids();
     println!("identical ids: {identical}");
     if !identical {

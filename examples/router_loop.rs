@@ -19,8 +19,8 @@ mod common;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use router_tokenizer::chat::ChatRequest;
 use router_tokenizer::{
-    DetokenizeRequest, EncodeChatOptions, Error, LoadOptions, MatchedStop, StopConfig,
-    StopSequenceDecoder, TokenizeRequest, Tokenizer,
+    DetokenizeRequest, EncodeChatOptions, Error, MatchedStop, StopConfig, StopSequenceDecoder,
+    TokenizeRequest, Tokenizer,
 };
 use std::time::{Duration, Instant};
 
@@ -158,10 +158,7 @@ fn serve_tokenize(tokenizer: &Tokenizer) -> Result<(), BoxError> {
 /// What a router answers when a request fails: every error says its HTTP
 /// status, so there is no table to keep.
 fn answer_errors(tokenizer: &Tokenizer) -> Result<(), BoxError> {
-    let offline = LoadOptions {
-        offline: Some(true),
-        ..common::options()
-    };
+    let offline = common::options().with_offline(true);
     let unknown_model = offline.load("no-such-org/no-such-model").err();
     let unknown_id = tokenizer
         .detokenize(&serde_json::from_value(

@@ -1,22 +1,44 @@
 //! [`Encoding`]: the ids of one encode, with optional byte offsets.
 
+use crate::encode::ParallelReport;
+
 /// The result of encoding one text.
 ///
 /// Ids are stored once and lent out as `&[u32]`; offsets are present only when
-/// they were asked for ([`Tokenizer::encode_with_offsets`](crate::Tokenizer::encode_with_offsets)).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// they were asked for ([`EncodeOptions::with_offsets`](crate::EncodeOptions::with_offsets)).
+///
+/// Two encodings are equal when their ids and offsets are: the
+/// [`parallel_report`](Self::parallel_report) says how the ids were found,
+/// not what they are, so a split encode equals the sequential one.
+#[derive(Debug, Clone, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Encoding {
     ids: Vec<u32>,
     /// `[[start, end], …]`; left out when not computed.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     offsets: Option<Vec<(usize, usize)>>,
+    /// What a forced split did (boxed: every other encoding carries a null
+    /// pointer only). Diagnostics, never serialized.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    report: Option<Box<ParallelReport>>,
 }
+
+impl PartialEq for Encoding {
+    fn eq(&self, other: &Self) -> bool {
+        self.ids == other.ids && self.offsets == other.offsets
+    }
+}
+
+impl Eq for Encoding {}
 
 impl Encoding {
     /// An encoding with ids only.
     pub fn from_ids(ids: Vec<u32>) -> Self {
-        Self { ids, offsets: None }
+        Self {
+            ids,
+            offsets: None,
+            report: None,
+        }
     }
 
     /// An encoding with ids and one byte span per id.
@@ -26,7 +48,22 @@ impl Encoding {
         (ids.len() == offsets.len()).then_some(Self {
             ids,
             offsets: Some(offsets),
+            report: None,
         })
+    }
+
+    /// What the parallel encoder did (chunks, cuts, growths, fallbacks) on
+    /// an encode under [`Parallelism::Split`](crate::Parallelism::Split) or
+    /// [`SplitAt`](crate::Parallelism::SplitAt); `None` on every other
+    /// path, which reports nothing.
+    pub fn parallel_report(&self) -> Option<&ParallelReport> {
+        self.report.as_deref()
+    }
+
+    /// The same encoding carrying `report`.
+    pub(crate) fn with_report(mut self, report: ParallelReport) -> Self {
+        self.report = Some(Box::new(report));
+        self
     }
 
     /// The token ids.

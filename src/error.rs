@@ -18,7 +18,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// let mut aliases = ModelAliases::new();
 /// aliases.insert("ghost", "/no/such/tokenizer.json")?;
-/// let err = LoadOptions { aliases, ..LoadOptions::default() }.load("ghost").unwrap_err();
+/// let err = LoadOptions::default().with_aliases(aliases).load("ghost").unwrap_err();
 /// // The kind is the cause's; the alias is context.
 /// assert!(matches!(err.kind(), ErrorKind::NotFound { .. }));
 /// assert_eq!(err.alias(), Some("ghost"));

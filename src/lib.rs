@@ -9,7 +9,7 @@
 //! # Example
 //!
 //! ```
-//! use router_tokenizer::create_tokenizer;
+//! use router_tokenizer::{EncodeOptions, create_tokenizer};
 //!
 //! // Built into the binary: works offline.
 //! let tok = create_tokenizer("o200k_base")?;
@@ -18,7 +18,7 @@
 //! assert_eq!(tok.decode(enc.ids(), false)?, "Hello, world!");
 //!
 //! // Byte offsets into the input, one span per id.
-//! let enc = tok.encode_with_offsets("Hello, world!", false)?;
+//! let enc = tok.encode_with("Hello, world!", &EncodeOptions::new().with_offsets(true))?;
 //! assert_eq!(enc.offsets(), Some(&[(0, 5), (5, 6), (6, 12), (12, 13)][..]));
 //! # Ok::<(), router_tokenizer::Error>(())
 //! ```
@@ -40,7 +40,8 @@
 //! Above a measured size, [`Tokenizer::encode`] cuts the text into chunks,
 //! encodes them on the rayon pool and stitches them where the chunks provably
 //! agree with the sequential encoding, so the result is always exactly
-//! [`Tokenizer::encode_sequential`]'s. [`ParallelOptions`] tunes it;
+//! [`Parallelism::Sequential`]'s (see [`Tokenizer::encode_with`]).
+//! [`ParallelOptions`] tunes it;
 //! [`Tokenizer::split_family`] tells which tokenizers are cut and why others
 //! are not.
 //!
@@ -138,7 +139,8 @@ pub use decode::{
     StopSequenceDecoder, TokenText, UnknownIds,
 };
 pub use encode::{
-    Chunk, Chunks, ParallelMode, ParallelOptions, ParallelReport, Side, SplitFamily, TokenCounter,
+    Chunk, Chunks, EncodeOptions, ParallelMode, ParallelOptions, ParallelReport, Parallelism, Side,
+    SplitFamily, TokenCounter,
 };
 pub use encoding::Encoding;
 pub use error::{Error, ErrorKind, Result};
@@ -161,11 +163,13 @@ pub use serving::{
 pub use special::{ControlTokens, SpecialToken, SpecialTokenPolicy, SpecialTokens};
 pub use tokenizer::Tokenizer;
 
-/// The backend traits, for plugging in a tokenizer of your own with
-/// [`Tokenizer::from_backend`].
+/// Plugging in a tokenizer of your own: implement [`Backend`](traits::Backend)
+/// and wrap it with [`Tokenizer::from_backend`]. [`DecodeStyle`](traits::DecodeStyle)
+/// and [`StartRule`](traits::StartRule) say how its ids decode (and
+/// [`Tokenizer::decode_style`] returns them for every tokenizer).
 pub mod traits {
-    pub use crate::backend::{DecodeStyle, Decoder, Encoder, StartRule, Tokenizer};
-    pub use crate::encode::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
+    pub use crate::backend::plugin::Backend;
+    pub use crate::backend::{DecodeStyle, StartRule};
 }
 
 /// The native SentencePiece engine, usable on its own: `ModelProto` reader,

@@ -77,7 +77,7 @@ const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
         "rtok_encode_requests_total",
         Kind::Counter,
         Unit::Count,
-        "Encodes (encode, encode_sequential, encode_with_offsets and their batch forms).",
+        "Encodes (encode, encode_with and their batch forms).",
     ),
     (
         "rtok_encode_errors_total",
@@ -833,7 +833,7 @@ mod tests {
     }
 
     fn mock() -> crate::Tokenizer {
-        crate::Tokenizer::from_backend(
+        crate::Tokenizer::from_engine(
             Arc::new(crate::backend::mock::MockTokenizer::default()),
             crate::Format::HfJson,
         )
@@ -916,10 +916,8 @@ mod tests {
     fn a_source_loaded_before_the_recorder_reports_once_one_is_there() {
         // A key of its own in the registry (the override file is only read
         // by the chat template, never here), so no other test binds it.
-        let options = crate::LoadOptions {
-            chat_template: Some("/nonexistent/rtok-metrics-test.jinja".into()),
-            ..crate::LoadOptions::default()
-        };
+        let options = crate::LoadOptions::default()
+            .with_chat_template("/nonexistent/rtok-metrics-test.jinja");
         let early = options.load("o200k_base").unwrap();
         early.encode("before any recorder", false).unwrap();
 
@@ -963,11 +961,9 @@ mod tests {
             )
             .unwrap();
         metrics::with_local_recorder(&recorder, || {
-            let options = crate::LoadOptions {
-                bypass_registry: true,
-                aliases,
-                ..crate::LoadOptions::default()
-            };
+            let options = crate::LoadOptions::default()
+                .with_bypass_registry(true)
+                .with_aliases(aliases);
             options.load("cl100k_base").unwrap();
             assert!(options.load("rtok-metrics-ghost").is_err());
             assert!(options.load("not a valid source!").is_err());

@@ -12,7 +12,7 @@ use crate::chat::{ChatRequest, ChatTemplate, LazyChatTemplate};
 use crate::contract::Format;
 use crate::encode::budget::Search;
 use crate::encode::parallel::ParallelEncoder;
-use crate::encode::{EdgeRule, ParallelOptions, ParallelReport, Side, SplitFamily};
+use crate::encode::{EdgeRule, EncodeOptions, ParallelOptions, Parallelism, Side, SplitFamily};
 use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::metrics::{Labels, Metrics};
@@ -94,8 +94,8 @@ impl ChatSlot {
 fn template_fallback(
     info: &TokenizerInfo,
     backend: &dyn backend::Tokenizer,
-) -> crate::chat::SpecialTokens {
-    let mut out = crate::chat::SpecialTokens::new();
+) -> crate::chat::TemplateSpecialTokens {
+    let mut out = crate::chat::TemplateSpecialTokens::new();
     if info.config.is_none() && matches!(info.format, Format::SentencePiece | Format::Gguf) {
         for (role, token) in backend.special_tokens().named() {
             out.set(format!("{role}_token"), token.content.clone());
@@ -208,7 +208,7 @@ impl Tokenizer {
 
     /// The same tokenizer with another chat template (Jinja text), compiled now.
     pub fn with_chat_template(&self, template: &str) -> Result<Self> {
-        let mut specials = crate::chat::SpecialTokens::from_dir(
+        let mut specials = crate::chat::TemplateSpecialTokens::from_dir(
             self.inner
                 .info
                 .dir
@@ -239,8 +239,17 @@ impl Tokenizer {
         )
     }
 
-    /// Wraps a custom backend.
-    pub fn from_backend(backend: Arc<dyn backend::Tokenizer>, format: Format) -> Self {
+    /// Wraps a tokenizer of your own ([`Backend`](crate::traits::Backend)):
+    /// the handle adds metrics, prompt caches, chat templates, budgets and
+    /// streaming; `format` is what [`format`](Self::format) reports (and
+    /// picks the chat template fallbacks). It encodes sequentially.
+    pub fn from_backend(backend: Arc<dyn crate::traits::Backend>, format: Format) -> Self {
+        Self::from_engine(Arc::new(backend::plugin::Plugged(backend)), format)
+    }
+
+    /// [`from_backend`](Self::from_backend) for one of the crate's own
+    /// backends, with all its fast paths.
+    pub(crate) fn from_engine(backend: Arc<dyn backend::Tokenizer>, format: Format) -> Self {
         let eos = backend
             .special_tokens()
             .eos
@@ -272,7 +281,8 @@ impl Tokenizer {
     ///
     /// Long inputs (see [`ParallelOptions`]) are encoded in parallel chunks
     /// when the tokenizer's [`split_family`](Self::split_family) allows; the
-    /// ids are always exactly [`encode_sequential`](Self::encode_sequential)'s.
+    /// ids are always exactly [`Parallelism::Sequential`]'s. For offsets,
+    /// another path or a report, see [`encode_with`](Self::encode_with).
     ///
     /// Texts of at least [`PromptCacheOptions::l0_min_bytes`] go through the
     /// handle's L0 cache when it is on, and on an L0 miss texts of at least
@@ -402,57 +412,67 @@ impl Tokenizer {
         &self.inner.request
     }
 
-    /// Encodes `text` on the calling thread, whatever its length.
-    pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let backend = &self.inner.backend;
-        self.inner
-            .metrics
-            .encode(|| backend.encode(text, add_special_tokens))
-    }
-
-    /// Encodes with a byte span per id (see [`Encoding::offsets`]), in
-    /// parallel for long inputs like [`encode`](Self::encode).
-    pub fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+    /// Encodes `text` as `options` say: special tokens, offsets, and the
+    /// encode path ([`Parallelism`]). `encode(text, b)` is
+    /// `encode_with(text, &EncodeOptions::new().with_add_special_tokens(b))`.
+    ///
+    /// Every path gives the same ids and offsets. A forced split
+    /// ([`Parallelism::Split`], [`Parallelism::SplitAt`]) also returns what
+    /// it did, on the encoding ([`Encoding::parallel_report`]) rather than
+    /// beside it: one call and one result type for every combination, and
+    /// the report, which only that path has, costs the others a null
+    /// pointer.
+    ///
+    /// ```
+    /// use router_tokenizer::{EncodeOptions, Parallelism};
+    /// let tok = router_tokenizer::create_tokenizer("o200k_base")?;
+    /// let text = "hello world ".repeat(100);
+    /// let split = EncodeOptions::new().with_parallelism(Parallelism::SplitAt(vec![600]));
+    /// let enc = tok.encode_with(&text, &split)?;
+    /// assert_eq!(enc, tok.encode(&text, false)?);
+    /// assert_eq!(enc.parallel_report().map(|r| r.chunks), Some(2));
+    /// # Ok::<(), router_tokenizer::Error>(())
+    /// ```
+    pub fn encode_with(&self, text: &str, options: &EncodeOptions) -> Result<Encoding> {
+        let (special, offsets) = (options.add_special_tokens(), options.offsets());
+        let starts = match options.parallelism() {
+            Parallelism::Auto if !offsets => return self.encode(text, special),
+            Parallelism::Auto => {
+                let inner = &*self.inner;
+                return inner
+                    .metrics
+                    .encode(|| inner.parallel.encode(&*inner.backend, text, special, true));
+            }
+            Parallelism::Sequential => return self.encode_sequential(text, special, offsets),
+            Parallelism::Split => None,
+            Parallelism::SplitAt(starts) => Some(&starts[..]),
+        };
         let inner = &*self.inner;
         inner.metrics.encode(|| {
-            inner
-                .parallel
-                .encode(&*inner.backend, text, add_special_tokens, true)
+            let (encoding, report) =
+                inner
+                    .parallel
+                    .encode_report(&*inner.backend, text, special, offsets, starts)?;
+            Ok(encoding.with_report(report))
         })
     }
 
-    /// [`encode_with_offsets`](Self::encode_with_offsets) on the calling thread.
-    pub fn encode_with_offsets_sequential(
+    /// [`Parallelism::Sequential`]: the backend on the calling thread, no
+    /// chunks, no prompt caches.
+    fn encode_sequential(
         &self,
         text: &str,
         add_special_tokens: bool,
+        offsets: bool,
     ) -> Result<Encoding> {
         let backend = &self.inner.backend;
-        self.inner
-            .metrics
-            .encode(|| backend.encode_with_offsets(text, add_special_tokens))
-    }
-
-    /// Takes the parallel path whatever the input size (when the family
-    /// allows), and reports what it did: chunks, cuts, growths, fallbacks.
-    ///
-    /// With `starts`, chunks start at the allowed edges nearest those byte
-    /// positions instead of at even intervals (for tests and diagnosis).
-    pub fn encode_parallel_report(
-        &self,
-        text: &str,
-        add_special_tokens: bool,
-        with_offsets: bool,
-        starts: Option<&[usize]>,
-    ) -> Result<(Encoding, ParallelReport)> {
-        let inner = &*self.inner;
-        inner.parallel.encode_report(
-            &*inner.backend,
-            text,
-            add_special_tokens,
-            with_offsets,
-            starts,
-        )
+        self.inner.metrics.encode(|| {
+            if offsets {
+                backend.encode_with_offsets(text, add_special_tokens)
+            } else {
+                backend.encode(text, add_special_tokens)
+            }
+        })
     }
 
     /// Encodes many texts on the rayon pool.
@@ -739,7 +759,7 @@ impl Tokenizer {
         &self.inner.metrics
     }
 
-    /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::traits::Decoder::byte_piece)).
+    /// The byte a byte-fallback piece stands for (see [`Decoder::byte_piece`](crate::backend::Decoder::byte_piece)).
     pub(crate) fn byte_piece(&self, id: u32) -> Option<u8> {
         self.inner.backend.byte_piece(id)
     }
@@ -757,7 +777,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let tok = metrics::with_local_recorder(&recorder, || {
-            Tokenizer::from_backend(
+            Tokenizer::from_engine(
                 Arc::new(crate::backend::mock::MockTokenizer::default()),
                 Format::HfJson,
             )
@@ -800,7 +820,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let tok = metrics::with_local_recorder(&recorder, || {
-            Tokenizer::from_backend(
+            Tokenizer::from_engine(
                 Arc::new(crate::backend::mock::MockTokenizer::default()),
                 Format::HfJson,
             )

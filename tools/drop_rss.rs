@@ -24,10 +24,7 @@ fn main() -> Result<(), router_tokenizer::Error> {
     let mut args = std::env::args().skip(1);
     let source = args.next().unwrap_or_else(|| "cl100k_base".into());
     let loads: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(100);
-    let options = LoadOptions {
-        bypass_registry: true,
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default().with_bypass_registry(true);
     // One load kept alive first (and warmed): code, statics, the rayon pool.
     let keep = options.load(&source)?;
     keep.warm_up();

@@ -26,12 +26,10 @@ fn main() -> Result<(), router_tokenizer::Error> {
     };
     let before = peak_kib();
     let start = Instant::now();
-    let tok = LoadOptions {
-        bypass_registry: true,
-        prompt_cache: PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
-    .load(&path)?;
+    let tok = LoadOptions::default()
+        .with_bypass_registry(true)
+        .with_prompt_cache(PromptCacheOptions::off())
+        .load(&path)?;
     let took = start.elapsed();
     let after = peak_kib();
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);

@@ -172,8 +172,7 @@ fn main() {
     let args = args();
     let mut slices = fresh::FreshSlices::new(&common::shared_dir());
     for source in &args.sources {
-        let mut options = common::options();
-        options.prompt_cache = PromptCacheOptions::off();
+        let options = common::options().with_prompt_cache(PromptCacheOptions::off());
         let tok = match options.load(source) {
             Ok(t) => t,
             Err(e) => {
@@ -234,11 +233,11 @@ fn run(
     // per-thread cache misses (word cache, chunk memo) that sequential never
     // pays in this repeated-text loop (`--cold-pool` measures that).
     if warm_pool {
-        pool.broadcast(|_| std::hint::black_box(tok.encode_sequential(text, false).ok()));
+        pool.broadcast(|_| std::hint::black_box(tok.encode_with(text, &common::sequential()).ok()));
     }
     let t = Instant::now();
     let seq0 = tok
-        .encode_sequential(text, false)
+        .encode_with(text, &common::sequential())
         .unwrap_or_else(|e| fail(&e));
     let seq_ms0 = ms(t);
     for h in &handles {
@@ -258,7 +257,9 @@ fn run(
             let s = &slice();
             if which == handles.len() {
                 let t = Instant::now();
-                let e = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
+                let e = tok
+                    .encode_with(s, &common::sequential())
+                    .unwrap_or_else(|e| fail(&e));
                 seq.push(ms(t));
                 std::hint::black_box(e);
             } else {
@@ -267,13 +268,15 @@ fn run(
                 let e = h.encode(s, false).unwrap_or_else(|e| fail(&e));
                 par[which].push(ms(t));
                 if round == 0 {
-                    let want = tok.encode_sequential(s, false).unwrap_or_else(|e| fail(&e));
+                    let want = tok
+                        .encode_with(s, &common::sequential())
+                        .unwrap_or_else(|e| fail(&e));
                     identical[which] &= e.ids() == want.ids();
                     // What the policy did (`auto` may not split at all).
-                    let (_, report) = h
-                        .encode_parallel_report(s, false, false, None)
-                        .unwrap_or_else(|e| fail(&e));
-                    reports[which] = Some(report);
+                    let split = router_tokenizer::EncodeOptions::new()
+                        .with_parallelism(router_tokenizer::Parallelism::Split);
+                    let e = h.encode_with(s, &split).unwrap_or_else(|e| fail(&e));
+                    reports[which] = e.parallel_report().cloned();
                 }
             }
         }
@@ -293,7 +296,7 @@ fn run(
             let t = Instant::now();
             if (k + round) % 2 == 0 {
                 std::hint::black_box(
-                    tok.encode_sequential(&texts[0], false)
+                    tok.encode_with(&texts[0], &common::sequential())
                         .map(|e| e.len())
                         .ok(),
                 );
@@ -303,7 +306,9 @@ fn run(
                     for s in &texts {
                         scope.spawn(move |_| {
                             std::hint::black_box(
-                                tok.encode_sequential(s, false).map(|e| e.len()).ok(),
+                                tok.encode_with(s, &common::sequential())
+                                    .map(|e| e.len())
+                                    .ok(),
                             );
                         });
                     }

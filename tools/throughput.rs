@@ -37,10 +37,10 @@
 //! clauses answer it), `l0 R` encodes them with `Tokenizer::encode` twice
 //! untimed and then a third time timed (the handle's L0 prompt cache stores a
 //! text on its second miss, so the timed call is an L0 hit), `quit` ends.
-//! `once` and `again` use `encode_sequential`, which never consults the L0
-//! or L1 prompt caches (`src/tokenizer.rs`), so the only caches that could
-//! answer a piece seen once are the word caches and memos inside the
-//! backend, and those hold only the warm-up's text. Each command prints
+//! `once` and `again` encode under `Parallelism::Sequential`, which never
+//! consults the L0 or L1 prompt caches (`src/tokenizer.rs`), so the only
+//! caches that could answer a piece seen once are the word caches and memos
+//! inside the backend, and those hold only the warm-up's text. Each command prints
 //! `{"ms", "cpu_ms", "bytes", "tokens", "sha256": [one per piece]}`: the
 //! summed wall time of the round's encodes, this thread's CPU time for them,
 //! and each piece's ids hashed as above.
@@ -90,7 +90,7 @@ fn main() {
     let cpu1 = thread_cpu_ms();
     let start = Instant::now();
     let first = tok
-        .encode_sequential(slice(0), false)
+        .encode_with(slice(0), &common::sequential())
         .unwrap_or_else(|e| fail(&e));
     let first_ms = start.elapsed().as_secs_f64() * 1e3;
     let cpu2 = thread_cpu_ms();
@@ -105,7 +105,7 @@ fn main() {
     // theirs. Elsewhere it repeats the warm-up and changes nothing.
     if warm_up_ms >= 1.0 {
         std::hint::black_box(
-            tok.encode_sequential(slice(0), false)
+            tok.encode_with(slice(0), &common::sequential())
                 .unwrap_or_else(|e| fail(&e)),
         );
     }
@@ -231,7 +231,7 @@ impl Sha256 {
 /// timed rounds' samples by this frame (`perf script`, then filter).
 #[inline(never)]
 fn timed_encode(tok: &router_tokenizer::Tokenizer, text: &str) -> router_tokenizer::Encoding {
-    tok.encode_sequential(text, false)
+    tok.encode_with(text, &common::sequential())
         .unwrap_or_else(|e| fail(&e))
 }
 
@@ -291,7 +291,7 @@ fn pieces_mode(source: &str, path: &str) {
     let load_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     std::hint::black_box(
-        tok.encode_sequential(&pieces.warm[0], false)
+        tok.encode_with(&pieces.warm[0], &common::sequential())
             .unwrap_or_else(|e| fail(&e)),
     );
     let first_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -303,7 +303,7 @@ fn pieces_mode(source: &str, path: &str) {
     let again_first = usize::from(warm_up_ms < 1.0);
     for piece in &pieces.warm[again_first..] {
         std::hint::black_box(
-            tok.encode_sequential(piece, false)
+            tok.encode_with(piece, &common::sequential())
                 .unwrap_or_else(|e| fail(&e)),
         );
     }

@@ -4,6 +4,18 @@
 use router_tokenizer::{LoadOptions, PromptCacheOptions, Tokenizer};
 use std::path::{Path, PathBuf};
 
+/// Options for the backend alone: the calling thread, never in chunks, never
+/// through the prompt caches.
+pub fn sequential() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new()
+        .with_parallelism(router_tokenizer::Parallelism::Sequential)
+}
+
+/// Options for `encode` with one byte span per id.
+pub fn offsets() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new().with_offsets(true)
+}
+
 /// `RTOK_SHARED_DIR`, else `../shared` beside the repository.
 pub fn shared() -> PathBuf {
     std::env::var_os("RTOK_SHARED_DIR")
@@ -24,14 +36,12 @@ pub fn snapshot(model: &str) -> PathBuf {
 /// Loads a tokenizer offline from the shared cache, with the L0 prompt cache
 /// off: the benches time encoding, and most repeat one text.
 pub fn load(source: &str) -> Tokenizer {
-    LoadOptions {
-        cache_dir: Some(shared().join("hf-cache/hub")),
-        offline: Some(true),
-        prompt_cache: PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
-    .load(source)
-    .expect("load")
+    LoadOptions::default()
+        .with_cache_dir(shared().join("hf-cache/hub"))
+        .with_offline(true)
+        .with_prompt_cache(PromptCacheOptions::off())
+        .load(source)
+        .expect("load")
 }
 
 /// The raw `tokenizers` pipeline for a shared hub model.

@@ -6,6 +6,18 @@
 use router_tokenizer::{LoadOptions, Tokenizer};
 use std::path::{Path, PathBuf};
 
+/// Options for the backend alone: the calling thread, never in chunks, never
+/// through the prompt caches.
+pub fn sequential() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new()
+        .with_parallelism(router_tokenizer::Parallelism::Sequential)
+}
+
+/// Options for `encode` with one byte span per id.
+pub fn offsets() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new().with_offsets(true)
+}
+
 /// The shared data folder: `RTOK_SHARED_DIR`, else `../shared` beside the repository.
 pub fn shared_dir() -> PathBuf {
     std::env::var_os("RTOK_SHARED_DIR")
@@ -19,11 +31,9 @@ pub fn shared_dir() -> PathBuf {
 pub fn options() -> LoadOptions {
     let cache = shared_dir().join("hf-cache/hub");
     if cache.is_dir() {
-        LoadOptions {
-            cache_dir: Some(cache),
-            offline: Some(true),
-            ..LoadOptions::default()
-        }
+        LoadOptions::default()
+            .with_cache_dir(cache)
+            .with_offline(true)
     } else {
         LoadOptions::default()
     }

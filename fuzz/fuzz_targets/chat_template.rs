@@ -12,7 +12,7 @@ mod grammar;
 
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use router_tokenizer::chat::{ChatRequest, ChatTemplate, SpecialTokens};
+use router_tokenizer::chat::{ChatRequest, ChatTemplate, TemplateSpecialTokens};
 
 /// libFuzzer's bytes as the grammar's choices.
 struct Bytes<'a>(Unstructured<'a>);
@@ -24,7 +24,7 @@ impl grammar::Choices for Bytes<'_> {
 }
 
 fn render(template: &str, request: &ChatRequest) {
-    if let Ok(t) = ChatTemplate::from_text(template, &SpecialTokens::new()) {
+    if let Ok(t) = ChatTemplate::from_text(template, &TemplateSpecialTokens::new()) {
         let _ = t.render(request);
     }
 }

@@ -140,3 +140,52 @@ impl Tokenizer for MockTokenizer {
         &self.specials
     }
 }
+
+/// The public plug-in trait, so downstream tests (feature `test-util`) can
+/// wrap it with [`Tokenizer::from_backend`](crate::Tokenizer::from_backend):
+/// everything but the crate-internal hooks, from the impls above.
+impl crate::backend::plugin::Backend for MockTokenizer {
+    fn backend_name(&self) -> &'static str {
+        Tokenizer::backend_name(self)
+    }
+
+    fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        Encoder::encode(self, text, add_special_tokens)
+    }
+
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        Decoder::decode(self, ids, skip_special_tokens)
+    }
+
+    fn vocab_size(&self) -> usize {
+        Tokenizer::vocab_size(self)
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        Tokenizer::token_to_id(self, token)
+    }
+
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        Tokenizer::id_to_token(self, id)
+    }
+
+    fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        Encoder::encode_with_offsets(self, text, add_special_tokens)
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        Tokenizer::special_tokens(self)
+    }
+
+    fn is_special_id(&self, id: u32) -> bool {
+        Tokenizer::is_special_id(self, id)
+    }
+
+    fn decode_style(&self) -> DecodeStyle {
+        Decoder::decode_style(self)
+    }
+
+    fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        Decoder::token_bytes(self, id)
+    }
+}

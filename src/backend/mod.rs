@@ -1,9 +1,12 @@
 //! The traits every backend implements, and the backends themselves.
 //!
 //! A backend is one tokenizer format (`tokenizer.json`, tiktoken ranks, …)
-//! behind three small object-safe traits. The public [`Tokenizer`](crate::Tokenizer)
-//! handle holds an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding
-//! and metadata on top, so a backend only does tokenization.
+//! behind three object-safe traits, private to the crate so their fast-path
+//! hooks can change. The public [`Tokenizer`](crate::Tokenizer) handle holds
+//! an `Arc<dyn Tokenizer>` and adds metrics, parallel encoding and metadata
+//! on top, so a backend only does tokenization. A user's tokenizer
+//! implements the small public [`plugin::Backend`] instead, which
+//! [`plugin::Plugged`] puts behind these traits.
 
 pub(crate) mod bpe;
 pub(crate) mod byte_level;
@@ -15,6 +18,7 @@ pub(crate) mod hf;
 pub(crate) mod join_cuts;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
+pub(crate) mod plugin;
 pub(crate) mod sentencepiece;
 pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
@@ -76,7 +80,7 @@ impl BuildCancel {
 }
 
 /// Text to ids.
-pub trait Encoder: Send + Sync {
+pub(crate) trait Encoder: Send + Sync {
     /// Encodes `text`. With `add_special_tokens`, BOS/EOS (or the
     /// post-processor's template) are added around the sequence.
     fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
@@ -87,14 +91,6 @@ pub trait Encoder: Send + Sync {
     /// go backwards; tokens of one character (byte fallback, byte-level pieces)
     /// share that character's span or split it by byte.
     fn encode_with_offsets(&self, text: &str, add_special_tokens: bool) -> Result<Encoding>;
-
-    /// Encodes several texts. The default encodes them one after another.
-    fn encode_batch(&self, texts: &[&str], add_special_tokens: bool) -> Result<Vec<Encoding>> {
-        texts
-            .iter()
-            .map(|t| self.encode(t, add_special_tokens))
-            .collect()
-    }
 
     /// Whether [`encode`](Encoder::encode) parses special-token text as
     /// special tokens (the load-time
@@ -142,11 +138,11 @@ pub trait Encoder: Send + Sync {
     /// parallel family, so implementations need not check it again.
     ///
     /// `text` is a slice of the whole input starting and ending at allowed
-    /// edges ([`EdgeRule`](crate::traits::EdgeRule)); the ids must be exactly
+    /// edges ([`EdgeRule`](crate::encode::EdgeRule)); the ids must be exactly
     /// what [`encode`](Encoder::encode) without special tokens returns for it.
     /// The default derives everything from
     /// [`encode_with_offsets`](Encoder::encode_with_offsets) and knows no
-    /// pre-token boundaries, which suits [`WholeTextBpe`](crate::traits::SplitFamily::WholeTextBpe)
+    /// pre-token boundaries, which suits [`WholeTextBpe`](crate::SplitFamily::WholeTextBpe)
     /// backends; families that cut at boundaries must override it.
     fn encode_chunk(&self, text: &str, request: &ChunkRequest) -> Result<ChunkEncoding> {
         chunk_from_offsets(self, text, request)
@@ -209,15 +205,16 @@ pub(crate) fn chunk_from_offsets<E: Encoder + ?Sized>(
 #[non_exhaustive]
 pub enum DecodeStyle {
     /// `decode(ids)` is the lossy UTF-8 reading of the concatenated
-    /// [`Decoder::token_bytes`] of every id (byte-level BPE, tiktoken).
-    /// Streaming needs no re-decoding.
+    /// [`token_bytes`](plugin::Backend::token_bytes) of every id
+    /// (byte-level BPE, tiktoken). Streaming needs no re-decoding.
     ByteConcat,
     /// The decoder looks at neighbouring tokens beyond what [`StartRule`]
     /// expresses (cleanup across tokens, unknown decoder steps); streaming
     /// re-decodes a small window.
     Windowed,
-    /// `decode(ids)` is the concatenation of [`Decoder::token_bytes`], except
-    /// at the start of the text, where `StartRule` applies (Metaspace and
+    /// `decode(ids)` is the concatenation of
+    /// [`token_bytes`](plugin::Backend::token_bytes), except at the start
+    /// of the text, where `StartRule` applies (Metaspace and
     /// `Replace ▁` decoders, `Strip`, SentencePiece's dummy prefix,
     /// WordPiece's `##`). Byte-fallback pieces (`<0xNN>`) contribute their
     /// byte. Exact whenever every run of byte pieces is valid UTF-8; a run
@@ -236,8 +233,9 @@ pub enum StartRule {
     /// `Strip(" ", 1, 0)` after `Fuse`).
     StripSpace,
     /// The first id that renders (skipped specials do not) uses
-    /// [`Decoder::first_token_bytes`] (WordPiece: no `##` join, no space
-    /// before it; Metaspace: no `▁` becomes a space).
+    /// [`first_token_bytes`](plugin::Backend::first_token_bytes)
+    /// (WordPiece: no `##` join, no space before it; Metaspace: no `▁`
+    /// becomes a space).
     FirstToken,
     /// The first id of the text, whether it renders or not, loses one
     /// leading space (llama.cpp's detokenizer with `add_space_prefix`: GGUF
@@ -245,8 +243,9 @@ pub enum StartRule {
     FirstIdStripSpace,
     /// SentencePiece's dummy prefix: while no byte has been produced, every
     /// id that is neither a byte piece nor special uses
-    /// [`Decoder::first_token_bytes`]; with `repeat == false` only the first
-    /// such id whose bytes differ, or the first that produces a byte, does.
+    /// [`first_token_bytes`](plugin::Backend::first_token_bytes); with
+    /// `repeat == false` only the first such id whose bytes differ, or the
+    /// first that produces a byte, does.
     SentencePiece {
         /// `remove_extra_whitespaces`: keep stripping until a byte is produced.
         repeat: bool,
@@ -254,7 +253,7 @@ pub enum StartRule {
 }
 
 /// Ids to text.
-pub trait Decoder: Send + Sync {
+pub(crate) trait Decoder: Send + Sync {
     /// Decodes `ids`. Unknown ids are an error, never a panic.
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String>;
 
@@ -285,7 +284,7 @@ pub trait Decoder: Send + Sync {
 }
 
 /// A complete tokenizer: encoder, decoder and vocabulary.
-pub trait Tokenizer: Encoder + Decoder {
+pub(crate) trait Tokenizer: Encoder + Decoder {
     /// Which backend this is, for metrics and `inspect`.
     fn backend_name(&self) -> &'static str;
 

@@ -73,5 +73,5 @@ pub use request::{
     ChatRequest, ContentPart, ContinueFinalMessage, FixedNow, FunctionCall, Message,
     MessageContent, ToolCall,
 };
-pub use source::{SpecialTokens, TemplateOrigin, TemplateSource};
+pub use source::{TemplateOrigin, TemplateSource, TemplateSpecialTokens};
 pub use template::{ChatTemplate, LazyChatTemplate, load_chat_template};

@@ -278,9 +278,15 @@ fn named(templates: Vec<(String, String)>) -> TemplateSource {
     }
 }
 
-/// The named special tokens a template sees (`bos_token`, `eos_token`, ...), as strings.
+/// The named special tokens a chat template sees as variables (`bos_token`,
+/// `eos_token`, ..., and a config's `extra_special_tokens` such as
+/// `image_token`), as strings read from `tokenizer_config.json`.
+///
+/// Not the tokenizer's [`SpecialTokens`](crate::SpecialTokens), which are
+/// the vocabulary's special tokens with their ids: these are template
+/// inputs, named as transformers names them, and need no vocabulary.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SpecialTokens {
+pub struct TemplateSpecialTokens {
     tokens: Vec<(String, String)>,
 }
 
@@ -305,10 +311,10 @@ fn token_text(value: &Json) -> Option<&str> {
     }
 }
 
-impl SpecialTokens {
+impl TemplateSpecialTokens {
     /// No special tokens.
     pub fn new() -> Self {
-        SpecialTokens::default()
+        TemplateSpecialTokens::default()
     }
 
     /// Reads the special tokens as transformers' `special_tokens_map` holds them: the seven
@@ -342,11 +348,11 @@ impl SpecialTokens {
                 }
             }
         }
-        SpecialTokens { tokens }
+        TemplateSpecialTokens { tokens }
     }
 
     /// Reads `tokenizer_config.json` and `special_tokens_map.json` from `dir` (either may be
-    /// missing) and calls [`SpecialTokens::from_config`].
+    /// missing) and calls [`TemplateSpecialTokens::from_config`].
     pub fn from_dir(
         dir: &Path,
         tokenizer_config: Option<&Json>,
@@ -357,7 +363,7 @@ impl SpecialTokens {
         } else {
             None
         };
-        Ok(SpecialTokens::from_config(
+        Ok(TemplateSpecialTokens::from_config(
             tokenizer_config,
             legacy.as_ref(),
         ))
@@ -373,7 +379,7 @@ impl SpecialTokens {
     }
 
     /// Sets each of `fallback`'s tokens that these lack.
-    pub(crate) fn fill_from(&mut self, fallback: &SpecialTokens) {
+    pub(crate) fn fill_from(&mut self, fallback: &TemplateSpecialTokens) {
         for (name, text) in fallback.iter() {
             if self.get(name).is_none() {
                 self.set(name, text);

@@ -14,7 +14,7 @@ use super::error::{ChatTemplateError, Limit};
 use super::functions::{NOW_KEY, RaisedException};
 use super::pyfmt;
 use super::request::{ChatRequest, ContentPart, Message, MessageContent, ToolCall};
-use super::source::{DEFAULT_NAME, SpecialTokens, TemplateSource};
+use super::source::{DEFAULT_NAME, TemplateSource, TemplateSpecialTokens};
 use super::value::{SmallMap, json_to_value};
 
 /// The tag transformers appends to the continued field, then cuts the render at.
@@ -103,7 +103,7 @@ impl ChatTemplate {
     /// not compile is an error here.
     pub fn new(
         source: TemplateSource,
-        specials: &SpecialTokens,
+        specials: &TemplateSpecialTokens,
     ) -> Result<Self, ChatTemplateError> {
         Self::with_limits(source, specials, RenderLimits::default())
     }
@@ -111,7 +111,7 @@ impl ChatTemplate {
     /// Like [`ChatTemplate::new`] with explicit safety limits.
     pub fn with_limits(
         source: TemplateSource,
-        specials: &SpecialTokens,
+        specials: &TemplateSpecialTokens,
         limits: RenderLimits,
     ) -> Result<Self, ChatTemplateError> {
         let (texts, single) = source.into_parts();
@@ -138,7 +138,10 @@ impl ChatTemplate {
     }
 
     /// One template given as text, as `tokenizer.chat_template = ...` / `set_chat_template`.
-    pub fn from_text(template: &str, specials: &SpecialTokens) -> Result<Self, ChatTemplateError> {
+    pub fn from_text(
+        template: &str,
+        specials: &TemplateSpecialTokens,
+    ) -> Result<Self, ChatTemplateError> {
         Self::new(TemplateSource::from_text(template), specials)
     }
 
@@ -384,7 +387,7 @@ pub struct LazyChatTemplate {
     override_path: Option<PathBuf>,
     tokenizer_config: Option<Json>,
     /// Tokens the template sees where the configs name none.
-    fallback: SpecialTokens,
+    fallback: TemplateSpecialTokens,
     cell: OnceLock<Result<ChatTemplate, ChatTemplateError>>,
 }
 
@@ -400,14 +403,14 @@ impl LazyChatTemplate {
             dir,
             override_path,
             tokenizer_config,
-            fallback: SpecialTokens::new(),
+            fallback: TemplateSpecialTokens::new(),
             cell: OnceLock::new(),
         }
     }
 
     /// The same, with `fallback`'s tokens for those the configs do not name
     /// (a bare SentencePiece model's own, which have no config).
-    pub(crate) fn with_fallback(mut self, fallback: SpecialTokens) -> Self {
+    pub(crate) fn with_fallback(mut self, fallback: TemplateSpecialTokens) -> Self {
         self.fallback = fallback;
         self
     }
@@ -438,7 +441,12 @@ pub fn load_chat_template(
     override_path: Option<&Path>,
     tokenizer_config: Option<&Json>,
 ) -> Result<ChatTemplate, ChatTemplateError> {
-    load_chat_template_with(dir, override_path, tokenizer_config, &SpecialTokens::new())
+    load_chat_template_with(
+        dir,
+        override_path,
+        tokenizer_config,
+        &TemplateSpecialTokens::new(),
+    )
 }
 
 /// [`load_chat_template`], with `fallback`'s tokens for those the configs do not name.
@@ -446,7 +454,7 @@ fn load_chat_template_with(
     dir: &Path,
     override_path: Option<&Path>,
     tokenizer_config: Option<&Json>,
-    fallback: &SpecialTokens,
+    fallback: &TemplateSpecialTokens,
 ) -> Result<ChatTemplate, ChatTemplateError> {
     let source = TemplateSource::discover(dir, override_path, tokenizer_config)?.ok_or_else(|| {
         ChatTemplateError::NoTemplate {
@@ -456,7 +464,7 @@ fn load_chat_template_with(
             ),
         }
     })?;
-    let mut specials = SpecialTokens::from_dir(dir, tokenizer_config)?;
+    let mut specials = TemplateSpecialTokens::from_dir(dir, tokenizer_config)?;
     specials.fill_from(fallback);
     ChatTemplate::new(source, &specials)
 }

@@ -28,10 +28,12 @@
 
 pub(crate) mod budget;
 mod counter;
+mod options;
 pub(crate) mod parallel;
 
 pub(crate) use crate::contract::split;
 pub use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
 pub use budget::Side;
 pub use counter::{Chunk, Chunks, TokenCounter};
+pub use options::{EncodeOptions, Parallelism};
 pub use parallel::{ParallelMode, ParallelOptions, ParallelReport};

@@ -34,17 +34,17 @@ pub enum ParallelMode {
 /// `rtok bench` on two cores so that no prompt gets slower: a tokenizer that
 /// encodes at hundreds of MB/s (the Hugging Face regex BPEs) needs a longer
 /// input to repay the fork and join than tiktoken or a whole-text BPE does
-/// (see [`SplitSpec::min_bytes`](crate::traits::SplitSpec::min_bytes)). On a
+/// (each backend declares the threshold it was measured at). On a
 /// larger pool that threshold falls as `2 / threads`, down to 64 KiB, and
 /// the text is cut into one chunk per thread of at least 32 KiB (measured on
 /// 16 cores, DESIGN.md claim 336). A `min_bytes` set here is used as given.
 ///
 /// ```
 /// use router_tokenizer::{LoadOptions, ParallelOptions};
-/// let options = LoadOptions {
-///     parallel: ParallelOptions { min_bytes: Some(1 << 20), ..ParallelOptions::default() },
-///     ..LoadOptions::default()
-/// };
+/// let options = LoadOptions::new().with_parallel(ParallelOptions {
+///     min_bytes: Some(1 << 20),
+///     ..ParallelOptions::default()
+/// });
 /// # let _ = options;
 /// ```
 #[derive(Debug, Clone)]
@@ -145,8 +145,9 @@ impl PartialEq for ParallelOptions {
     }
 }
 
-/// What one parallel encode did, from
-/// [`Tokenizer::encode_parallel_report`](crate::Tokenizer::encode_parallel_report).
+/// What one parallel encode did: [`Encoding::parallel_report`] of an encode
+/// under [`Parallelism::Split`](crate::Parallelism::Split) or
+/// [`SplitAt`](crate::Parallelism::SplitAt).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParallelReport {

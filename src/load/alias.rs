@@ -25,7 +25,7 @@ const MAX_FILE_BYTES: u64 = 4 << 20;
 /// let mut aliases = ModelAliases::new();
 /// aliases.insert("my-gpt", "o200k_base")?;
 /// aliases.insert("support-bot", "my-gpt")?;
-/// let options = LoadOptions { aliases, ..LoadOptions::default() };
+/// let options = LoadOptions::default().with_aliases(aliases);
 /// let tok = options.load("support-bot")?;
 /// assert_eq!(tok.source(), "o200k_base");
 ///

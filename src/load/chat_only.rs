@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::source::Source;
 use super::{LoadOptions, gguf, hub};
-use crate::chat::{ChatTemplate, ChatTemplateError, SpecialTokens, load_chat_template};
+use crate::chat::{ChatTemplate, ChatTemplateError, TemplateSpecialTokens, load_chat_template};
 use crate::error::{Error, Result};
 
 /// Where a source keeps its template.
@@ -39,7 +39,10 @@ impl LoadOptions {
                     let text = crate::limits::read_capped(file, crate::limits::MAX_CONFIG_JSON)?;
                     let text = String::from_utf8(text)
                         .map_err(|e| Error::parse(file, format!("not UTF-8: {e}")))?;
-                    return Ok(ChatTemplate::from_text(&text, &SpecialTokens::new())?);
+                    return Ok(ChatTemplate::from_text(
+                        &text,
+                        &TemplateSpecialTokens::new(),
+                    )?);
                 }
                 return Err(ChatTemplateError::NoTemplate {
                     detail: format!("{source} is a tiktoken encoding, which has no chat template"),
@@ -57,12 +60,12 @@ impl LoadOptions {
 
     /// The special tokens' text of `source` (what a template sees as `bos_token`, ...),
     /// without loading the vocabulary; empty for a tiktoken encoding.
-    pub fn load_special_tokens(&self, source: &str) -> Result<SpecialTokens> {
+    pub fn load_special_tokens(&self, source: &str) -> Result<TemplateSpecialTokens> {
         match self.config_home(source)? {
-            ConfigHome::Builtin => Ok(SpecialTokens::new()),
+            ConfigHome::Builtin => Ok(TemplateSpecialTokens::new()),
             ConfigHome::Model => {
                 let tok = self.load(source)?;
-                let mut specials = SpecialTokens::new();
+                let mut specials = TemplateSpecialTokens::new();
                 for (role, token) in tok.special_tokens().named() {
                     specials.set(format!("{role}_token"), token.content.clone());
                 }
@@ -70,7 +73,7 @@ impl LoadOptions {
             }
             ConfigHome::Dir(dir) => {
                 let config = crate::config::read_json(&dir.join("tokenizer_config.json"))?;
-                Ok(SpecialTokens::from_dir(&dir, config.as_ref())?)
+                Ok(TemplateSpecialTokens::from_dir(&dir, config.as_ref())?)
             }
         }
     }

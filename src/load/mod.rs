@@ -1,6 +1,7 @@
 //! From a source string to a [`Tokenizer`]: resolve, detect, build, share.
 
 mod alias;
+mod builder;
 mod chat_only;
 pub(crate) mod detect;
 pub(crate) mod fuzz;
@@ -34,60 +35,64 @@ pub(crate) use source::Source;
 
 /// Everything that changes how a tokenizer is found and built.
 ///
+/// Built with `with_…` setters on [`LoadOptions::new`] (the defaults), read
+/// back with the getters of the same names; non-exhaustive, so options can
+/// be added without breaking callers.
+///
 /// ```no_run
 /// use router_tokenizer::LoadOptions;
-/// let tok = LoadOptions { revision: Some("main".into()), ..LoadOptions::default() }
-///     .load("Qwen/Qwen3-8B")?;
+/// let tok = LoadOptions::new().with_revision("main").load("Qwen/Qwen3-8B")?;
 /// # Ok::<(), router_tokenizer::Error>(())
 /// ```
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct LoadOptions {
     /// Hub revision (branch, tag or commit hash); a `@rev` suffix on the id wins.
-    pub revision: Option<String>,
+    pub(crate) revision: Option<String>,
     /// A chat template file that replaces the one shipped with the tokenizer.
-    pub chat_template: Option<PathBuf>,
+    pub(crate) chat_template: Option<PathBuf>,
     /// Hub token; defaults to `HF_TOKEN`, then `$HF_HOME/token`. Never logged.
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
     /// Never touch the network; defaults to `HF_HUB_OFFLINE`.
-    pub offline: Option<bool>,
+    pub(crate) offline: Option<bool>,
     /// The hub cache (the folder holding `models--org--name`); defaults to
     /// `HF_HUB_CACHE`, then `$HF_HOME/hub`, then `~/.cache/huggingface/hub`.
-    pub cache_dir: Option<PathBuf>,
+    pub(crate) cache_dir: Option<PathBuf>,
     /// How special-token text inside the input is encoded.
-    pub special_tokens: SpecialTokenPolicy,
+    pub(crate) special_tokens: SpecialTokenPolicy,
     /// Keep padding/truncation switched on in a `tokenizer.json` (off by default).
-    pub keep_padding_and_truncation: bool,
+    pub(crate) keep_padding_and_truncation: bool,
     /// Kept for compatibility: downloads draw no progress bar (tokenizer files are small).
-    pub progress: bool,
+    pub(crate) progress: bool,
     /// Load a fresh copy instead of sharing the process-wide one.
-    pub bypass_registry: bool,
+    pub(crate) bypass_registry: bool,
     /// Model names mapped to sources, resolved before anything else (an alias
     /// may shadow a built-in OpenAI model name).
-    pub aliases: ModelAliases,
+    pub(crate) aliases: ModelAliases,
     /// How long inputs are encoded in parallel (every tokenizer is wrapped;
     /// the default splits above a measured size on the global rayon pool).
-    pub parallel: ParallelOptions,
+    pub(crate) parallel: ParallelOptions,
     /// Hub endpoint; defaults to `HF_ENDPOINT`, then `https://huggingface.co`.
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
     /// Hub network limits: timeouts and retries ([`HubTimeouts::default`]).
-    pub hub: HubTimeouts,
+    pub(crate) hub: HubTimeouts,
     /// Prompt caches (the L0 exact cache; on by default, see
     /// [`PromptCacheOptions`]). Shared by every clone of the handle.
-    pub prompt_cache: PromptCacheOptions,
+    pub(crate) prompt_cache: PromptCacheOptions,
     /// Load `tokenizer.json` where a folder or hub repo also has Mistral's
     /// `tekken.json` (by default `tekken.json` wins, as in vLLM: Mistral's
     /// converted `tokenizer.json` files once shipped a wrong pattern).
-    pub prefer_tokenizer_json: bool,
+    pub(crate) prefer_tokenizer_json: bool,
     /// The chat format `encode_chat` uses when its options name none (see
     /// [`Tokenizer::chat_format`]); handle-level. `None`: the tokenizer's own.
-    pub chat_format: Option<ChatFormat>,
+    pub(crate) chat_format: Option<ChatFormat>,
     /// Corrections to the added tokens a chat request may not forge
     /// ([`ControlTokens`]); handle-level, like `parallel`.
-    pub control_tokens: ControlTokens,
+    pub(crate) control_tokens: ControlTokens,
     /// Folders local paths may be loaded from (with the hub cache). `None`
     /// (the default) allows any path; `Some(vec![])` allows none, so a source
     /// string taken from a client can only name a hub id or an encoding.
-    pub allowed_dirs: Option<Vec<PathBuf>>,
+    pub(crate) allowed_dirs: Option<Vec<PathBuf>>,
 }
 
 /// Network limits for hub downloads, part of [`LoadOptions`].

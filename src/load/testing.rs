@@ -129,7 +129,7 @@ fn hf_json_backend(
     let backend = Arc::new(HfBackend::from_json_routed(
         path, &text, &config, policy, false, routes,
     )?);
-    let tokenizer = Tokenizer::from_backend(backend.clone(), Format::HfJson)
+    let tokenizer = Tokenizer::from_engine(backend.clone(), Format::HfJson)
         .with_prompt_cache(PromptCacheOptions::off());
     Ok((backend, tokenizer))
 }

@@ -260,11 +260,12 @@ fn encode_chat_jinja(
     let with_offsets = options.message_ranges;
     let exact = backend.parses_special_text() && (parse_forged || forged == 0);
     let encoding = if exact {
-        if with_offsets {
-            tok.encode_with_offsets(&text, options.add_special_tokens)?
-        } else {
-            tok.encode(&text, options.add_special_tokens)?
-        }
+        tok.encode_with(
+            &text,
+            &crate::EncodeOptions::new()
+                .with_add_special_tokens(options.add_special_tokens)
+                .with_offsets(with_offsets),
+        )?
     } else {
         let specials: Vec<&segments::Match> = matches
             .iter()

@@ -10,10 +10,7 @@ fn options_with(pairs: &[(&str, &str)]) -> LoadOptions {
     for (name, source) in pairs {
         aliases.insert(*name, *source).unwrap();
     }
-    LoadOptions {
-        aliases,
-        ..common::offline_options()
-    }
+    common::offline_options().with_aliases(aliases)
 }
 
 #[test]

@@ -94,7 +94,11 @@ struct Brute {
 impl Brute {
     fn new(tok: &Tokenizer, text: &str, add: bool) -> Self {
         let cuts = boundaries(text);
-        let count = |t: &str| tok.encode_sequential(t, add).unwrap().len();
+        let count = |t: &str| {
+            tok.encode_with(t, &crate::common::sequential(add))
+                .unwrap()
+                .len()
+        };
         let prefix = cuts.iter().map(|&p| count(&text[..p])).collect();
         let suffix = cuts.iter().map(|&q| count(&text[q..])).collect();
         Self {

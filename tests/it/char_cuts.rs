@@ -128,9 +128,13 @@ fn repeated_text_keeps_its_ids() {
                     let what = format!("{what}, round {round}");
                     assert_same_encodes(model, &what, on, off, t);
                 }
-                let b = off.encode_sequential(entries, false).unwrap();
+                let b = off
+                    .encode_with(entries, &crate::common::sequential(false))
+                    .unwrap();
                 for round in 0..200 {
-                    let a = on.encode_sequential(entries, false).unwrap();
+                    let a = on
+                        .encode_with(entries, &crate::common::sequential(false))
+                        .unwrap();
                     assert_eq!(a.ids(), b.ids(), "{model} {what}: entries, round {round}");
                 }
             });

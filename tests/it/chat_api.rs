@@ -8,7 +8,8 @@ use serde_json::json;
 
 use router_tokenizer::chat::{
     ChatRequest, ChatTemplate, ChatTemplateError, ContentFormat, ContinueFinalMessage,
-    LazyChatTemplate, Message, SpecialTokens, TemplateOrigin, TemplateSource, load_chat_template,
+    LazyChatTemplate, Message, TemplateOrigin, TemplateSource, TemplateSpecialTokens,
+    load_chat_template,
 };
 
 /// A fresh scratch directory under the system temp dir.
@@ -145,11 +146,11 @@ fn a_broken_named_template_fails_only_when_used() {
         Err(ChatTemplateError::Syntax { .. })
     ));
     assert!(matches!(
-        ChatTemplate::from_text("{% for %}", &SpecialTokens::new()),
+        ChatTemplate::from_text("{% for %}", &TemplateSpecialTokens::new()),
         Err(ChatTemplateError::Syntax { .. })
     ));
     assert!(matches!(
-        ChatTemplate::from_text("{% do [].append(1) %}", &SpecialTokens::new()),
+        ChatTemplate::from_text("{% do [].append(1) %}", &TemplateSpecialTokens::new()),
         Err(ChatTemplateError::Syntax { .. })
     ));
 }
@@ -166,7 +167,7 @@ fn special_tokens_from_strings_and_added_token_dicts() {
         "added_tokens_decoder": {},
     });
     let legacy = json!({"bos_token": "<legacy>", "cls_token": "<cls>"});
-    let specials = SpecialTokens::from_config(Some(&config), Some(&legacy));
+    let specials = TemplateSpecialTokens::from_config(Some(&config), Some(&legacy));
     assert_eq!(
         specials.iter().collect::<Vec<_>>(),
         [
@@ -182,7 +183,7 @@ fn special_tokens_from_strings_and_added_token_dicts() {
         .as_object_mut()
         .unwrap()
         .remove("added_tokens_decoder");
-    let specials = SpecialTokens::from_config(Some(&config), Some(&legacy));
+    let specials = TemplateSpecialTokens::from_config(Some(&config), Some(&legacy));
     assert_eq!(specials.get("bos_token"), Some("<legacy>"));
     assert_eq!(specials.get("cls_token"), Some("<cls>"));
 
@@ -207,7 +208,8 @@ fn messages_are_preprocessed_like_transformers() {
         {"role": "assistant", "thinking": "T", "content": "d", "reasoning_content": "R"}
     ]))
     .unwrap();
-    let t = ChatTemplate::from_text("{{ messages | tojson }}", &SpecialTokens::new()).unwrap();
+    let t =
+        ChatTemplate::from_text("{{ messages | tojson }}", &TemplateSpecialTokens::new()).unwrap();
     assert_eq!(
         t.render(&ChatRequest::new(messages)).unwrap(),
         r#"[{"role": "user", "name": "x"}, {"thinking": "r", "role": "assistant", "content": "a", "reasoning_content": "r"}, {"thinking": "t", "role": "assistant", "content": "b", "reasoning_content": "t"}, {"thinking": "q", "role": "assistant", "content": "c", "reasoning": "q", "extra": 1, "reasoning_content": "q"}, {"thinking": "T", "role": "assistant", "content": "d", "reasoning_content": "R"}]"#
@@ -217,7 +219,7 @@ fn messages_are_preprocessed_like_transformers() {
 #[test]
 fn continue_final_message_like_transformers() {
     let tpl = "{% for m in messages %}[{{ m.role }}|{{ m.reasoning_content }}|{{ m.content }}]{% endfor %}";
-    let t = ChatTemplate::from_text(tpl, &SpecialTokens::new()).unwrap();
+    let t = ChatTemplate::from_text(tpl, &TemplateSpecialTokens::new()).unwrap();
     let mut r = ChatRequest::new(vec![Message::new("user", "q"), {
         let mut m = Message::new("assistant", "ans");
         m.reasoning_content = Some("thinking so far".into());
@@ -229,7 +231,7 @@ fn continue_final_message_like_transformers() {
     // Trailing whitespace trimmed by the template: the cut is rstripped.
     let t = ChatTemplate::from_text(
         "{% for m in messages %}<{{ m.content | trim }}>{% endfor %}",
-        &SpecialTokens::new(),
+        &TemplateSpecialTokens::new(),
     )
     .unwrap();
     let mut r = ChatRequest::new(vec![
@@ -254,7 +256,7 @@ fn continue_final_message_like_transformers() {
 
 #[test]
 fn invalid_requests_are_typed_errors() {
-    let t = ChatTemplate::from_text("x", &SpecialTokens::new()).unwrap();
+    let t = ChatTemplate::from_text("x", &TemplateSpecialTokens::new()).unwrap();
     assert!(matches!(
         t.render(&ChatRequest::new(vec![])),
         Err(ChatTemplateError::InvalidRequest { .. })
@@ -294,7 +296,7 @@ fn openai_request_json_deserializes() {
     );
     let t = ChatTemplate::from_text(
         "{% for m in messages %}{{ m.role }}:{{ m.content is defined }}:{{ m.tool_calls[0].function.arguments if m.tool_calls }};{% endfor %}{{ enable_thinking }}",
-        &SpecialTokens::new(),
+        &TemplateSpecialTokens::new(),
     )
     .unwrap();
     assert_eq!(
@@ -331,7 +333,7 @@ fn openai_body_builds_a_request() {
 
 #[test]
 fn content_format_hint() {
-    let sp = SpecialTokens::new();
+    let sp = TemplateSpecialTokens::new();
     let parts = ChatTemplate::from_text(
         "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}",
         &sp,
@@ -351,7 +353,8 @@ fn content_format_hint() {
 fn chat_template_is_send_sync_and_cheap_to_share() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}
     assert_send_sync::<ChatTemplate>();
-    let t = ChatTemplate::from_text("{{ messages[0].content }}", &SpecialTokens::new()).unwrap();
+    let t = ChatTemplate::from_text("{{ messages[0].content }}", &TemplateSpecialTokens::new())
+        .unwrap();
     let handles: Vec<_> = (0..4)
         .map(|i| {
             let t = t.clone();

@@ -11,7 +11,6 @@
 use crate::common;
 
 use common::*;
-use router_tokenizer::LoadOptions;
 use router_tokenizer::chat::{ChatRequest, Message};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,10 +74,7 @@ fn bare_sentencepiece_templates_render_as_transformers() {
                 want,
                 "{what}"
             );
-            let options = LoadOptions {
-                chat_template: Some(file.clone()),
-                ..offline_options()
-            };
+            let options = offline_options().with_chat_template(file.clone());
             let by_file = options.load(source).unwrap();
             assert_eq!(
                 by_file.apply_chat_template(&request).unwrap(),
@@ -191,10 +187,7 @@ fn a_bare_gguf_fills_in_its_own_tokens() {
     let dir = scratch("gguf");
     let file = dir.join("t.jinja");
     std::fs::write(&file, template).unwrap();
-    let options = LoadOptions {
-        chat_template: Some(file),
-        ..offline_options()
-    };
+    let options = offline_options().with_chat_template(file);
     let only = options.load_chat_template(source).unwrap();
     assert_eq!(only.render(&request).unwrap(), text);
     std::fs::remove_dir_all(&dir).unwrap();

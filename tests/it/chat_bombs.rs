@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use router_tokenizer::chat::{
-    ChatRequest, ChatTemplate, ChatTemplateError, Message, SpecialTokens,
+    ChatRequest, ChatTemplate, ChatTemplateError, Message, TemplateSpecialTokens,
 };
 
 const CHILD_ENV: &str = "RTOK_CHAT_BOMB_CHILD";
@@ -71,8 +71,8 @@ fn run_lazy_concat() {
     let request = ChatRequest::new(vec![Message::new("user", "hi")]);
     for (source, want) in LAZY_CONCAT {
         let start = Instant::now();
-        let result =
-            ChatTemplate::from_text(source, &SpecialTokens::new()).and_then(|t| t.render(&request));
+        let result = ChatTemplate::from_text(source, &TemplateSpecialTokens::new())
+            .and_then(|t| t.render(&request));
         match (&result, want) {
             (Ok(text), Ok(want)) if text == want => {}
             (Err(ChatTemplateError::Render { detail }), Err(want)) if detail.contains(want) => {}
@@ -86,8 +86,8 @@ fn run_bombs() {
     let request = ChatRequest::new(vec![Message::new("user", "hi")]);
     for bomb in BOMBS {
         let start = Instant::now();
-        let result =
-            ChatTemplate::from_text(bomb, &SpecialTokens::new()).and_then(|t| t.render(&request));
+        let result = ChatTemplate::from_text(bomb, &TemplateSpecialTokens::new())
+            .and_then(|t| t.render(&request));
         match result {
             Err(ChatTemplateError::LimitExceeded { .. }) => {}
             Err(other) => panic!("{bomb:?}: expected LimitExceeded, got {other:?}"),

@@ -6,12 +6,12 @@
 use serde_json::{Value as Json, json};
 
 use router_tokenizer::chat::{
-    ChatRequest, ChatTemplate, ChatTemplateError, Message, SpecialTokens,
+    ChatRequest, ChatTemplate, ChatTemplateError, Message, TemplateSpecialTokens,
 };
 
 fn render_with(template: &str, request: Json) -> Result<String, ChatTemplateError> {
     let request: ChatRequest = serde_json::from_value(request).unwrap();
-    ChatTemplate::from_text(template, &SpecialTokens::new())?.render(&request)
+    ChatTemplate::from_text(template, &TemplateSpecialTokens::new())?.render(&request)
 }
 
 fn render(template: &str) -> Result<String, ChatTemplateError> {

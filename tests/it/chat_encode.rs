@@ -476,15 +476,13 @@ fn a_plain_text_handle_still_parses_the_template() {
     // for every request: on clean requests it must equal `encode(render)`.
     let dir: PathBuf = common::shared_dir().join("hf-cache/hub");
     for (model, parsing) in chat_models() {
-        let tok = router_tokenizer::LoadOptions {
-            cache_dir: Some(dir.clone()),
-            offline: Some(true),
-            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-            bypass_registry: true,
-            ..router_tokenizer::LoadOptions::default()
-        }
-        .load(&model)
-        .unwrap();
+        let tok = router_tokenizer::LoadOptions::default()
+            .with_cache_dir(dir.clone())
+            .with_offline(true)
+            .with_special_tokens(router_tokenizer::SpecialTokenPolicy::PlainText)
+            .with_bypass_registry(true)
+            .load(&model)
+            .unwrap();
         for slot in ["user", "system", "tool_result", "document"] {
             let clean = injected(slot, "hello there, how are you?");
             let Ok(text) = parsing.apply_chat_template(&clean) else {
@@ -525,13 +523,11 @@ fn every_backend_encodes_request_special_text_as_text() {
         } else {
             source.to_owned()
         };
-        let plain = router_tokenizer::LoadOptions {
-            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-            bypass_registry: true,
-            ..common::offline_options()
-        }
-        .load(&path)
-        .unwrap();
+        let plain = common::offline_options()
+            .with_special_tokens(router_tokenizer::SpecialTokenPolicy::PlainText)
+            .with_bypass_registry(true)
+            .load(&path)
+            .unwrap();
         let texts = special_texts(&tok);
         let (open, close) = (&texts[0], texts.last().unwrap());
         let one = |t: &str| {
@@ -804,12 +800,10 @@ proptest::proptest! {
 #[test]
 fn control_tokens_extend_and_narrow_the_markers() {
     let load = |model: &str, control: router_tokenizer::ControlTokens| {
-        router_tokenizer::LoadOptions {
-            control_tokens: control,
-            ..common::offline_options()
-        }
-        .load(model)
-        .unwrap()
+        common::offline_options()
+            .with_control_tokens(control)
+            .load(model)
+            .unwrap()
     };
     let cases = [
         ("google/gemma-3-4b-it", "<table>", true),

@@ -5,7 +5,7 @@
 #[path = "../../fuzz/grammar/chat_template.rs"]
 mod grammar;
 
-use router_tokenizer::chat::{ChatRequest, ChatTemplate, SpecialTokens};
+use router_tokenizer::chat::{ChatRequest, ChatTemplate, TemplateSpecialTokens};
 
 /// xorshift64: deterministic choices, so a failure names the seed that reproduces it.
 struct Seeded(u64);
@@ -27,7 +27,8 @@ fn generated_templates_render_or_fail_with_a_typed_error() {
         let mut choices = Seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let template = grammar::template(&mut choices).unwrap();
         let outcome = std::panic::catch_unwind(|| {
-            ChatTemplate::from_text(&template, &SpecialTokens::new()).map(|t| t.render(&request))
+            ChatTemplate::from_text(&template, &TemplateSpecialTokens::new())
+                .map(|t| t.render(&request))
         });
         match outcome {
             Ok(Ok(Ok(_))) => (compiled, rendered) = (compiled + 1, rendered + 1),

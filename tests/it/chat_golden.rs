@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use router_tokenizer::chat::{
     ChatRequest, ChatTemplate, ChatTemplateError, ContentFormat, ContinueFinalMessage, FixedNow,
-    Message, SpecialTokens, load_chat_template,
+    Message, TemplateSpecialTokens, load_chat_template,
 };
 
 fn golden_dir() -> PathBuf {
@@ -242,8 +242,8 @@ fn snippets_match_jinja2() {
         let mut request = ChatRequest::new(vec![Message::new("user", "hi")]);
         request.chat_template_kwargs = vars.clone();
         request.fixed_now = Some(fixed_now);
-        let got =
-            ChatTemplate::from_text(source, &SpecialTokens::new()).and_then(|t| t.render(&request));
+        let got = ChatTemplate::from_text(source, &TemplateSpecialTokens::new())
+            .and_then(|t| t.render(&request));
         if let Some(why) = check(&got, want) {
             failures.push(format!("{id} {source:?}: {why}"));
         }

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use router_tokenizer::chat::{
-    ChatRequest, ChatTemplate, ChatTemplateError, Limit, Message, RenderLimits, SpecialTokens,
-    TemplateSource,
+    ChatRequest, ChatTemplate, ChatTemplateError, Limit, Message, RenderLimits, TemplateSource,
+    TemplateSpecialTokens,
 };
 
 /// Generous: the limits stop these in well under a second on a quiet machine.
@@ -23,7 +23,7 @@ fn render(source: &str) -> (Result<String, ChatTemplateError>, Duration) {
         .stack_size(2 << 20)
         .spawn(move || {
             let start = Instant::now();
-            let result = ChatTemplate::from_text(&source, &SpecialTokens::new())
+            let result = ChatTemplate::from_text(&source, &TemplateSpecialTokens::new())
                 .and_then(|t| t.render(&request()));
             (result, start.elapsed())
         })
@@ -252,7 +252,7 @@ fn best_times(
             for _ in 0..7 {
                 for (source, slot) in [(&small, &mut best.0), (&large, &mut best.1)] {
                     let start = Instant::now();
-                    let result = ChatTemplate::from_text(source, &SpecialTokens::new())
+                    let result = ChatTemplate::from_text(source, &TemplateSpecialTokens::new())
                         .and_then(|t| t.render(&request()));
                     *slot = (*slot).min(start.elapsed());
                     assert!(check(&result), "{result:?}");
@@ -356,7 +356,7 @@ fn fuel_scales_with_the_request() {
     };
     let t = ChatTemplate::with_limits(
         TemplateSource::from_text("{% for i in range(20000) %}{% endfor %}ok"),
-        &SpecialTokens::new(),
+        &TemplateSpecialTokens::new(),
         limits,
     )
     .unwrap();

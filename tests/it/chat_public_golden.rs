@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value as Json, json};
 
-use router_tokenizer::chat::{ChatRequest, ChatTemplate, FixedNow, SpecialTokens};
+use router_tokenizer::chat::{ChatRequest, ChatTemplate, FixedNow, TemplateSpecialTokens};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/chat/public")
@@ -60,7 +60,7 @@ fn public_templates_render_as_transformers() {
     for entry in templates {
         let name = entry["name"].as_str().unwrap();
         let text = std::fs::read_to_string(dir().join(entry["file"].as_str().unwrap())).unwrap();
-        let mut specials = SpecialTokens::new();
+        let mut specials = TemplateSpecialTokens::new();
         for key in ["bos_token", "eos_token"] {
             let value = entry.get(key).or_else(|| conversations.get(key)).unwrap();
             specials.set(key, value.as_str().unwrap());

@@ -99,7 +99,7 @@ fn flagged_added_tokens_match_as_the_reference() {
             let text = text.as_str().unwrap();
             if ids.is_null() {
                 // The reference panics on this one; any answer but a panic.
-                let _ = tok.encode_sequential(text, false);
+                let _ = tok.encode_with(text, &crate::common::sequential(false));
                 continue;
             }
             assert_text_ids(&tok, name, text, &golden_ids(ids));
@@ -157,7 +157,11 @@ fn pre_tokenizer_shapes_split_as_the_reference() {
         }
         // Parallel chunks give the sequential ids (whatever family the
         // shape allows).
-        let ids = tok.encode_sequential(long, false).unwrap().ids().to_vec();
+        let ids = tok
+            .encode_with(long, &crate::common::sequential(false))
+            .unwrap()
+            .ids()
+            .to_vec();
         assert_long_ids(&tok, name, long, &ids);
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -235,10 +239,7 @@ fn the_references_added_vocabulary_cases() {
             "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
         });
         let dir = std::env::temp_dir().join(format!("rtok-added-cases-{}", std::process::id()));
-        let options = router_tokenizer::LoadOptions {
-            special_tokens: policy,
-            ..offline_options()
-        };
+        let options = offline_options().with_special_tokens(policy);
         load_json_with(&json, &dir, name, options)
     };
     let mask = |special| ("<mask>", true, true, true, special);
@@ -301,7 +302,9 @@ fn the_references_added_vocabulary_cases() {
     for (name, added, policy, text, want) in cases {
         let tok = load(added, policy, name);
         assert_eq!(
-            tok.encode_sequential(text, false).unwrap().ids(),
+            tok.encode_with(text, &crate::common::sequential(false))
+                .unwrap()
+                .ids(),
             want,
             "{name}"
         );

@@ -46,11 +46,9 @@ fn drop_rss_child() {
     };
     let (source, loads) = spec.split_once(';').expect("source;loads");
     let loads: usize = loads.parse().expect("a load count");
-    let options = LoadOptions {
-        bypass_registry: true,
-        prompt_cache: PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_bypass_registry(true)
+        .with_prompt_cache(PromptCacheOptions::off());
     // One handle kept (and warmed): code, statics and the rayon pool are
     // in the baseline, and it must still encode the same after.
     let keep = options.load(source).unwrap();

@@ -23,7 +23,7 @@ fn file(rel: &str) -> PathBuf {
 /// The crate's answer against the reference's: the same ids (and offsets
 /// and decodes), or an error where the reference failed.
 fn check(tok: &Tokenizer, what: &str, text: &str, want: &serde_json::Value, special: bool) {
-    let got = tok.encode_sequential(text, special);
+    let got = tok.encode_with(text, &crate::common::sequential(special));
     if let Some(error) = want.get("error") {
         let err = got.expect_err(&format!("{what} {text:?}: the reference fails"));
         assert!(
@@ -39,7 +39,7 @@ fn check(tok: &Tokenizer, what: &str, text: &str, want: &serde_json::Value, spec
         return;
     }
     let with = tok
-        .encode_with_offsets_sequential(text, false)
+        .encode_with(text, &crate::common::sequential_offsets(false))
         .unwrap_or_else(|e| panic!("{what} {text:?} with offsets: {e}"));
     assert_eq!(with.ids(), ids, "{what} {text:?} with offsets");
     let offsets: Vec<(usize, usize)> = want["offsets"]

@@ -19,7 +19,7 @@ use crate::gguf_writer;
 
 use std::path::{Path, PathBuf};
 
-use router_tokenizer::{LoadOptions, Tokenizer};
+use router_tokenizer::Tokenizer;
 use unicode_normalization::UnicodeNormalization as _;
 
 /// A vocab-only GGUF from a shared model's `tokenizer.json`.
@@ -36,12 +36,10 @@ fn convert(model: &str, pre: &str, out: &Path) {
 }
 
 fn load(path: &Path) -> Tokenizer {
-    LoadOptions {
-        bypass_registry: true,
-        ..common::offline_options()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap()
+    common::offline_options()
+        .with_bypass_registry(true)
+        .load(path.to_str().unwrap())
+        .unwrap()
 }
 
 /// The first 16 KB of every corpus file (at a char boundary) and every adversarial file.
@@ -72,8 +70,12 @@ fn compare(model: &str, pre: &str) -> Vec<String> {
     let json = common::tokenizer(model);
     let mut differ = Vec::new();
     for (key, text) in inputs() {
-        let a = gguf.encode_sequential(&text, false).unwrap();
-        let b = json.encode_sequential(&text, false).unwrap();
+        let a = gguf
+            .encode_with(&text, &crate::common::sequential(false))
+            .unwrap();
+        let b = json
+            .encode_with(&text, &crate::common::sequential(false))
+            .unwrap();
         if a.ids() != b.ids() {
             differ.push(key);
         }

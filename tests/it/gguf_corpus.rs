@@ -40,13 +40,11 @@ fn vocab_path(vocab: &str) -> PathBuf {
 }
 
 pub fn load(path: &std::path::Path) -> Tokenizer {
-    LoadOptions {
-        special_tokens: SpecialTokenPolicy::Parse,
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap()
+    LoadOptions::default()
+        .with_special_tokens(SpecialTokenPolicy::Parse)
+        .with_bypass_registry(true)
+        .load(path.to_str().unwrap())
+        .unwrap()
 }
 
 fn vector_texts() -> Vec<String> {
@@ -324,13 +322,11 @@ fn check_t5_against_sentencepiece(gguf: &str, model: PathBuf) {
             .sum()
     };
     let t5 = load(&golden_dir().join("t5").join(gguf));
-    let spm = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(model.to_str().unwrap())
-    .unwrap();
+    let spm = LoadOptions::default()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .with_bypass_registry(true)
+        .load(model.to_str().unwrap())
+        .unwrap();
     let (mut same, mut differ) = (0usize, Vec::new());
     let mut texts: Vec<(String, String)> = vector_texts()
         .into_iter()

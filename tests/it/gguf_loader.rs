@@ -15,10 +15,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn options() -> LoadOptions {
-    LoadOptions {
-        bypass_registry: true,
-        ..common::offline_options()
-    }
+    common::offline_options().with_bypass_registry(true)
 }
 
 fn load(path: &Path) -> Tokenizer {
@@ -87,12 +84,10 @@ fn folder_and_hub_repo() {
     .unwrap();
     std::fs::copy(fixture("llama-spm"), snap.join("a-Q4_K_M.gguf")).unwrap();
     std::fs::copy(fixture("gpt-2"), snap.join("b-Q8_0.gguf")).unwrap();
-    let opts = LoadOptions {
-        cache_dir: Some(cache.clone()),
-        offline: Some(true),
-        bypass_registry: true,
-        ..LoadOptions::default()
-    };
+    let opts = LoadOptions::default()
+        .with_cache_dir(cache.clone())
+        .with_offline(true)
+        .with_bypass_registry(true);
     let err = opts.load("org/two").unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -388,12 +383,10 @@ fn special_tokens_eog_and_chat_template() {
     // parse_special: control text is one token under Parse, text under PlainText.
     let ids = phi.encode("<|user|>\nHi<|end|>", false).unwrap();
     assert!(ids.ids().contains(&end), "{:?}", ids.ids());
-    let plain = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        ..options()
-    }
-    .load(fixture("phi-3").to_str().unwrap())
-    .unwrap();
+    let plain = options()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .load(fixture("phi-3").to_str().unwrap())
+        .unwrap();
     let ids = plain.encode("<|user|>\nHi<|end|>", false).unwrap();
     assert!(!ids.ids().contains(&end), "{:?}", ids.ids());
     // The chat template from tokenizer.chat_template.
@@ -462,7 +455,9 @@ fn offsets_cover_the_text() {
         let name = path.display();
         let tok = load(&path);
         let text = "Hello  world, ünïcode 日本 🦙\n\tend ﬁ①  <extra_id_1>x";
-        let enc = tok.encode_with_offsets(text, false).unwrap();
+        let enc = tok
+            .encode_with(text, &crate::common::offsets(false))
+            .unwrap();
         assert_eq!(enc.ids(), tok.encode(text, false).unwrap().ids(), "{name}");
         let offs = enc.offsets().unwrap();
         let mut last = 0;

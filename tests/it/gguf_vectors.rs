@@ -43,13 +43,11 @@ fn vectors(name: &str) -> Vec<(String, Vec<u32>)> {
 fn check(name: &str) {
     let path = gguf_dir().join(format!("ggml-vocab-{name}.gguf"));
     // llama.cpp's test runs with parse_special = false.
-    let tok = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
-    .unwrap();
+    let tok = LoadOptions::default()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .with_bypass_registry(true)
+        .load(path.to_str().unwrap())
+        .unwrap();
     let cases = vectors(name);
     assert_eq!(cases.len(), 46, "{name}");
     let mut failed = Vec::new();
@@ -58,7 +56,9 @@ fn check(name: &str) {
         if got.ids() != want.as_slice() {
             failed.push(format!("{text:?}: got {:?} want {want:?}", got.ids()));
         }
-        let with = tok.encode_with_offsets(text, false).unwrap();
+        let with = tok
+            .encode_with(text, &crate::common::offsets(false))
+            .unwrap();
         assert_eq!(with.ids(), got.ids(), "{name} offsets path {text:?}");
     }
     assert!(

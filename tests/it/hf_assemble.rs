@@ -26,8 +26,12 @@ fn pair(model: &str, policy: SpecialTokenPolicy, expect_assembled: bool) -> (Tok
 
 fn assert_same(model: &str, what: &str, a: &Tokenizer, b: &Tokenizer, text: &str) {
     for add in [false, true] {
-        let x = a.encode_sequential(text, add).unwrap();
-        let y = b.encode_sequential(text, add).unwrap();
+        let x = a
+            .encode_with(text, &crate::common::sequential(add))
+            .unwrap();
+        let y = b
+            .encode_with(text, &crate::common::sequential(add))
+            .unwrap();
         if x.ids() != y.ids() {
             let at = first_difference(x.ids(), y.ids());
             panic!(
@@ -135,7 +139,12 @@ fn legacy_merge_strings_are_split_as_tokenizers_upgrades_them() {
     for text in ["abc", "ab abc cab", "xyz abcabc"] {
         assert_same("legacy", text, &a, &w, text);
     }
-    assert_eq!(a.encode_sequential("abc", false).unwrap().len(), 1);
+    assert_eq!(
+        a.encode_with("abc", &crate::common::sequential(false))
+            .unwrap()
+            .len(),
+        1
+    );
     std::fs::write(&path, doc(r#""a b c""#)).unwrap();
     for assemble in [true, false] {
         let Err(err) = hf_json_assembled(&path, SpecialTokenPolicy::Parse, assemble) else {

@@ -23,11 +23,9 @@ fn scratch_dir(name: &str) -> PathBuf {
 }
 
 fn load(path: &Path) -> router_tokenizer::Result<router_tokenizer::Tokenizer> {
-    LoadOptions {
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(path.to_str().unwrap())
+    LoadOptions::default()
+        .with_bypass_registry(true)
+        .load(path.to_str().unwrap())
 }
 
 /// A BPE `tokenizer.json` with `vocab` (JSON object text), merges and added tokens.
@@ -305,13 +303,10 @@ fn devices_fifos_and_oversized_files_are_refused() {
 
 #[test]
 fn parallel_options_are_checked_when_set() {
-    let options = LoadOptions {
-        parallel: ParallelOptions {
-            chunks: Some(usize::MAX),
-            ..ParallelOptions::always_with_chunk_bytes(64)
-        },
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default().with_parallel(ParallelOptions {
+        chunks: Some(usize::MAX),
+        ..ParallelOptions::always_with_chunk_bytes(64)
+    });
     let err = options.load("cl100k_base").unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Config { .. }), "{err}");
     // Set on a loaded handle: the encode fails, never panics.
@@ -340,10 +335,7 @@ fn parallel_options_are_checked_when_set() {
 
 #[test]
 fn debug_never_prints_the_token() {
-    let options = LoadOptions {
-        token: Some("hf_SECRET_TOKEN_123".into()),
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default().with_token("hf_SECRET_TOKEN_123");
     let shown = format!("{options:?}");
     assert!(!shown.contains("hf_SECRET_TOKEN_123"), "{shown}");
     assert!(shown.contains("redacted"), "{shown}");
@@ -363,14 +355,12 @@ fn a_poisoned_ref_is_never_joined_as_a_path() {
     std::fs::create_dir_all(folder.join("snapshots")).unwrap();
     for poison in [outside.display().to_string(), "../../../outside".to_owned()] {
         std::fs::write(folder.join("refs/main"), &poison).unwrap();
-        let err = LoadOptions {
-            cache_dir: Some(cache.clone()),
-            offline: Some(true),
-            bypass_registry: true,
-            ..LoadOptions::default()
-        }
-        .load("org/model")
-        .unwrap_err();
+        let err = LoadOptions::default()
+            .with_cache_dir(cache.clone())
+            .with_offline(true)
+            .with_bypass_registry(true)
+            .load("org/model")
+            .unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::Hub { .. }) && err.to_string().contains("commit hash"),
             "{poison}: {err}"
@@ -400,12 +390,10 @@ fn allowed_dirs_confine_local_paths() {
     for dir in [&allowed, &other] {
         std::fs::write(dir.join("tokenizer.json"), bpe_json(r#"{"a":0}"#, "", "")).unwrap();
     }
-    let options = LoadOptions {
-        allowed_dirs: Some(vec![allowed.clone()]),
-        cache_dir: Some(scratch_dir("allowed-cache")),
-        bypass_registry: true,
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_allowed_dirs(vec![allowed.clone()])
+        .with_cache_dir(scratch_dir("allowed-cache"))
+        .with_bypass_registry(true);
     options.load(allowed.to_str().unwrap()).unwrap();
     let err = options.load(other.to_str().unwrap()).unwrap_err();
     assert!(
@@ -421,10 +409,7 @@ fn allowed_dirs_confine_local_paths() {
     }
     // Encodings and hub ids are not paths.
     options.load("cl100k_base").unwrap();
-    let none = LoadOptions {
-        allowed_dirs: Some(Vec::new()),
-        ..options.clone()
-    };
+    let none = options.clone().with_allowed_dirs(Vec::new());
     assert!(none.load(allowed.to_str().unwrap()).is_err());
 }
 
@@ -461,23 +446,23 @@ fn local_hub(
 }
 
 fn hub_options(endpoint: String, retries: u32) -> LoadOptions {
-    LoadOptions {
-        endpoint: Some(endpoint),
-        offline: Some(false),
-        cache_dir: Some(scratch_dir(&format!(
+    LoadOptions::default()
+        .with_endpoint(endpoint)
+        .with_offline(false)
+        .with_cache_dir(scratch_dir(&format!(
             "hub-cache-{retries}-{}",
             std::process::id()
-        ))),
-        bypass_registry: true,
-        hub: router_tokenizer::HubTimeouts::new(
-            Duration::from_millis(500),
-            Duration::from_millis(300),
-            Duration::from_secs(2),
-            retries,
+        )))
+        .with_bypass_registry(true)
+        .with_hub(
+            router_tokenizer::HubTimeouts::new(
+                Duration::from_millis(500),
+                Duration::from_millis(300),
+                Duration::from_secs(2),
+                retries,
+            )
+            .with_backoff(Duration::from_millis(20)),
         )
-        .with_backoff(Duration::from_millis(20)),
-        ..LoadOptions::default()
-    }
 }
 
 #[test]
@@ -598,13 +583,11 @@ fn a_download_writes_the_standard_cache_layout() {
         served
     });
     let cache = scratch_dir("download-cache");
-    let options = LoadOptions {
-        endpoint: Some(endpoint),
-        offline: Some(false),
-        cache_dir: Some(cache.clone()),
-        bypass_registry: true,
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_endpoint(endpoint)
+        .with_offline(false)
+        .with_cache_dir(cache.clone())
+        .with_bypass_registry(true);
     let tok = options.load("org/model").unwrap();
     assert_eq!(tok.encode("ab", false).unwrap().ids(), [2]);
     let served = server.join().unwrap();
@@ -623,11 +606,11 @@ fn a_download_writes_the_standard_cache_layout() {
     assert!(snapshot.join("tokenizer.json").is_file());
     assert!(snapshot.join("tokenizer_config.json").is_file());
     // Offline, from the cache just written.
-    let offline = LoadOptions {
-        offline: Some(true),
-        endpoint: None,
-        ..options
-    };
+    // `options` without the endpoint.
+    let offline = LoadOptions::default()
+        .with_offline(true)
+        .with_cache_dir(cache.clone())
+        .with_bypass_registry(true);
     let again = offline.load("org/model").unwrap();
     assert_eq!(again.eos_token_ids(), [2]);
 }

@@ -30,13 +30,11 @@ fn empty_cache(name: &str) -> PathBuf {
 }
 
 fn options(server: &HubServer, cache: &Path) -> LoadOptions {
-    LoadOptions {
-        endpoint: Some(server.endpoint()),
-        cache_dir: Some(cache.to_path_buf()),
-        offline: Some(false),
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
+    LoadOptions::default()
+        .with_endpoint(server.endpoint())
+        .with_cache_dir(cache.to_path_buf())
+        .with_offline(false)
+        .with_bypass_registry(true)
 }
 
 fn body_fetches(server: &HubServer, file: &str) -> usize {
@@ -120,12 +118,10 @@ fn a_cold_cache_fills_in_the_hub_layout_and_a_warm_one_makes_no_request() {
     );
 
     // Offline after download: the cache is enough.
-    let offline = LoadOptions {
-        offline: Some(true),
-        ..options(&server, &cache)
-    }
-    .load(QWEN)
-    .unwrap();
+    let offline = options(&server, &cache)
+        .with_offline(true)
+        .load(QWEN)
+        .unwrap();
     assert_eq!(offline.vocab_size(), tok.vocab_size());
     assert_eq!(server.requests().len(), before);
 }
@@ -194,17 +190,11 @@ fn a_gated_repo_needs_the_token_and_the_token_is_never_printed() {
     assert!(matches!(err.kind(), ErrorKind::Hub { .. }), "{err:?}");
     assert!(err.to_string().contains("401"), "{err}");
 
-    let wrong = LoadOptions {
-        token: Some("hf_wrong".into()),
-        ..options(&server, &cache)
-    };
+    let wrong = options(&server, &cache).with_token("hf_wrong");
     let err = wrong.load(MINILM).unwrap_err();
     assert!(!format!("{err} {err:?}").contains("hf_wrong"));
 
-    let with_token = LoadOptions {
-        token: Some(token.into()),
-        ..options(&server, &cache)
-    };
+    let with_token = options(&server, &cache).with_token(token);
     let tok = with_token.load(MINILM).unwrap();
     assert_eq!(
         tok.encode(TEXT, false).unwrap().ids(),
@@ -280,10 +270,7 @@ fn an_interrupted_download_leaves_no_corrupt_file_and_a_retry_succeeds() {
 fn concurrent_loads_of_one_id_download_once() {
     let server = HubServer::start(&served_cache(), Behaviour::default());
     let cache = empty_cache("concurrent");
-    let opts = LoadOptions {
-        bypass_registry: false,
-        ..options(&server, &cache)
-    };
+    let opts = options(&server, &cache).with_bypass_registry(false);
     let handles: Vec<_> = (0..8)
         .map(|_| {
             let opts = opts.clone();
@@ -355,16 +342,15 @@ fn a_server_that_never_answers_fails_within_the_timeouts_and_is_retried() {
         },
     );
     let cache = empty_cache("stalled");
-    let opts = LoadOptions {
-        hub: HubTimeouts::new(
+    let opts = options(&server, &cache).with_hub(
+        HubTimeouts::new(
             Duration::from_millis(300),
             Duration::from_millis(300),
             Duration::from_millis(600),
             1,
         )
         .with_backoff(Duration::from_millis(10)),
-        ..options(&server, &cache)
-    };
+    );
     let started = std::time::Instant::now();
     let err = opts.load(MINILM).unwrap_err();
     // Not a speed check: a missing timeout would hang here for minutes.

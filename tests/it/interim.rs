@@ -292,10 +292,15 @@ fn byte_level_files_never_build_the_model() {
         assert!(route_still_interim(&plain), "{model}: the model was built");
         let (_, built) = pair(m, 0);
         for add in [false, true] {
-            let ids = plain.encode_sequential(text, add).unwrap();
+            let ids = plain
+                .encode_with(text, &crate::common::sequential(add))
+                .unwrap();
             assert_eq!(
                 ids.ids(),
-                built.encode_sequential(text, add).unwrap().ids(),
+                built
+                    .encode_with(text, &crate::common::sequential(add))
+                    .unwrap()
+                    .ids(),
                 "{model}"
             );
             assert_eq!(
@@ -315,12 +320,10 @@ fn byte_level_files_never_build_the_model() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("interim_padding");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("tokenizer.json"), json.to_string()).unwrap();
-    let kept = router_tokenizer::LoadOptions {
-        keep_padding_and_truncation: true,
-        ..offline_options()
-    }
-    .load(dir.to_str().unwrap())
-    .unwrap();
+    let kept = offline_options()
+        .with_keep_padding_and_truncation(true)
+        .load(dir.to_str().unwrap())
+        .unwrap();
     let ids = kept.encode("Hello, world!", false).unwrap();
     assert_eq!(ids.len(), 16);
     assert_eq!(&ids.ids()[..4], &[9906, 11, 1917, 0]);

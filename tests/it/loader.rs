@@ -164,12 +164,10 @@ fn sixteen_threads_share_one_load() {
         );
     }
     // Different options are a different tokenizer.
-    let other = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        ..LoadOptions::default()
-    }
-    .load(&source)
-    .unwrap();
+    let other = LoadOptions::default()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .load(&source)
+        .unwrap();
     assert!(!other.same_handle(&handles[0]));
 }
 
@@ -242,12 +240,10 @@ fn padding_and_truncation_are_off_unless_asked() {
     let tok = tokenizer("sentence-transformers/all-MiniLM-L6-v2");
     assert_eq!(tok.encode("hello", true).unwrap().ids(), &[101, 7592, 102]);
     assert_eq!(tok.encode(&long, false).unwrap().len(), 300);
-    let kept = LoadOptions {
-        keep_padding_and_truncation: true,
-        ..offline_options()
-    }
-    .load("sentence-transformers/all-MiniLM-L6-v2")
-    .unwrap();
+    let kept = offline_options()
+        .with_keep_padding_and_truncation(true)
+        .load("sentence-transformers/all-MiniLM-L6-v2")
+        .unwrap();
     assert_eq!(kept.encode("hello", true).unwrap().len(), 128);
     assert_eq!(kept.encode(&long, true).unwrap().len(), 128);
 }
@@ -259,12 +255,10 @@ fn special_token_policy_applies_to_every_backend() {
         ("cl100k_base", "<|endoftext|>"),
     ] {
         let parsed = tokenizer(source);
-        let plain = LoadOptions {
-            special_tokens: SpecialTokenPolicy::PlainText,
-            ..offline_options()
-        }
-        .load(source)
-        .unwrap();
+        let plain = offline_options()
+            .with_special_tokens(SpecialTokenPolicy::PlainText)
+            .load(source)
+            .unwrap();
         let id = parsed.token_to_id(special).unwrap();
         let text = format!("a{special}b");
         assert!(
@@ -279,10 +273,7 @@ fn special_token_policy_applies_to_every_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_load_runs_on_the_callers_runtime() {
-    let options = LoadOptions {
-        bypass_registry: true,
-        ..offline_options()
-    };
+    let options = offline_options().with_bypass_registry(true);
     let (a, b) = tokio::join!(
         options.load_async("Xenova/gpt-3.5-turbo"),
         options.load_async("o200k_base")

@@ -72,4 +72,5 @@ mod tekken;
 mod tiktoken_fast;
 mod tiktoken_whitespace;
 mod unicode17;
+mod user_backend;
 mod wordpiece_fast;

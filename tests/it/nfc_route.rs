@@ -92,8 +92,12 @@ fn nfc_sensitive_text_is_normalized_where_it_sits() {
         let composed = format!("{pad}caf\u{E9}{pad}");
         let decomposed = format!("{pad}cafe\u{301}{pad}");
         assert_eq!(
-            on.encode_sequential(&composed, false).unwrap().ids(),
-            on.encode_sequential(&decomposed, false).unwrap().ids(),
+            on.encode_with(&composed, &crate::common::sequential(false))
+                .unwrap()
+                .ids(),
+            on.encode_with(&decomposed, &crate::common::sequential(false))
+                .unwrap()
+                .ids(),
             "{model}: NFC applied on the shortcut path"
         );
     }
@@ -117,8 +121,8 @@ proptest! {
         let text = format!("{}{body}{}", "ab c ".repeat(pad), " x".repeat(pad));
         for model in MODELS {
             let (on, off) = pair_cached(model);
-            let a = on.encode_sequential(&text, false).unwrap();
-            let b = off.encode_sequential(&text, false).unwrap();
+            let a = on.encode_with(&text, &crate::common::sequential(false)).unwrap();
+            let b = off.encode_with(&text, &crate::common::sequential(false)).unwrap();
             prop_assert_eq!(a.ids(), b.ids(), "{}", model);
         }
     }

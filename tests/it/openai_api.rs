@@ -190,7 +190,7 @@ fn tool_results_as_text_parts_become_a_string() {
     ]});
     let t = router_tokenizer::chat::ChatTemplate::from_text(
         "{% for m in messages %}{% if m.content is string %}S:{{ m.content }}{% else %}{% for p in m.content %}{{ p.type }}{% endfor %}{% endif %};{% endfor %}",
-        &router_tokenizer::chat::SpecialTokens::new(),
+        &router_tokenizer::chat::TemplateSpecialTokens::new(),
     )
     .unwrap();
     let r = ChatRequest::from_openai(&body).unwrap();

@@ -10,7 +10,8 @@ use crate::common;
 
 use proptest::prelude::*;
 use router_tokenizer::{
-    Encoding, LoadOptions, ParallelMode, ParallelOptions, ParallelReport, SplitFamily, Tokenizer,
+    EncodeOptions, Encoding, LoadOptions, ParallelMode, ParallelOptions, ParallelReport,
+    Parallelism, SplitFamily, Tokenizer,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -166,17 +167,39 @@ fn check(
     add_special_tokens: bool,
     offsets: bool,
 ) -> ParallelReport {
-    let (got, report) = t
-        .encode_parallel_report(text, add_special_tokens, offsets, Some(starts))
+    let got = t
+        .encode_with(text, &split(add_special_tokens, offsets, Some(starts)))
         .unwrap_or_else(|e| panic!("{name}: parallel encode failed: {e}"));
+    let report = report_of(&got);
     let want = if offsets {
-        t.encode_with_offsets_sequential(text, add_special_tokens)
+        t.encode_with(text, &common::sequential_offsets(add_special_tokens))
     } else {
-        t.encode_sequential(text, add_special_tokens)
+        t.encode_with(text, &common::sequential(add_special_tokens))
     }
     .unwrap();
     assert_same(name, text, &got, &want, &report, starts);
     report
+}
+
+/// Options for a forced split (the report's path): chunks starting near
+/// `starts` when given, else where the handle's options put them.
+fn split(add_special_tokens: bool, offsets: bool, starts: Option<&[usize]>) -> EncodeOptions {
+    let parallelism = match starts {
+        Some(starts) => Parallelism::SplitAt(starts.to_vec()),
+        None => Parallelism::Split,
+    };
+    EncodeOptions::new()
+        .with_add_special_tokens(add_special_tokens)
+        .with_offsets(offsets)
+        .with_parallelism(parallelism)
+}
+
+/// The report a forced split's encoding carries.
+fn report_of(encoding: &Encoding) -> ParallelReport {
+    encoding
+        .parallel_report()
+        .cloned()
+        .expect("a forced split carries its report")
 }
 
 fn assert_same(
@@ -318,8 +341,9 @@ fn whole_files_default_options() {
         });
         for path in corpus_files() {
             let text = std::fs::read_to_string(&path).unwrap();
-            let (got, report) = t.encode_parallel_report(&text, true, false, None).unwrap();
-            let want = t.encode_sequential(&text, true).unwrap();
+            let got = t.encode_with(&text, &split(true, false, None)).unwrap();
+            let report = report_of(&got);
+            let want = t.encode_with(&text, &common::sequential(true)).unwrap();
             assert_same(
                 &format!("{source} {}", path.display()),
                 &text,
@@ -683,11 +707,12 @@ fn whole_text_bpe_on_english() {
             ..ParallelOptions::default()
         });
         for offsets in [false, true] {
-            let (got, report) = t.encode_parallel_report(text, true, offsets, None).unwrap();
+            let got = t.encode_with(text, &split(true, offsets, None)).unwrap();
+            let report = report_of(&got);
             let want = if offsets {
-                t.encode_with_offsets_sequential(text, true)
+                t.encode_with(text, &common::sequential_offsets(true))
             } else {
-                t.encode_sequential(text, true)
+                t.encode_with(text, &common::sequential(true))
             }
             .unwrap();
             assert_same(source, text, &got, &want, &report, &[]);
@@ -719,7 +744,7 @@ fn bos_eos_added_once_with_global_offsets() {
         let starts: Vec<usize> = (1..10).map(|i| i * text.len() / 10).collect();
         let report = check(&t, source, text, &starts, true, true);
         assert!(report.cuts >= 8, "{source}: {report:?}");
-        let enc = t.encode_with_offsets(text, true).unwrap();
+        let enc = t.encode_with(text, &common::offsets(true)).unwrap();
         let offsets = enc.offsets().unwrap();
         assert!(
             offsets.windows(2).all(|w| w[0].0 <= w[1].0),
@@ -756,7 +781,9 @@ fn long_outputs_on_pools_of_every_size() {
         for &source in ALL {
             let base = tok(source);
             for special in [true, false] {
-                let want = base.encode_sequential(&text, special).unwrap();
+                let want = base
+                    .encode_with(&text, &common::sequential(special))
+                    .unwrap();
                 for (mode, chunk_bytes) in [
                     (ParallelMode::Auto, None),
                     (ParallelMode::Always, Some(97_001)),
@@ -779,9 +806,9 @@ fn long_outputs_on_pools_of_every_size() {
             ..ParallelOptions::default()
         });
         let want = tok(LLAMA3)
-            .encode_with_offsets_sequential(&text, true)
+            .encode_with(&text, &common::sequential_offsets(true))
             .unwrap();
-        let got = t.encode_with_offsets(&text, true).unwrap();
+        let got = t.encode_with(&text, &common::offsets(true)).unwrap();
         assert_same(
             "offsets",
             &text,
@@ -894,18 +921,23 @@ fn sequential_families_and_never_mode() {
     // 300 KB: above the regex-BPE threshold, so the default handle splits.
     let text = "hello world ".repeat(25_000);
     let t = tok(LLAMA3).with_parallel(ParallelOptions::never());
-    let (got, report) = t.encode_parallel_report(&text, false, false, None).unwrap();
+    let got = t.encode_with(&text, &split(false, false, None)).unwrap();
+    let report = report_of(&got);
     assert_eq!(report.fallback, Some("sequential family"));
-    assert_eq!(got, t.encode_sequential(&text, false).unwrap());
+    assert_eq!(
+        got,
+        t.encode_with(&text, &common::sequential(false)).unwrap()
+    );
     // The default handle splits long inputs and stays exact.
     let t = tok(LLAMA3);
     assert_eq!(
         t.encode(&text, true).unwrap(),
-        t.encode_sequential(&text, true).unwrap()
+        t.encode_with(&text, &common::sequential(true)).unwrap()
     );
     assert_eq!(
-        t.encode_with_offsets(&text, true).unwrap(),
-        t.encode_with_offsets_sequential(&text, true).unwrap()
+        t.encode_with(&text, &common::offsets(true)).unwrap(),
+        t.encode_with(&text, &common::sequential_offsets(true))
+            .unwrap()
     );
 }
 
@@ -946,11 +978,17 @@ fn families_of_the_shared_tokenizers() {
     let unigram = tok(SPM_UNIGRAM);
     assert!(!unigram.split_family().is_parallel());
     let text = "hello world ".repeat(20_000);
-    let (got, report) = unigram
-        .encode_parallel_report(&text, true, false, None)
+    let got = unigram
+        .encode_with(&text, &split(true, false, None))
         .unwrap();
+    let report = report_of(&got);
     assert_eq!(report.fallback, Some("sequential family"));
-    assert_eq!(got, unigram.encode_sequential(&text, true).unwrap());
+    assert_eq!(
+        got,
+        unigram
+            .encode_with(&text, &common::sequential(true))
+            .unwrap()
+    );
 }
 
 /// The tiktoken encodings not in the corpus runs, and the Llama-3 rank file,
@@ -1002,13 +1040,11 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
     // registry (the tests of every file share this process and its registry,
     // and `loader` and `parity` load `cl100k_base` under `PlainText` too).
     let t = metrics::with_local_recorder(&recorder, || {
-        LoadOptions {
-            special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-            bypass_registry: true,
-            ..LoadOptions::default()
-        }
-        .load("cl100k_base")
-        .unwrap()
+        LoadOptions::default()
+            .with_special_tokens(router_tokenizer::SpecialTokenPolicy::PlainText)
+            .with_bypass_registry(true)
+            .load("cl100k_base")
+            .unwrap()
     });
     let t = t.with_parallel(ParallelOptions {
         mode: ParallelMode::Always,
@@ -1017,10 +1053,10 @@ fn metrics_count_parallel_encodes_retries_and_fallbacks() {
         ..ParallelOptions::default()
     });
     let text = "word ".repeat(2000);
-    t.encode_parallel_report(&text, false, false, Some(&[5000]))
+    t.encode_with(&text, &split(false, false, Some(&[5000])))
         .unwrap();
     let digits = digits(6000);
-    t.encode_parallel_report(&digits, false, false, Some(&[2000, 4001]))
+    t.encode_with(&digits, &split(false, false, Some(&[2000, 4001])))
         .unwrap();
     let mut counts: HashMap<String, u64> = HashMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
@@ -1124,12 +1160,10 @@ fn the_auto_threshold_follows_the_engine() {
                 .unwrap()
                 .0
         }
-        None => LoadOptions {
-            bypass_registry: true,
-            ..common::offline_options()
-        }
-        .load(MISTRAL)
-        .unwrap(),
+        None => common::offline_options()
+            .with_bypass_registry(true)
+            .load(MISTRAL)
+            .unwrap(),
     };
     for (what, which, splits_mid) in [
         ("Gemma-3 on the join cuts", Some(true), false),

@@ -181,12 +181,10 @@ fn load_as(name: &str) -> String {
 }
 
 fn plain_text_tokenizer(source: &str) -> router_tokenizer::Tokenizer {
-    router_tokenizer::LoadOptions {
-        special_tokens: router_tokenizer::SpecialTokenPolicy::PlainText,
-        ..offline_options()
-    }
-    .load(source)
-    .unwrap()
+    offline_options()
+        .with_special_tokens(router_tokenizer::SpecialTokenPolicy::PlainText)
+        .load(source)
+        .unwrap()
 }
 
 /// Short hostile strings with full id lists, so a failure shows the diff.

@@ -44,12 +44,18 @@ fn check(model: &str, tok: &Tokenizer, plain: &Tokenizer) -> (usize, Vec<String>
     let mut one = |what: &str, piece: &str| {
         checked += piece.len();
         for round in ["cold", "seen"] {
-            if tok.encode_sequential(piece, false).unwrap().ids()
+            if tok
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap()
+                .ids()
                 != pipeline_ids(&pipe, piece, false, false)
             {
                 bad.push(format!("{model} {what} ({} bytes, {round})", piece.len()));
             }
-            if plain.encode_sequential(piece, false).unwrap().ids()
+            if plain
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap()
+                .ids()
                 != pipeline_ids(&pipe, piece, false, true)
             {
                 bad.push(format!(
@@ -82,12 +88,10 @@ fn sequential_encodes_match_the_pipeline() {
             continue;
         }
         let tok = common::tokenizer(model);
-        let plain = router_tokenizer::LoadOptions {
-            special_tokens: SpecialTokenPolicy::PlainText,
-            ..offline_options()
-        }
-        .load(model)
-        .unwrap();
+        let plain = offline_options()
+            .with_special_tokens(SpecialTokenPolicy::PlainText)
+            .load(model)
+            .unwrap();
         let (checked, wrong) = check(model, &tok, &plain);
         assert!(
             checked > 256 << 10,

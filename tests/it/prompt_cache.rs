@@ -163,10 +163,7 @@ fn multi_turn_chat_sequences_are_lossless() {
 #[test]
 fn loads_with_equal_cache_options_share_the_handle_and_its_cache() {
     let small = PromptCacheOptions::l0(1 << 20, 64);
-    let options = router_tokenizer::LoadOptions {
-        prompt_cache: small.clone(),
-        ..common::offline_options()
-    };
+    let options = common::offline_options().with_prompt_cache(small.clone());
     let a = options.load("Qwen/Qwen3-8B").unwrap();
     let b = options.load("Qwen/Qwen3-8B").unwrap();
     assert!(a.same_handle(&b));

@@ -82,7 +82,9 @@ fn offsets_agree_with_encode_on_the_corpus() {
         for (key, text) in &inputs {
             for add_special in [false, true] {
                 let fast = tok.encode(text, add_special).unwrap();
-                let slow = tok.encode_with_offsets(text, add_special).unwrap();
+                let slow = tok
+                    .encode_with(text, &crate::common::offsets(add_special))
+                    .unwrap();
                 assert_eq!(
                     fast.ids(),
                     slow.ids(),
@@ -139,7 +141,7 @@ proptest! {
             let tok = tokenizer(source);
             let ids = tok.encode(&text, false).unwrap();
             prop_assert_eq!(tok.decode(ids.ids(), false).unwrap(), text.clone(), "{}", source);
-            let with = tok.encode_with_offsets(&text, false).unwrap();
+            let with = tok.encode_with(&text, &crate::common::offsets(false)).unwrap();
             prop_assert_eq!(with.ids(), ids.ids());
         }
     }

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::*;
-use router_tokenizer::{Format, LoadOptions, SpecialTokenPolicy};
+use router_tokenizer::{Format, SpecialTokenPolicy};
 
 fn mistral_model_path() -> String {
     let folder = shared_dir().join("hf-cache/hub/models--mistralai--Mistral-7B-v0.1");
@@ -46,12 +46,10 @@ fn model_and_json_agree_on_every_input() {
 #[test]
 fn specials_as_text_is_plain_sentencepiece() {
     let path = mistral_model_path();
-    let plain = LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        ..offline_options()
-    }
-    .load(&path)
-    .unwrap();
+    let plain = offline_options()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .load(&path)
+        .unwrap();
     let parsed = tokenizer(&path);
     let text = "a<s>b</s>";
     assert!(parsed.encode(text, false).unwrap().ids().contains(&1));
@@ -63,7 +61,9 @@ fn offsets_tile_the_input_through_the_facade() {
     let tok = tokenizer(&mistral_model_path());
     for (key, path) in all_inputs().into_iter().take(12) {
         let text = std::fs::read_to_string(path).unwrap();
-        let enc = tok.encode_with_offsets(&text, false).unwrap();
+        let enc = tok
+            .encode_with(&text, &crate::common::offsets(false))
+            .unwrap();
         assert_eq!(enc.ids(), tok.encode(&text, false).unwrap().ids(), "{key}");
         let mut pos = 0;
         for &(s, e) in enc.offsets().unwrap() {

@@ -39,8 +39,14 @@ static PLAIN: LazyLock<Pair> = LazyLock::new(|| pair(SpecialTokenPolicy::PlainTe
 /// Every way the facade encodes, routed vs general; `None` when equal.
 fn differs(p: &Pair, text: &str) -> Option<String> {
     for add in [false, true] {
-        let a = p.routed.encode_sequential(text, add).unwrap();
-        let b = p.general.encode_sequential(text, add).unwrap();
+        let a = p
+            .routed
+            .encode_with(text, &crate::common::sequential(add))
+            .unwrap();
+        let b = p
+            .general
+            .encode_with(text, &crate::common::sequential(add))
+            .unwrap();
         if a.ids() != b.ids() {
             let at = first_difference(a.ids(), b.ids());
             return Some(format!(
@@ -53,9 +59,12 @@ fn differs(p: &Pair, text: &str) -> Option<String> {
     // Offsets stay on the general walk; their ids must still be the route's.
     let a = p
         .routed
-        .encode_with_offsets_sequential(text, false)
+        .encode_with(text, &crate::common::sequential_offsets(false))
         .unwrap();
-    let b = p.routed.encode_sequential(text, false).unwrap();
+    let b = p
+        .routed
+        .encode_with(text, &crate::common::sequential(false))
+        .unwrap();
     (a.ids() != b.ids()).then(|| "encode_with_offsets ids differ from encode".to_owned())
 }
 
@@ -130,8 +139,12 @@ fn deferred_pipeline_serves_offsets_and_decode() {
             routed.warm_up();
         }
         for text in &inputs {
-            let a = routed.encode_with_offsets_sequential(text, true).unwrap();
-            let b = general.encode_with_offsets_sequential(text, true).unwrap();
+            let a = routed
+                .encode_with(text, &crate::common::sequential_offsets(true))
+                .unwrap();
+            let b = general
+                .encode_with(text, &crate::common::sequential_offsets(true))
+                .unwrap();
             assert_eq!(a.ids(), b.ids(), "warm={warm}: ids of {text:?}");
             assert_eq!(a.offsets(), b.offsets(), "warm={warm}: offsets of {text:?}");
             for skip in [false, true] {
@@ -159,7 +172,10 @@ fn parallel_chunks_on_the_route() {
         let text = std::fs::read_to_string(&path).unwrap();
         let text = common::char_slice(&text, 0, 256 << 10);
         for p in [&*PARSE, &*PLAIN] {
-            let seq = p.routed.encode_sequential(text, true).unwrap();
+            let seq = p
+                .routed
+                .encode_with(text, &crate::common::sequential(true))
+                .unwrap();
             let par = p
                 .routed
                 .with_parallel(forced.clone())

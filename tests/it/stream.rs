@@ -729,7 +729,9 @@ fn an_empty_stop_string_is_a_request_error() {
 #[test]
 fn result_types_serialize() {
     let tok = tokenizer("o200k_base");
-    let enc = tok.encode_with_offsets("Hi", false).unwrap();
+    let enc = tok
+        .encode_with("Hi", &crate::common::offsets(false))
+        .unwrap();
     assert_eq!(
         serde_json::to_value(&enc).unwrap(),
         serde_json::json!({"ids": enc.ids(), "offsets": [[0, 2]]})

@@ -71,7 +71,10 @@ fn tekken_encodes_every_input_as_mistral_common() {
         for (key, path) in common::all_inputs() {
             let Some(w) = inputs.get(&key) else { continue };
             let text = std::fs::read_to_string(&path).unwrap();
-            let ids = tok.encode_sequential(&text, false).unwrap().into_ids();
+            let ids = tok
+                .encode_with(&text, &crate::common::sequential(false))
+                .unwrap()
+                .into_ids();
             assert_eq!(
                 ids.len() as u64,
                 w["n"].as_u64().unwrap(),
@@ -131,13 +134,11 @@ fn a_folder_with_both_files_loads_tekken_unless_told_otherwise() {
     )
     .unwrap();
     let load = |prefer_tokenizer_json| {
-        router_tokenizer::LoadOptions {
-            prefer_tokenizer_json,
-            bypass_registry: true,
-            ..common::offline_options()
-        }
-        .load(dir.to_str().unwrap())
-        .unwrap()
+        common::offline_options()
+            .with_prefer_tokenizer_json(prefer_tokenizer_json)
+            .with_bypass_registry(true)
+            .load(dir.to_str().unwrap())
+            .unwrap()
     };
     let (tekken, json) = (load(false), load(true));
     assert_eq!(tekken.format(), Format::Tekken);

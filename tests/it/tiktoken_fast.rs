@@ -16,13 +16,11 @@ use tiktoken_rs::CoreBPE;
 const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 fn load(source: &str) -> Tokenizer {
-    let tok = LoadOptions {
-        parallel: ParallelOptions::never(),
-        bypass_registry: true,
-        ..LoadOptions::default()
-    }
-    .load(source)
-    .unwrap();
+    let tok = LoadOptions::default()
+        .with_parallel(ParallelOptions::never())
+        .with_bypass_registry(true)
+        .load(source)
+        .unwrap();
     // The engine under test: without it encodes take the regex path.
     tok.warm_up();
     tok
@@ -281,15 +279,15 @@ fn offsets_and_parallel_agree() {
     let text = &text[..600_000];
     for name in ["cl100k_base", "o200k_base"] {
         let seq = load(name);
-        let par = LoadOptions {
-            parallel: ParallelOptions::always_with_chunk_bytes(64 << 10),
-            bypass_registry: true,
-            ..LoadOptions::default()
-        }
-        .load(name)
-        .unwrap();
+        let par = LoadOptions::default()
+            .with_parallel(ParallelOptions::always_with_chunk_bytes(64 << 10))
+            .with_bypass_registry(true)
+            .load(name)
+            .unwrap();
         par.warm_up();
-        let a = seq.encode_with_offsets(text, false).unwrap();
+        let a = seq
+            .encode_with(text, &crate::common::offsets(false))
+            .unwrap();
         let b = par.encode(text, false).unwrap();
         assert_eq!(a.ids(), b.ids(), "{name}");
         let offsets = a.offsets().unwrap();

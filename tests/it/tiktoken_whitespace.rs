@@ -28,12 +28,10 @@ fn load(name: &str) -> Tokenizer {
             .to_string(),
         other => other.to_owned(),
     };
-    let tok = LoadOptions {
-        parallel: ParallelOptions::never(),
-        ..LoadOptions::default()
-    }
-    .load(&source)
-    .unwrap();
+    let tok = LoadOptions::default()
+        .with_parallel(ParallelOptions::never())
+        .load(&source)
+        .unwrap();
     // The byte-level engine (built in the background) must be the path tested.
     tok.warm_up();
     tok
@@ -146,13 +144,11 @@ fn whitespace_runs_encode_in_linear_time() {
         );
         (0..3)
             .map(|_| {
-                let tok = LoadOptions {
-                    parallel: ParallelOptions::never(),
-                    bypass_registry: true,
-                    ..LoadOptions::default()
-                }
-                .load("o200k_base")
-                .unwrap();
+                let tok = LoadOptions::default()
+                    .with_parallel(ParallelOptions::never())
+                    .with_bypass_registry(true)
+                    .load("o200k_base")
+                    .unwrap();
                 tok.warm_up();
                 let start = Instant::now();
                 let ids = tok.encode(&text, false).unwrap();

@@ -16,12 +16,10 @@ const MINILM: &str = "sentence-transformers/all-MiniLM-L6-v2";
 fn minilm_fast_path_matches_tokenizers() {
     let pipe = pipeline(MINILM);
     let tok = common::tokenizer(MINILM);
-    let plain: Tokenizer = router_tokenizer::LoadOptions {
-        special_tokens: SpecialTokenPolicy::PlainText,
-        ..offline_options()
-    }
-    .load(MINILM)
-    .unwrap();
+    let plain: Tokenizer = offline_options()
+        .with_special_tokens(SpecialTokenPolicy::PlainText)
+        .load(MINILM)
+        .unwrap();
     let mut rng = common::Xorshift(0x9E37_79B9_7F4A_7C15u64);
     let mut next = |bound: usize| rng.below(bound);
     let mut bad = Vec::new();
@@ -37,18 +35,24 @@ fn minilm_fast_path_matches_tokenizers() {
         }
         for piece in pieces {
             checked += piece.len();
-            let got = tok.encode_sequential(piece, false).unwrap();
+            let got = tok
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, false, false) {
                 bad.push(format!("{name} ({} bytes)", piece.len()));
             }
-            let got = tok.encode_sequential(piece, true).unwrap();
+            let got = tok
+                .encode_with(piece, &crate::common::sequential(true))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, true, false) {
                 bad.push(format!(
                     "{name} ({} bytes, add_special_tokens)",
                     piece.len()
                 ));
             }
-            let got = plain.encode_sequential(piece, false).unwrap();
+            let got = plain
+                .encode_with(piece, &crate::common::sequential(false))
+                .unwrap();
             if got.ids() != pipeline_ids(&pipe, piece, false, true) {
                 bad.push(format!("{name} ({} bytes, specials as text)", piece.len()));
             }

@@ -148,7 +148,7 @@ fn bench(
         // answers one side with the other's work; the order alternates so
         // neither side always finds the caches the other just warmed.
         let (s_slice, p_slice) = (next_slice(), next_slice());
-        let run_seq = || tok.encode_sequential(s_slice, false);
+        let run_seq = || tok.encode_with(s_slice, &sequential());
         let run_par = || tok.encode(p_slice, false);
         let ((a, s_ms), (b, p_ms)) = if round % 2 == 0 {
             let a = time(&run_seq)?;
@@ -158,7 +158,7 @@ fn bench(
             (time(&run_seq)?, b)
         };
         // Untimed: the parallel ids against the sequential ids of its slice.
-        identical &= b.ids() == tok.encode_sequential(p_slice, false)?.ids();
+        identical &= b.ids() == tok.encode_with(p_slice, &sequential())?.ids();
         if round == 0 {
             tokens = a.len();
             continue;
@@ -203,7 +203,7 @@ fn concurrent_copies(
     let run = || -> router_tokenizer::Result<Vec<usize>> {
         (0..k)
             .into_par_iter()
-            .map(|_| tok.encode_sequential(text, false).map(|e| e.len()))
+            .map(|_| tok.encode_with(text, &sequential()).map(|e| e.len()))
             .collect()
     };
     let t = Instant::now();
@@ -221,4 +221,10 @@ fn median(v: &mut [f64]) -> f64 {
         n if n % 2 == 1 => v[n / 2],
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
+}
+
+/// Options for the backend alone: the calling thread, no chunks, no prompt caches.
+fn sequential() -> router_tokenizer::EncodeOptions {
+    router_tokenizer::EncodeOptions::new()
+        .with_parallelism(router_tokenizer::Parallelism::Sequential)
 }

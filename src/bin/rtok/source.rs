@@ -51,17 +51,15 @@ impl Source {
 
     /// The load options the flags describe; `rtok chat` loads only a template with them.
     pub(crate) fn options(&self, parallel: ParallelOptions) -> Result<LoadOptions> {
-        Ok(LoadOptions {
-            parallel,
-            special_tokens: if self.specials_as_text {
+        Ok(LoadOptions::default()
+            .with_parallel(parallel)
+            .with_special_tokens(if self.specials_as_text {
                 SpecialTokenPolicy::PlainText
             } else {
                 SpecialTokenPolicy::Parse
-            },
-            progress: true,
-            aliases: self.aliases()?,
-            ..LoadOptions::default()
-        })
+            })
+            .with_progress(true)
+            .with_aliases(self.aliases()?))
     }
 }
 

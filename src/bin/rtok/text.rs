@@ -28,7 +28,12 @@ pub(crate) fn encode(args: EncodeArgs, out: &mut impl Write) -> Result<()> {
     let tok = args.source.load_with(args.parallel.options()?)?;
     let text = args.input.read()?;
     if args.json {
-        let enc = tok.encode_with_offsets(&text, args.add_special_tokens)?;
+        let enc = tok.encode_with(
+            &text,
+            &router_tokenizer::EncodeOptions::new()
+                .with_add_special_tokens(args.add_special_tokens)
+                .with_offsets(true),
+        )?;
         let value = serde_json::json!({
             "ids": enc.ids(),
             "offsets": enc.offsets().unwrap_or_default().iter().map(|&(s, e)| [s, e]).collect::<Vec<_>>(),

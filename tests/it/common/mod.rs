@@ -1,7 +1,7 @@
 //! Shared test helpers: finding `../shared`, loading each tokenizer once, corpus files.
 #![allow(dead_code)]
 
-use router_tokenizer::{LoadOptions, Tokenizer};
+use router_tokenizer::{EncodeOptions, LoadOptions, Parallelism, Tokenizer};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
@@ -103,11 +103,31 @@ pub fn first_difference(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// Options for the reference encode: the backend on the calling thread,
+/// never in chunks, never through the prompt caches.
+pub fn sequential(add_special_tokens: bool) -> EncodeOptions {
+    EncodeOptions::new()
+        .with_add_special_tokens(add_special_tokens)
+        .with_parallelism(Parallelism::Sequential)
+}
+
+/// [`sequential`] with one byte span per id.
+pub fn sequential_offsets(add_special_tokens: bool) -> EncodeOptions {
+    sequential(add_special_tokens).with_offsets(true)
+}
+
+/// Options for `encode` with offsets (the handle's parallel policy).
+pub fn offsets(add_special_tokens: bool) -> EncodeOptions {
+    EncodeOptions::new()
+        .with_add_special_tokens(add_special_tokens)
+        .with_offsets(true)
+}
+
 /// The same ids (plain) and ids and offsets (with special tokens) from two
 /// loads of one file, one with a fast route and one without.
 pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokenizer, text: &str) {
-    let a = on.encode_sequential(text, false).unwrap();
-    let b = off.encode_sequential(text, false).unwrap();
+    let a = on.encode_with(text, &sequential(false)).unwrap();
+    let b = off.encode_with(text, &sequential(false)).unwrap();
     if a.ids() != b.ids() {
         let at = first_difference(a.ids(), b.ids());
         panic!(
@@ -116,8 +136,8 @@ pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokeni
             b.len()
         );
     }
-    let a = on.encode_with_offsets_sequential(text, true).unwrap();
-    let b = off.encode_with_offsets_sequential(text, true).unwrap();
+    let a = on.encode_with(text, &sequential_offsets(true)).unwrap();
+    let b = off.encode_with(text, &sequential_offsets(true)).unwrap();
     assert_eq!(a.ids(), b.ids(), "{model} {what}: ids with specials");
     assert_eq!(a.offsets(), b.offsets(), "{model} {what}: offsets");
 }
@@ -127,12 +147,10 @@ pub fn assert_same_encodes(model: &str, what: &str, on: &Tokenizer, off: &Tokeni
 /// options, offsets) must reach the encoder every time. `tests/it/prompt_cache.rs`
 /// turns the cache on explicitly.
 pub fn offline_options() -> LoadOptions {
-    LoadOptions {
-        cache_dir: Some(shared_dir().join("hf-cache/hub")),
-        offline: Some(true),
-        prompt_cache: router_tokenizer::PromptCacheOptions::off(),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default()
+        .with_cache_dir(shared_dir().join("hf-cache/hub"))
+        .with_offline(true)
+        .with_prompt_cache(router_tokenizer::PromptCacheOptions::off())
 }
 
 /// Cases per proptest: `default`, or `PROPTEST_CASES` when set (for long
@@ -300,8 +318,8 @@ pub fn memo_rounds<'a>(text: &'a str, changed: &'a str) -> impl Iterator<Item = 
 /// thread of its own: the memos are per thread.
 pub fn assert_memo_rounds(what: &str, on: &Tokenizer, off: &Tokenizer, text: &str, changed: &str) {
     for (round, t) in memo_rounds(text, changed).enumerate() {
-        let a = on.encode_sequential(t, false).unwrap();
-        let b = off.encode_sequential(t, false).unwrap();
+        let a = on.encode_with(t, &sequential(false)).unwrap();
+        let b = off.encode_with(t, &sequential(false)).unwrap();
         assert!(
             a.ids() == b.ids(),
             "{what} round {round}: first difference at {}",
@@ -505,18 +523,18 @@ pub fn assert_matches_golden(
 /// `tok` encodes `text` as `want`, whole and with offsets.
 pub fn assert_text_ids(tok: &Tokenizer, what: &str, text: &str, want: &[u32]) {
     let got = tok
-        .encode_sequential(text, false)
+        .encode_with(text, &sequential(false))
         .unwrap_or_else(|e| panic!("{what} {text:?}: {e}"));
     assert_eq!(got.ids(), want, "{what} {text:?}");
     let got = tok
-        .encode_with_offsets_sequential(text, false)
+        .encode_with(text, &sequential_offsets(false))
         .unwrap_or_else(|e| panic!("{what} {text:?} with offsets: {e}"));
     assert_eq!(got.ids(), want, "{what} {text:?} with offsets");
 }
 
 /// `tok` encodes `long` as `want`, whole and in 1 KiB parallel chunks.
 pub fn assert_long_ids(tok: &Tokenizer, what: &str, long: &str, want: &[u32]) {
-    let got = tok.encode_sequential(long, false).unwrap();
+    let got = tok.encode_with(long, &sequential(false)).unwrap();
     assert_eq!(got.ids(), want, "{what} long");
     let chunked = tok.with_parallel(router_tokenizer::ParallelOptions::always_with_chunk_bytes(
         1 << 10,
