@@ -255,7 +255,7 @@ fn metrics_overhead(c: &mut Criterion) {
 }
 
 /// A thread that encodes with two models in turn (a router serving both):
-/// each keeps its warm scratch and word cache (claim 281), so a 1 KiB encode
+/// each keeps its warm scratch and word cache (invariant `caches-bounded`), so a 1 KiB encode
 /// costs what it costs with one model. Both the tiktoken engine and the
 /// `tokenizer.json` chunk encoder (offsets) are timed. The same 1 KiB every
 /// iteration (text seen again: under the line memo's 4 KiB, but every word
@@ -334,14 +334,15 @@ fn route_on_off(
     }
 }
 
-/// The NFC shortcut (DESIGN.md claim 321): Qwen3.
+/// The NFC shortcut (DESIGN.md invariant `crate-steps-equal-reference`): Qwen3.
 fn nfc_shortcut(c: &mut Criterion) {
     use router_tokenizer::__testing::FastRoute;
     let categories = ["en-prose", "zh", "multilingual"];
     route_on_off(c, "Qwen/Qwen3-8B", FastRoute::Nfc, "nfc/Qwen3", &categories);
 }
 
-/// Gemma-3's space routes (DESIGN.md claims 338, 339, 358): pieces that
+/// Gemma-3's space routes (DESIGN.md invariants `crate-steps-equal-reference` and
+/// `cut-where-no-entry-joins`): pieces that
 /// skip the pre-tokenizer, the lone `Replace` run by the crate, and pieces
 /// cut where no entry joins (text seen again here: the figures for text
 /// seen once come from `scripts/bench_peers.py --unseen`).

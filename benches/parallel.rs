@@ -10,7 +10,8 @@
 //!
 //! Every iteration encodes text no encode saw before, the next slice of the
 //! whole shared corpus (`tools/common/fresh.rs`): a slice one char further
-//! into the same text is text seen again (DESIGN.md claim 363). Word caches stay
+//! into the same text is text seen again (`docs/perf/design_log/byte_level.md` (entry 363)). Word
+//! caches stay
 //! warm, as in a server. `cargo bench --bench parallel`; `rtok bench` times
 //! one file sent again and again.
 

@@ -144,7 +144,7 @@ fn bench_encode(c: &mut Criterion) {
 }
 
 /// Mistral-7B's `tokenizer.json` through the facade on the SentencePiece
-/// route (DESIGN.md claims 230–238) and with the route off, its
+/// route (DESIGN.md invariant `spm-route-same-merges`) and with the route off, its
 /// `tokenizer.model` through the facade, and raw `tokenizers`: 1 MiB of
 /// English, code and Chinese, single thread. Every iteration takes a window
 /// no earlier iteration took (`tokenizers`' word cache keys on the whole

@@ -39,7 +39,7 @@ prompt text is.
   nothing one cell encoded (a peer's process-wide cache included) is there
   in the next, and the 8 KiB and 64 KiB cells may share text. Each process
   fixes glibc's allocator thresholds at start, as a process that has run a
-  while has them (DESIGN.md claim 354).
+  while has them (`docs/perf/design_log/byte_level.md` (entry 354)).
 - One core. Every contender is single-threaded: RAYON_NUM_THREADS=1,
   TOKENIZERS_PARALLELISM=false, this crate's `encode_sequential` and each
   peer's single-text encode; every process is pinned to the same one core
@@ -757,7 +757,7 @@ def build_pieces(shared, piece, rounds, round_bytes, cats, outdir):
 
 def steady_allocator():
     """glibc's allocator thresholds fixed as `tools/throughput.rs` fixes
-    them (DESIGN.md claim 354): a fresh worker's large blocks then come from
+    them (`docs/perf/design_log/byte_level.md` (entry 354)): a fresh worker's large blocks then come from
     a heap that its warm-up has already faulted in, as in a process that has
     run a while."""
     try:

@@ -16,7 +16,7 @@ newlines and tabs), so a sequence may stop inside a char. Each is decoded with
 and without `skip_special_tokens`; the text must be identical. A `.model` file
 is decoded with `--skip-special-tokens` only: sentencepiece always drops
 CONTROL pieces, which the crate renders when they are not skipped (a
-documented deviation, DESIGN.md "Deliberate deviations from sentencepiece").
+documented deviation, DESIGN.md, "Hand-written pieces and why" (the ModelProto reader)).
 Prints the first differences and exits 1 if there was any.
 """
 

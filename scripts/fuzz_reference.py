@@ -17,7 +17,7 @@ random code points of every plane, some repeated. Each text is encoded by
 the crate twice, in a fresh process (the first encodes run on what serves
 while the load's background builds go on) and after `warm_up`, and the ids
 must equal the reference's. Prints the first mismatches of each tokenizer
-and exits 1 if there was any. DESIGN.md claim 347 has what it found.
+and exits 1 if there was any. DESIGN.md invariant `unicode-classes-are-reference` has what it found.
 
 `--lines`: long slices of the shared corpus, each followed by copies of
 itself, some edited where line cuts would bite (`/`, spaces or U+3000
@@ -88,7 +88,7 @@ def texts(seed, count):
 
 
 def cjk_texts(seed, count, shared):
-    """Texts of long CJK runs (claim 351's cuts): chars of the shared Chinese
+    """Texts of long CJK runs (invariant `cut-where-no-entry-joins`'s cuts): chars of the shared Chinese
     corpus, random code points of U+3000..U+9FFF, kana, the Llama-3 entries
     its merges do not rebuild, CJK and ASCII punctuation between them."""
     rng = random.Random(seed)
@@ -118,7 +118,7 @@ LINE_EDITS = ["\n", " ", "/", "a", "\u4e2d", "\n\n", " \n", "  \n", "\n/", "\n "
 
 def line_texts(seed, count, shared):
     """Corpus slices of 5 to 30 KB, each followed by three copies, three
-    edited copies and a copy without its first chars (claim 357's memo)."""
+    edited copies and a copy without its first chars (`docs/decisions/memos.md` (entry 357)'s memo)."""
     rng = random.Random(seed)
     base = []
     for cat in sorted(p for p in (shared / "corpus").iterdir() if p.is_dir()):

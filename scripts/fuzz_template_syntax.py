@@ -23,8 +23,8 @@ methods, tests, binary operators, subscripts and stepped slices, conditional
 expressions. Jinja2 and the crate differ on many of these where a real
 template would not go (an operator Python refuses on mixed types, `range`'s
 repr, unary `+`), so this mode reports, and it is the way panics were found
-(claim 375): any output with `panicked` or `engine failed` is one.
-DESIGN.md claim 374 has what it found. Known and left out: octal escapes
+(invariant `render-equals-transformers`): any output with `panicked` or `engine failed` is one.
+DESIGN.md invariant `render-equals-transformers` has what it found. Known and left out: octal escapes
 above `\\377` (minijinja's lexer refuses them before the crate sees the
 literal), `\\N{...}` names, and U+001C..U+001F next to a `-` marker (Python
 strips them as whitespace).

@@ -6,7 +6,7 @@ files, as shipped in `shared/fixtures/tiktoken/` (the files `tiktoken` and
 
     python3 scripts/make_embedded_ranks.py [--shared ../shared]
 
-Format (DESIGN.md claim 320): for every rank `0..bound`, one byte holding the
+Format (DESIGN.md invariant `ids-equal-reference`): for every rank `0..bound`, one byte holding the
 token's length (0 where the file has no token of that rank: p50k skips 50256,
 its `<|endoftext|>`), then every token's bytes in rank order. Every token is
 1..=128 bytes. `tests` compare the loaded tables with `tiktoken-rs`' on every

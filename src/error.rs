@@ -165,7 +165,7 @@ pub enum ErrorKind {
     },
     /// A file was refused before or while it was read: not a regular file,
     /// over a size limit, or holding ids or lengths out of proportion with
-    /// its contents (DESIGN.md, "Limits"). **500**.
+    /// its contents (DESIGN.md invariant `hostile-input-bounded`). **500**.
     #[error("{}: refused: {reason}", path.display())]
     Refused {
         /// The file.

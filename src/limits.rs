@@ -1,6 +1,6 @@
 //! Hard limits on what is read and built from a file. A hostile file must
 //! fail with a typed error naming it, never exhaust memory, block or abort
-//! (DESIGN.md, "Limits").
+//! (DESIGN.md invariant `hostile-input-bounded`).
 
 use std::io::Read;
 use std::path::Path;

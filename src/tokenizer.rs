@@ -63,7 +63,7 @@ struct BudgetFacts {
     /// Ids `add_special_tokens` adds to a non-empty text.
     special_overhead: OnceLock<usize>,
     /// Whether no vocabulary entry joins an ASCII graphic char to a following
-    /// space symbol (claim 141, whole-text BPE).
+    /// space symbol (invariant `restart-point-additive`, whole-text BPE).
     space_starts_tokens: OnceLock<bool>,
 }
 
@@ -515,7 +515,7 @@ impl Tokenizer {
     }
 
     /// The added-token edge rule when this tokenizer's family has restart
-    /// points for the budget searches (DESIGN.md, claim 141); `None` when
+    /// points for the budget searches (DESIGN.md, invariant `restart-point-additive`); `None` when
     /// the searches re-encode char by char.
     pub(crate) fn budget_edges(&self) -> Option<&EdgeRule> {
         let spec = self.inner.backend.split_spec()?;

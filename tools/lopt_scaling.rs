@@ -12,12 +12,13 @@
 //!
 //! Variants: `auto` is the handle's default policy (`ParallelMode::Auto`),
 //! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB, `oK` is `auto`
-//! as it was before DESIGN.md claim 336 for a threshold of `K` KiB. Every timed
+//! as it was before DESIGN.md invariant `lopt-equals-sequential` for a threshold of `K` KiB. Every
+//! timed
 //! encode takes text no encode saw before (the next slice of the whole shared
 //! corpus, `common/fresh.rs`), sequential and parallel
 //! interleaved in rotating order, the prompt cache off; each variant's ids
 //! are checked against the sequential ids of the same slice. One JSON
-//! object per line (DESIGN.md claim 322 has what it measured).
+//! object per line (`docs/perf/design_log/lopt.md` (entry 322) has what it measured).
 
 // Finding the shared data and loading from it offline, as the examples do.
 #[path = "../examples/common/mod.rs"]
@@ -38,7 +39,7 @@ enum Variant {
     AutoL0,
     PerThread(usize),
     KiB(usize),
-    /// `Auto` as it was before claim 336, for a tokenizer whose threshold
+    /// `Auto` as it was before invariant `lopt-equals-sequential`, for a tokenizer whose threshold
     /// is this many KiB: that threshold on every pool, one chunk per thread
     /// but none shorter than half the threshold.
     Before336(usize),

@@ -16,9 +16,11 @@
 //! and the sha256 of slice 0's ids (little-endian u32), which the script
 //! compares with every peer's. `*_cpu_ms` are the same steps in this
 //! thread's CPU time (Linux; `null` elsewhere): on a shared machine they
-//! leave out the time other work took the core (DESIGN.md claim 335).
+//! leave out the time other work took the core (`docs/perf/design_log/sentencepiece.md`
+//! (entry 335)).
 //! glibc's allocator thresholds are fixed at start, so the timed rounds
-//! see the allocator of a process that has run a while (claim 354).
+//! see the allocator of a process that has run a while (`docs/perf/design_log/byte_level.md`
+//! (entry 354)).
 //!
 //! **Pieces mode** (the default protocol of `scripts/bench_peers.py`: text
 //! seen once):

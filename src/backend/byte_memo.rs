@@ -1,6 +1,6 @@
 //! A bounded map from byte strings to short lists of values: the
 //! SentencePiece engine's per-thread arena tier (chunks of text → pieces,
-//! claim 292's cache).
+//! invariant `cut-where-no-entry-joins`'s cache).
 //!
 //! Open addressing over a power-of-two slot table, kept at most half full;
 //! keys and values live in two pools, so an entry costs no allocation of

@@ -1,5 +1,5 @@
 //! Where a byte-level BPE pre-token of CJK text can be cut into pieces that
-//! the model encodes alone with the same ids (DESIGN.md claim 351).
+//! the model encodes alone with the same ids (DESIGN.md invariant `cut-where-no-entry-joins`).
 //!
 //! The pre-tokenizers of the byte-level BPEs keep a run of CJK ideographs or
 //! kana whole (there are no spaces in it), so a pre-token is a clause, seen
@@ -33,7 +33,7 @@
 //! - The whole pre-token being an entry is no exception: its own rules cover
 //!   every boundary in it, so nothing in it is cut.
 //!
-//! The SentencePiece engine's `JoinFilter` (claim 292) cuts llama.cpp's
+//! The SentencePiece engine's `JoinFilter` (invariant `cut-where-no-entry-joins`) cuts llama.cpp's
 //! merge the same way, but there every symbol starts as a whole char, so a
 //! pair of adjacent chars inside some token is the whole rule; here symbols
 //! start as bytes and an entry may hold part of a char, which the partial
@@ -75,8 +75,8 @@ pub(crate) fn holds_cjk_lead(word: &[u8]) -> bool {
 /// The index of the first CJK lead byte of `bytes` at or after `from`, else
 /// `bytes.len()`. Branch-free over 32-byte blocks, which the compiler
 /// vectorizes: text without one is read at memory speed, so a text with a
-/// few CJK chars pays the per-pre-token check only where they are (claim
-/// 355).
+/// few CJK chars pays the per-pre-token check only where they are (invariant
+/// `cut-where-no-entry-joins`).
 pub(crate) fn next_cjk_lead(bytes: &[u8], from: usize) -> usize {
     let from = from.min(bytes.len());
     let rest = bytes.get(from..).unwrap_or_default();
@@ -111,7 +111,8 @@ const PARTIAL_TAILS: u16 = 1 << 10;
 /// check cost more than the model's encode, and a 128 KB filter indexed by
 /// the pair missed the cache on most boundaries. A one-load signature
 /// filter in front of the rules saved 10 % on Llama-3 and cost 3–8 % on
-/// Qwen3 and DeepSeek-V3, whose heads fill the signatures (claim 353).
+/// Qwen3 and DeepSeek-V3, whose heads fill the signatures (`docs/decisions/byte_level_engine.md`
+/// (entry 353)).
 pub(crate) struct CharCuts {
     /// `(tail, head)` rules between two whole chars: the heads of tail `i`
     /// (`cp - FIRST`) are `whole_heads[whole_starts[i]..whole_starts[i + 1]]`,

@@ -4,9 +4,11 @@
 //! is split on the crate's side, so classes always follow the reference's:
 //! - [`DIVERGENT`]: the regex engines' (Unicode 16: `fancy-regex` /
 //!   `regex-syntax` for tiktoken, Python `tokenizers`' for `tokenizer.json`
-//!   splits), for tiktoken (DESIGN.md claim 197) and the `tokenizer.json`
-//!   splits (`hf::regex_split`, claim 325);
-//! - [`BERT_DIVERGENT`]: `BertPreTokenizer`'s punctuation (claim 347).
+//!   splits), for tiktoken (DESIGN.md invariant `unicode-classes-are-reference`) and the
+//!   `tokenizer.json`
+//!   splits (`hf::regex_split`, invariant `unicode-classes-are-reference`);
+//! - [`BERT_DIVERGENT`]: `BertPreTokenizer`'s punctuation (invariant
+//!   `unicode-classes-are-reference`).
 //!
 //! The tables are checked, not trusted: `table_covers_every_difference` and
 //! `class_run_tables_cover_every_difference` compare the two splitters on

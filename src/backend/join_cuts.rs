@@ -1,5 +1,5 @@
 //! Where a character-BPE word can be cut into pieces that the model merges
-//! alone with the same ids (DESIGN.md claim 358).
+//! alone with the same ids (DESIGN.md invariant `cut-where-no-entry-joins`).
 //!
 //! Gemma-3's `tokenizer.json` replaces every space by `▁` and has no
 //! pre-tokenizer that splits on it, so `tokenizers` merges each run of text

@@ -30,10 +30,11 @@ use crate::error::{Error, Result};
 use crate::special::{SpecialToken, SpecialTokens};
 
 /// Word-cache slots per encoding thread for the BPE models this crate builds
-/// (`tokenizer.json` BPEs and tiktoken encodings; DESIGN.md claim 281): four
+/// (`tokenizer.json` BPEs and tiktoken encodings; DESIGN.md invariant `caches-bounded`): four
 /// times `tokenizers`' default of 65,536, which a multi-megabyte prompt's
 /// distinct words overflow, so the cache thrashes and encode time grows
-/// faster than the text (claim 248). 32 bytes a slot: 8 MiB per thread that
+/// faster than the text (`docs/perf/design_log/tokenizer_json.md` (entry 248)). 32 bytes a slot: 8
+/// MiB per thread that
 /// encodes.
 pub(crate) const BPE_WORD_CACHE_SLOTS: usize = 1 << 18;
 
@@ -106,7 +107,7 @@ pub(crate) trait Encoder: Send + Sync {
     /// [`SpecialTokenPolicy::PlainText`](crate::SpecialTokenPolicy::PlainText).
     /// The non-special added tokens whose ids are in `markers` (sorted; see
     /// [`Tokenizer::added_tokens`]) are text too, skipped as the specials
-    /// are: the chat layer's control markers (DESIGN.md, "markers stay text").
+    /// are: the chat layer's control markers (DESIGN.md invariant `typed-markers-stay-text`).
     ///
     /// `None`, the default, says the backend cannot; then
     /// [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat) refuses a
@@ -158,7 +159,7 @@ pub(crate) trait Encoder: Send + Sync {
     fn warm_up(&self) {}
 
     /// Whether encodes run on a stand-in engine while the backend's own is
-    /// built (claim 340); [`warm_up`](Self::warm_up) ends it. The default
+    /// built (invariant `interim-equals-built`); [`warm_up`](Self::warm_up) ends it. The default
     /// is `false`.
     fn building(&self) -> bool {
         false
@@ -218,7 +219,8 @@ pub enum DecodeStyle {
     /// `Replace ▁` decoders, `Strip`, SentencePiece's dummy prefix,
     /// WordPiece's `##`). Byte-fallback pieces (`<0xNN>`) contribute their
     /// byte. Exact whenever every run of byte pieces is valid UTF-8; a run
-    /// that is not may differ in how many U+FFFD it renders (DESIGN.md, 181).
+    /// that is not may differ in how many U+FFFD it renders (DESIGN.md invariant
+    /// `stream-equals-decode`).
     ByteConcatWithStart(StartRule),
 }
 

@@ -6,8 +6,9 @@ use thread_local::ThreadLocal;
 
 /// One warm scratch per thread for one backend, without a lock: a thread
 /// that encodes with two models keeps both warm (a BPE word cache is
-/// megabytes to make, DESIGN.md claim 281). The scratch is borrowed where
-/// it lies (moving it out and back cost a short encode 5–10 %, claim 371);
+/// megabytes to make, DESIGN.md invariant `caches-bounded`). The scratch is borrowed where
+/// it lies (moving it out and back cost a short encode 5–10 %, invariant
+/// `pipeline-walk-equals-pipeline`);
 /// an encode nested on the same thread (none is today) gets a fresh one.
 pub(crate) struct ThreadScratch<S: Send>(ThreadLocal<RefCell<Option<S>>>);
 

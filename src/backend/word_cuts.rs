@@ -1,7 +1,7 @@
 //! Pre-tokens cut where no merge joins across, so that text seen once is
 //! merged as short pieces the word cache holds: CJK clauses of a byte-level
-//! BPE (DESIGN.md claim 351) and the whole pieces of a character BPE
-//! (claim 358). The ids are the model's on the uncut spans.
+//! BPE (DESIGN.md invariant `cut-where-no-entry-joins`) and the whole pieces of a character BPE
+//! (invariant `cut-where-no-entry-joins`). The ids are the model's on the uncut spans.
 //!
 //! A clause seen again is cut again: a memo of whole clauses measured
 //! slower than the cut and the pieces' cache probes, seen once and seen
@@ -35,7 +35,7 @@ impl CutScratch {
 /// encodes a list of spans. Without `cuts`, or with CJK cuts and no CJK
 /// lead byte in `text`, that is one `model` call. Otherwise a pre-token the
 /// cuts apply to is cut, and its pieces are encoded with the spans around
-/// it in one call. The ids are the same as `model` on `spans` (claims 351
+/// it in one call. The ids are the same as `model` on `spans` (invariant `cut-where-no-entry-joins`
 /// and 358).
 pub(crate) fn encode_spans<E>(
     cuts: Option<WordCuts<'_>>,
@@ -55,9 +55,9 @@ pub(crate) fn encode_spans<E>(
 /// What cuts a model's words (one kind per model).
 #[derive(Clone, Copy)]
 pub(crate) enum WordCuts<'a> {
-    /// A byte-level BPE's CJK clauses (claim 351).
+    /// A byte-level BPE's CJK clauses (invariant `cut-where-no-entry-joins`).
     Cjk(&'a CharCuts),
-    /// A character BPE's whole pieces (claim 358).
+    /// A character BPE's whole pieces (invariant `cut-where-no-entry-joins`).
     Joins(&'a JoinCuts),
 }
 
@@ -118,7 +118,7 @@ fn encode_cjk<E>(
 }
 
 /// [`encode_spans`] with a character BPE's cuts: each span cut where no
-/// entry joins (claim 358).
+/// entry joins (invariant `cut-where-no-entry-joins`).
 fn encode_joined<E>(
     cuts: &JoinCuts,
     scratch: &mut CutScratch,

@@ -1,6 +1,7 @@
-//! The prompt caches: L0, exact text → ids (DESIGN.md, claims 209–213), and
-//! L1, a cached prefix's ids reused up to a LoPT cut ([`prefix`], claims
-//! 220–229, 250–259).
+//! The prompt caches: L0, exact text → ids (DESIGN.md, invariants `cache-transparent` and
+//! `caches-bounded`), and
+//! L1, a cached prefix's ids reused up to a LoPT cut ([`prefix`], invariants
+//! `cache-transparent` and `caches-bounded`).
 //!
 //! L0:
 //! Keyed by a 64-bit hash of the text and of every option that changes the
@@ -47,8 +48,9 @@ pub(crate) mod prefix;
 /// hundreds of short conversations, evicted least recently used), for texts
 /// of at least `l1_min_bytes` (8 KiB), in blocks of 1 KiB. Why off: a prompt
 /// that finds no entry pays for the spans of its last bytes, the probes and
-/// being stored, measured at +55–88% (64 KB) and +173–221% (16 KB) over a
-/// plain encode (Llama-3, DESIGN.md claims 257–258), which one-off long
+/// being stored, measured at +50% (64 KB) and +92% (16 KB) over a plain encode on a
+/// quiet machine, up to +88% and +221% on a loaded one (Llama-3,
+/// `docs/perf/design_log/caches.md`, entries 257–258), which one-off long
 /// prompts (retrieval, single-shot requests) would pay for nothing.
 /// Conversational traffic gains: turn `k + 1` starts with turn `k`'s prompt,
 /// entries share the prefix they extend, and with L1 the last turn of a
@@ -154,7 +156,7 @@ pub(crate) struct L0Cache {
     map: moka::sync::Cache<u128, Arc<Entry>>,
     /// The low 64 bits of recently missed keys: a text is stored on its
     /// second miss, so a one-off prompt costs a hash and two lookups, never
-    /// a copy or a moka insert (claim 215).
+    /// a copy or a moka insert (invariant `caches-bounded`).
     doorkeeper: Box<[AtomicU64]>,
     min_bytes: usize,
     /// `PromptCacheOptions::l0_store_on_first_miss`.
@@ -216,7 +218,7 @@ impl L0Cache {
     }
 
     /// 64 bits of FxHash over the identity, flags and text, then the length:
-    /// one pass over the text (a collision is a miss, claim 209).
+    /// one pass over the text (a collision is a miss, invariant `cache-transparent`).
     fn key(&self, text: &str, flags: u8) -> u128 {
         let mut h = FxHasher::with_seed(0x9E37_79B9);
         h.write_u64(self.identity);

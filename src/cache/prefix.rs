@@ -1,7 +1,6 @@
 //! The L1 prefix cache: the longest cached text that shares a prefix with a
 //! prompt seeds a LoPT merge, so only the text past an overlap before the
-//! shared prefix's end is encoded (DESIGN.md, claims 220–229, 250–259,
-//! 290–291).
+//! shared prefix's end is encoded (DESIGN.md, invariants `cache-transparent` and `caches-bounded`).
 //!
 //! An entry is one encoded text. When it was encoded from another entry's
 //! ids (the next turn of a conversation), it holds that entry (an `Arc`)
@@ -342,7 +341,7 @@ impl L1Cache {
     /// Bytes of `text`'s end whose spans an entry keeps: enough for a later
     /// prompt that shares the text up to its last full block (or up to
     /// [`EDGE_MARGIN_BYTES`] less) to start its fresh chunk `overlap_chars`
-    /// before that, inside the window (claim 251).
+    /// before that, inside the window (invariant `cache-transparent`).
     fn keep_tail(&self, spec: &SplitSpec, parallel: &ParallelEncoder, text: &str) -> usize {
         let n = text.len();
         let reach = n.saturating_sub(self.block + EDGE_MARGIN_BYTES);
@@ -358,7 +357,7 @@ impl L1Cache {
     /// Performance: on a long shared prefix the comparison of its bytes and
     /// the copy of its ids cost about as much as encoding a turn's new
     /// text, so they run on a second thread while the calling one encodes
-    /// (claim 290). The encode starts before the comparison has ended: if
+    /// (invariant `cache-transparent`). The encode starts before the comparison has ended: if
     /// the bytes then differ, its result is dropped and the prompt goes
     /// through the cache again with every probe compared first.
     pub(crate) fn encode(

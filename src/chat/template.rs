@@ -285,7 +285,8 @@ impl ChatTemplate {
             env.fuel().unwrap_or(limits.fuel_base),
         );
         let mut out = env::LimitedWriter::new(limits.max_output_bytes, compiled.source.len() * 2);
-        // The last line of defence: a panic inside minijinja (claim 375 lists the ones found
+        // The last line of defence: a panic inside minijinja (invariant
+        // `render-equals-transformers` lists the ones found
         // and routed around) becomes an error, not an abort of the caller's thread.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             template.render_captured_to(ctx, &mut out).map(drop)

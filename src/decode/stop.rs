@@ -199,7 +199,8 @@ struct Stops {
 /// The jail holds only the longest suffix of the text that is a proper prefix
 /// of some stop string (so never more than the longest stop); everything
 /// before it is released at once. Each byte of text is examined once per stop
-/// string, whatever the stops' lengths (DESIGN.md, claims 42–43 and 183).
+/// string, whatever the stops' lengths (DESIGN.md, invariants `stop-first-completion`,
+/// `jail-is-longest-stop-prefix` and `stream-linear`).
 #[derive(Debug, Clone)]
 pub struct StopSequenceDecoder {
     stream: DecodeStream,

@@ -13,7 +13,7 @@ const PROMPT_CONTEXT: usize = 5;
 /// while a character or word is still forming. Text is never taken back and
 /// never holds a broken UTF-8 character, and joining every step plus
 /// [`flush`](Self::flush) gives exactly `decode(prompt + generated)` minus
-/// `decode(prompt)` (DESIGN.md, stream rules).
+/// `decode(prompt)` (DESIGN.md invariant `stream-equals-decode`).
 ///
 /// Decoding token by token on its own gets this wrong, which is the failure the
 /// type prevents:
@@ -116,7 +116,7 @@ impl ByteState {
     }
 
     /// The bytes `id` renders here (a known id that is not skipped), moving
-    /// past the start of the text as the rule says (DESIGN.md, 180).
+    /// past the start of the text as the rule says (DESIGN.md invariant `stream-equals-decode`).
     fn bytes_for<'t>(&mut self, tok: &'t Tokenizer, id: u32) -> &'t [u8] {
         let plain = tok.token_bytes(id).unwrap_or_default();
         if !self.at_start {
@@ -230,7 +230,8 @@ impl DecodeStream {
     /// `" ".join(sub_texts)` does in `transformers`' slow tokenizers, and
     /// the text before it is decoded on its own (a partial character there
     /// becomes U+FFFD). Off by default: fast tokenizers ignore the option,
-    /// and with it off the stream equals [`Tokenizer::decode`] (DESIGN.md, 186).
+    /// and with it off the stream equals [`Tokenizer::decode`] (DESIGN.md invariant
+    /// `stream-equals-decode`).
     #[must_use]
     pub fn with_spaces_between_special_tokens(mut self, on: bool) -> Self {
         self.special_spaces.on = on;
@@ -370,7 +371,7 @@ impl DecodeStream {
                 ids.push(id);
                 // Byte-fallback pieces (`<0xNN>`) that end in an incomplete
                 // character wait for it; every complete character goes out
-                // at once (DESIGN.md, 39 and 181).
+                // at once (DESIGN.md invariant `stream-equals-decode`).
                 let held = incomplete_tail(&self.tokenizer, ids);
                 let end = ids.len() - held;
                 if end <= *read_offset {

@@ -3,8 +3,8 @@
 //!
 //! Counts of prefixes are not monotone (BPE and Unigram may need fewer
 //! tokens for a longer text), so no binary search over characters is used.
-//! Instead the search stands on **restart points** (DESIGN.md, claims
-//! 140–149): a byte position `s` with an ASCII space at `s`, an ASCII graphic
+//! Instead the search stands on **restart points** (DESIGN.md, invariants
+//! `budget-equals-brute-force` and `restart-point-additive`): a byte position `s` with an ASCII space at `s`, an ASCII graphic
 //! char at `s - 1`, where the tokenizer's family guarantees that for every
 //! text `X` with such a position, `count(X) = count(X[..s]) + f(X[s..])`,
 //! `f` depending only on the text right of `s`. Then:
@@ -61,7 +61,7 @@ impl<'a, F: FnMut(&str) -> Result<usize>> Search<'a, F> {
         }
     }
 
-    /// Whether `s` is a restart point of the text (claim 141).
+    /// Whether `s` is a restart point of the text (invariant `restart-point-additive`).
     pub(crate) fn is_restart(&self, s: usize) -> bool {
         let Some(edges) = self.edges else {
             return false;
@@ -126,7 +126,7 @@ impl<'a, F: FnMut(&str) -> Result<usize>> Search<'a, F> {
 
     /// `f(T[a..b])`: the tokens `T[a..b]` contributes after a restart point
     /// `a` (or the start, `a = 0`), measured with the one char before `a` as
-    /// context (claim 142).
+    /// context (invariant `restart-point-additive`).
     pub(super) fn ctx(&mut self, a: usize, b: usize) -> Result<usize> {
         let text = self.text;
         if a == 0 {
@@ -187,7 +187,7 @@ impl<'a, F: FnMut(&str) -> Result<usize>> Search<'a, F> {
             (lo, c_lo) = (hi, c_hi);
         };
         // Binary search over the restart points inside the block: counts at
-        // restart points are monotone (claim 143).
+        // restart points are monotone (invariant `budget-equals-brute-force`).
         let mut hi = hi;
         let mut inner = self.restarts_between(lo, hi);
         let mut slice = &inner[..];
@@ -223,7 +223,7 @@ impl<'a, F: FnMut(&str) -> Result<usize>> Search<'a, F> {
     pub(crate) fn suffix(&mut self, n: usize) -> Result<(usize, usize)> {
         let len = self.text.len();
         // Backward blocks: `hi` is the end or a restart point with
-        // `F(hi) = f(T[hi..]) = f_hi <= n` (claim 144).
+        // `F(hi) = f(T[hi..]) = f_hi <= n` (invariant `budget-equals-brute-force`).
         let (mut hi, mut f_hi) = (len, 0usize);
         let mut over: Option<usize> = None;
         loop {
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn restart_points_split_the_search_exactly() {
-        // The toy's tokens never cross a space, as claim 141 asks.
+        // The toy's tokens never cross a space, as invariant `restart-point-additive` asks.
         let edges = EdgeRule::default();
         for t in [
             "ab abc abcab x",

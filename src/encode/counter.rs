@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::tokenizer::Tokenizer;
 
 /// Counts everything appended so far, re-encoding only the text after the
-/// last restart point (claim 146).
+/// last restart point (invariant `budget-equals-brute-force`).
 #[derive(Debug, Clone)]
 pub struct TokenCounter {
     tok: Tokenizer,

@@ -37,7 +37,8 @@ pub enum ParallelMode {
 /// (each backend declares the threshold it was measured at). On a
 /// larger pool that threshold falls as `2 / threads`, down to 64 KiB, and
 /// the text is cut into one chunk per thread of at least 32 KiB (measured on
-/// 16 cores, DESIGN.md claim 336). A `min_bytes` set here is used as given.
+/// 16 cores, DESIGN.md invariant `lopt-equals-sequential`). A `min_bytes` set here is used as
+/// given.
 ///
 /// ```
 /// use router_tokenizer::{LoadOptions, ParallelOptions};
@@ -228,7 +229,7 @@ enum Merged<'a> {
 /// A cached encoding of a text that agrees with the text being encoded on
 /// its first `agree` bytes (`agree` an allowed edge of both texts, or the end
 /// of one): the L1 prefix cache's seed, used as the first chunk of a LoPT
-/// merge (DESIGN.md, claims 220–229).
+/// merge (DESIGN.md, invariants `cache-transparent` and `caches-bounded`).
 pub(crate) struct Seed<'a> {
     /// The ids of the cached text's last tokens (its span window) with
     /// their spans (`tail_first` 0) and the pre-token boundaries there, in
@@ -328,7 +329,7 @@ impl ParallelEncoder {
     }
 
     /// The size from which `Auto` splits: the options' own, else the
-    /// tokenizer's threshold scaled to the pool (claim 336).
+    /// tokenizer's threshold scaled to the pool (invariant `lopt-equals-sequential`).
     fn min_bytes(&self, spec: &SplitSpec) -> usize {
         self.options
             .min_bytes
@@ -1034,7 +1035,7 @@ fn beside<'s, R>(
 /// The shortest chunk `Auto` plans (bytes). On 4–16 threads, 32 KiB chunks
 /// gained 1.6–2.4x at 128 KiB and 1.4–3.8x at 256 KiB where the old floor
 /// (half the two-thread threshold, 128 KiB) gained 0.8–1.2x; 16 KiB chunks
-/// were slower in 27 of 32 cells (claim 336).
+/// were slower in 27 of 32 cells (invariant `lopt-equals-sequential`).
 const MIN_CHUNK_BYTES: usize = 32 << 10;
 
 /// How many chunks `Auto` cuts `n` bytes into on `threads` threads, given

@@ -25,7 +25,7 @@ pub(crate) fn detect(head: &[u8]) -> Option<Format> {
     None
 }
 
-/// The largest file of a format the loader reads (DESIGN.md, "Limits").
+/// The largest file of a format the loader reads (DESIGN.md invariant `hostile-input-bounded`).
 pub(crate) fn max_file_bytes(format: Format) -> u64 {
     use crate::limits;
     match format {

@@ -12,7 +12,7 @@ use crate::special::SpecialTokenPolicy;
 use crate::{PromptCacheOptions, Tokenizer};
 
 /// Loads the `tokenizer.json` at `path` (configs beside it), with the
-/// SentencePiece route (DESIGN.md claims 230–238) on or off, the L0 cache off.
+/// SentencePiece route (DESIGN.md invariant `spm-route-same-merges`) on or off, the L0 cache off.
 pub fn hf_json(path: &Path, policy: SpecialTokenPolicy, spm_route: bool) -> Result<Tokenizer> {
     let routes = Routes {
         spm: spm_route,
@@ -22,7 +22,7 @@ pub fn hf_json(path: &Path, policy: SpecialTokenPolicy, spm_route: bool) -> Resu
 }
 
 /// Loads the `tokenizer.json` at `path` with the assembled BPE pipeline
-/// (claims 280–286) allowed or not, the SentencePiece route and the crate's
+/// (invariant `assembled-equals-from-json`) allowed or not, the SentencePiece route and the crate's
 /// byte-level engine off (so encodes run on the pipeline's model, which is
 /// then built); the flag says whether it was assembled.
 pub fn hf_json_assembled(
@@ -44,22 +44,25 @@ pub fn hf_json_assembled(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FastRoute {
-    /// A lone NFC normalizer run by the crate (DESIGN.md claim 321).
+    /// A lone NFC normalizer run by the crate (DESIGN.md invariant `crate-steps-equal-reference`).
     Nfc,
-    /// Added tokens matched on the crate's automaton (claim 323).
+    /// Added tokens matched on the crate's automaton (invariant `crate-steps-equal-reference`).
     AddedAutomaton,
-    /// No pre-tokenizer call where nothing is left to split on (claim 338).
+    /// No pre-tokenizer call where nothing is left to split on (invariant
+    /// `crate-steps-equal-reference`).
     WholePieces,
-    /// A lone one-char `Replace` normalizer run by the crate (claim 339).
+    /// A lone one-char `Replace` normalizer run by the crate (invariant
+    /// `crate-steps-equal-reference`).
     LoneReplace,
-    /// An interim engine (a BPE's, claim 340, or a WordPiece's, claim 344)
+    /// An interim engine (a BPE's, invariant `interim-equals-built`, or a WordPiece's, invariant
+    /// `interim-equals-built`)
     /// encodes while the model builds. Switched on, the model is never built
     /// unless something waits for it, so the encodes stay on that engine.
     Interim,
-    /// CJK pre-tokens cut where no merge joins across (claim 351).
+    /// CJK pre-tokens cut where no merge joins across (invariant `cut-where-no-entry-joins`).
     CharCuts,
-    /// A character BPE's whole segments cut where no entry joins (claim
-    /// 358); both loads leave the SentencePiece route off.
+    /// A character BPE's whole segments cut where no entry joins (invariant
+    /// `cut-where-no-entry-joins`); both loads leave the SentencePiece route off.
     JoinCuts,
     /// A byte-level BPE's words on the crate's engine (`backend::bpe`)
     /// instead of `tokenizers`' model.
@@ -148,7 +151,7 @@ pub fn spm_route(json: &str) -> Result<std::result::Result<(), String>> {
 }
 
 /// Whether `tokenizer` encodes on a stand-in engine while its own is built
-/// (the interim BPE of claim 340).
+/// (the interim BPE of invariant `interim-equals-built`).
 pub fn interim_active(tokenizer: &Tokenizer) -> bool {
     tokenizer.backend_dyn().building()
 }

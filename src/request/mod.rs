@@ -1,7 +1,8 @@
 //! The request path: a chat request rendered and encoded in one call
 //! ([`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat)), with
 //! special-token text that came from the request kept apart from the
-//! special tokens the template wrote (DESIGN.md, claims 200–207).
+//! special tokens the template wrote (DESIGN.md, invariants `chat-encode-is-render-encode` and
+//! `typed-markers-stay-text`).
 
 mod facts;
 mod format;

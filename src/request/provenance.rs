@@ -1,4 +1,5 @@
-//! Where the bytes of a rendered prompt came from (DESIGN.md, claims 200–205).
+//! Where the bytes of a rendered prompt came from (DESIGN.md, invariants
+//! `chat-encode-is-render-encode` and `typed-markers-stay-text`).
 //!
 //! Before rendering, special-token text (and special-token fragments at the
 //! edges) inside every string of the request is replaced char for char by

@@ -1,5 +1,6 @@
 //! Which ids each message produced: the render of the conversation up to
-//! message `k` marks where message `k + 1` starts (DESIGN.md, claim 206).
+//! message `k` marks where message `k + 1` starts (DESIGN.md, invariant
+//! `chat-encode-is-render-encode`).
 
 use std::ops::Range;
 

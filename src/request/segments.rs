@@ -1,7 +1,7 @@
 //! Encoding a rendered prompt whose special-token matches are not all
 //! special: the text is cut at the matches that stay special, and each
 //! stretch between them is encoded with special-token text as plain text
-//! (DESIGN.md, claim 204).
+//! (DESIGN.md, invariant `typed-markers-stay-text`).
 
 use std::ops::Range;
 

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::special::{ControlTokens, SpecialToken};
 
 /// Fragments shorter than this many chars are not flagged at a string's
-/// edges (DESIGN.md, claim 203).
+/// edges (DESIGN.md, invariant `typed-markers-stay-text`).
 pub(crate) const MIN_FRAGMENT_CHARS: usize = 2;
 
 /// A tokenizer's control markers as the chat layer sees them.
@@ -81,8 +81,8 @@ impl SpecialText {
     /// The markers of `backend` under `templates` (the sources of its chat
     /// template) and `control`: every special added token, and every
     /// non-special one the templates write literally or shaped as a marker;
-    /// `control` adds and removes tokens by text (DESIGN.md, "markers stay
-    /// text").
+    /// `control` adds and removes tokens by text (DESIGN.md invariant
+    /// `typed-markers-stay-text`).
     pub(crate) fn new(
         backend: &dyn backend::Tokenizer,
         templates: &[&str],

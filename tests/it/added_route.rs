@@ -1,4 +1,5 @@
-//! Added tokens matched on the crate's automaton (DESIGN.md claim 323):
+//! Added tokens matched on the crate's automaton (DESIGN.md invariant
+//! `crate-steps-equal-reference`):
 //! Gemma-3 (6,415 added tokens: `<unusedN>`, HTML tags, runs of `\n`, `\t`
 //! and `▁`) must encode as the same file loaded with `tokenizers`' own
 //! matcher, ids and offsets, special tokens parsed and as plain text, on

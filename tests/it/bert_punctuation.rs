@@ -1,5 +1,5 @@
-//! Punctuation new since Unicode 10 in a BERT tokenizer (DESIGN.md claim
-//! 347): `tokenizers` 1.0's `BertPreTokenizer` isolates it, Python
+//! Punctuation new since Unicode 10 in a BERT tokenizer (DESIGN.md invariant
+//! `unicode-classes-are-reference`): `tokenizers` 1.0's `BertPreTokenizer` isolates it, Python
 //! `tokenizers` 0.23.3 (the reference, with `unicode_categories`' older
 //! tables) keeps it inside a word, which then often becomes one `[UNK]`.
 //! The ids must be the reference's: the goldens

@@ -1,4 +1,4 @@
-//! CJK pre-tokens cut where no merge joins across (DESIGN.md claim 351),
+//! CJK pre-tokens cut where no merge joins across (DESIGN.md invariant `cut-where-no-entry-joins`),
 //! against the same files loaded without the cuts: ids and offsets, special
 //! tokens parsed and as plain text, on every corpus and adversarial file,
 //! on the four Llama-3 entries the merges do not rebuild (which must stay
@@ -144,7 +144,7 @@ fn repeated_text_keeps_its_ids() {
 
 /// A few Chinese lines among many English ones, encoded again and again
 /// on a fresh thread: the plain pre-tokens between the Chinese lines are
-/// passed on in runs (claim 355) while the Chinese clauses are cut.
+/// passed on in runs (invariant `cut-where-no-entry-joins`) while the Chinese clauses are cut.
 #[test]
 fn sparse_chinese_encoded_again_matches() {
     let (mut en, mut zh) = (String::new(), String::new());

@@ -172,7 +172,8 @@ fn replace_takes_a_count() {
 }
 
 /// `x is not t` as an operand of `~`, `+` or `*` (the budget instrumentation wraps operands,
-/// claim 61): the wrap starts at `x`, not at `not` (found by `scripts/fuzz_template_syntax.py
+/// invariant `render-equals-transformers`): the wrap starts at `x`, not at `not` (found by
+/// `scripts/fuzz_template_syntax.py
 /// --exprs`; the instrumented template failed to compile).
 #[test]
 fn negated_tests_as_operands_compile() {
@@ -187,7 +188,8 @@ fn negated_tests_as_operands_compile() {
     assert_eq!(render("{{ 'a' ~ (not z) }}").unwrap(), "aTrue");
 }
 
-/// Slices with a step run Python's slice (claim 375): minijinja 3.0.5 walked down an empty
+/// Slices with a step run Python's slice (invariant `render-equals-transformers`): minijinja 3.0.5
+/// walked down an empty
 /// sequence out of bounds (`''[::-1]` panicked) and included a given stop of 0.
 #[test]
 fn stepped_slices_are_pythons() {

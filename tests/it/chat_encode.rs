@@ -564,7 +564,7 @@ fn every_backend_encodes_request_special_text_as_text() {
 /// `tests/golden/control_markers/expected.json` (made by the script beside
 /// it): every shared chat model's control markers, and requests typing them
 /// whose `PlainText` ids the reference gives with the markers flagged special
-/// and `encode_special_tokens` (DESIGN.md, "markers stay text").
+/// and `encode_special_tokens` (DESIGN.md invariant `typed-markers-stay-text`).
 #[test]
 fn typed_markers_are_text_as_the_reference_encodes_them() {
     let golden = golden("../control_markers/expected.json");

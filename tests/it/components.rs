@@ -4,15 +4,17 @@
 //! beside them):
 //!
 //! - small tokenizers trained on the shared corpus: BPE with an
-//!   `end_of_word_suffix` (CLIP's and openai-gpt's shape, DESIGN.md claim
-//!   378), BPE with a `continuing_subword_prefix`, WordLevel, Unigram,
+//!   `end_of_word_suffix` (CLIP's and openai-gpt's shape, DESIGN.md invariant
+//!   `crate-steps-equal-reference`), BPE with a `continuing_subword_prefix`, WordLevel, Unigram,
 //!   WordPiece, byte-fallback BPE with a Llama-2 decoder chain, RoBERTa-style
 //!   byte-level BPE whose `ByteLevel` pre-tokenizer has `add_prefix_space`
-//!   (claim 380), Metaspace BPE: ids without and with special tokens, whole,
+//!   (invariant `crate-steps-equal-reference`), Metaspace BPE: ids without and with special tokens,
+//!   whole,
 //!   with offsets and in parallel chunks, and decodes with and without
 //!   skipping specials;
 //! - shared files with added tokens carrying `lstrip`, `rstrip`,
-//!   `single_word` and `normalized` flags (claim 377), among texts that put
+//!   `single_word` and `normalized` flags (invariant `crate-steps-equal-reference`), among texts
+//!   that put
 //!   them beside whitespace, word chars, each other and Unicode 17 letters.
 
 use crate::common;
@@ -111,7 +113,7 @@ fn flagged_added_tokens_match_as_the_reference() {
 
 /// `add_prefix_space` on a `ByteLevel` pre-tokenizer that runs after
 /// another one puts the space in front of each of that one's pre-tokens,
-/// which the crate does not follow: the load says so (claim 380).
+/// which the crate does not follow: the load says so (invariant `crate-steps-equal-reference`).
 #[test]
 fn a_prefix_space_after_other_pre_tokenizers_is_refused_by_name() {
     let mut json = base_json("meta-llama/Meta-Llama-3-8B-Instruct");
@@ -133,7 +135,8 @@ fn a_prefix_space_after_other_pre_tokenizers_is_refused_by_name() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Pre-tokenizer shapes on Llama-3's vocabulary (claim 382): every `Split`
+/// Pre-tokenizer shapes on Llama-3's vocabulary (invariant `crate-steps-equal-reference`): every
+/// `Split`
 /// behavior, inverted or not, on a regex `tokenizers` 1.0 has no engine for
 /// (the crate's steps split every text) and on a string; `Punctuation`
 /// with each behavior (the crate's steps split texts holding punctuation the

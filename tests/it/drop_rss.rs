@@ -134,7 +134,7 @@ fn dropped_loads_return_memory() {
     // The tiktoken backend's byte-level engine, built on a thread of its own.
     measure("cl100k_base", 100);
     // A `tokenizer.json` whose BPE model is built on a thread while an
-    // interim engine encodes (claim 340): fewer loads, each is bigger.
+    // interim engine encodes (invariant `interim-equals-built`): fewer loads, each is bigger.
     let json = common::snapshot_file("Xenova/gpt-3.5-turbo", "tokenizer.json");
     measure(json.to_str().unwrap(), 20);
 }

@@ -474,7 +474,7 @@ fn streams_reproduce_decode() {
     let text = "Hello world, 🦙 llamas!\n  日本語 don't <|end|> x";
     // Not bert-bge: llama.cpp's clean_spaces turns "don ' t" into "don't",
     // removing a space the stream has already emitted (see the report in
-    // DESIGN.md, GGUF backend).
+    // DESIGN.md, "Engines").
     let paths = ["llama-spm", "phi-3", "gpt-2", "deepseek-coder", "falcon"]
         .map(fixture)
         .into_iter()

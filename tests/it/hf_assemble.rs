@@ -1,4 +1,4 @@
-//! The assembled BPE pipeline (DESIGN.md claims 280–286): which shared
+//! The assembled BPE pipeline (DESIGN.md invariant `assembled-equals-from-json`): which shared
 //! `tokenizer.json` files take it, and that it gives the ids and text of
 //! `tokenizers`' own whole-file read on every corpus and adversarial file
 //! (first 64 KiB of each), with special tokens parsed and as plain text,

@@ -113,7 +113,7 @@ fn hostile_files() -> Vec<(&'static str, &'static str, Vec<u8>, &'static str)> {
         ),
         (
             // No engine compiles it: neither `tokenizers` 1.0's nor the
-            // crate's (`fancy-regex`, claim 382).
+            // crate's (`fancy-regex`, invariant `crate-steps-equal-reference`).
             "split-regex-without-engine",
             "tokenizer.json",
             br#"{"version":"1.0","pre_tokenizer":{"type":"Split","pattern":{"Regex":"\\p{Foo}+"},"behavior":"Isolated","invert":false},"model":{"type":"BPE","vocab":{"a":0,"b":1," ":2},"merges":[]}}"#.to_vec(),

@@ -1,4 +1,4 @@
-//! The interim engines (DESIGN.md claims 340–344), which encode while a
+//! The interim engines (DESIGN.md invariant `interim-equals-built`), which encode while a
 //! load's model is still being built, against the built model: ids
 //! and offsets, special tokens parsed and as plain text, on every corpus and
 //! adversarial file, on Unicode 17 and BERT punctuation probes, hostile mixtures, and LoPT
@@ -53,7 +53,7 @@ fn pairs() -> Vec<(&'static str, String, Tokenizer, Tokenizer)> {
 }
 
 /// Which shared files take it: every one but the SentencePiece conversion
-/// (its own route, claim 306).
+/// (its own route, invariant `background-build-invisible`).
 #[test]
 fn all_but_the_sentencepiece_route_take_it() {
     for model in MODELS {
@@ -74,7 +74,7 @@ fn every_file_gives_the_same_ids_and_offsets() {
 }
 
 /// The Unicode 17 and BERT punctuation probes of `tests/golden/` (the
-/// crate-side splits of claims 325 and 347 feed the interim engine its
+/// crate-side splits of invariant `unicode-classes-are-reference` feed the interim engine its
 /// spans too).
 #[test]
 fn divergent_class_probes() {

@@ -1,5 +1,5 @@
 //! A character BPE's segments cut where no vocabulary entry joins two chars
-//! (DESIGN.md claim 358) on the file shaped like a SentencePiece
+//! (DESIGN.md invariant `cut-where-no-entry-joins`) on the file shaped like a SentencePiece
 //! conversion, Mistral-7B's `tokenizer.json`, run off its SentencePiece
 //! route (as a file with padding kept, or with added tokens the route
 //! refuses, is): against the same load without the cuts, on every corpus

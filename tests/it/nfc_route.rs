@@ -1,4 +1,5 @@
-//! The NFC shortcut (DESIGN.md claim 321): a `tokenizer.json` whose only
+//! The NFC shortcut (DESIGN.md invariant `crate-steps-equal-reference`): a `tokenizer.json` whose
+//! only
 //! normalizer is NFC (Qwen2/3, Command-R) encodes on the chunk walk with
 //! the crate's NFC (its quick check from a table), at every length. Ids and
 //! offsets must be those of the same file loaded with the shortcut off (the

@@ -755,10 +755,10 @@ fn bos_eos_added_once_with_global_offsets() {
 
 /// Long outputs (720 KB of prose, Chinese and code, about 190K ids), where
 /// the first chunk's buffer is sized for the whole text and adopted
-/// (claim 301) or, under a BOS, copied: every shared tokenizer on pools of
+/// (invariant `lopt-equals-sequential`) or, under a BOS, copied: every shared tokenizer on pools of
 /// one, two and five threads, with BOS/EOS and without, in `Auto` and in
 /// `Always` with uneven chunks, and with offsets, must equal the
-/// sequential encoding (DESIGN.md claim 336).
+/// sequential encoding (DESIGN.md invariant `lopt-equals-sequential`).
 #[test]
 fn long_outputs_on_pools_of_every_size() {
     let mut text = String::new();
@@ -1125,7 +1125,8 @@ impl ParallelEncodes {
     }
 }
 
-/// `Auto`'s threshold follows the engine (claim 363): Gemma-3 on the join
+/// `Auto`'s threshold follows the engine (`docs/perf/design_log/byte_level.md` (entry 363)):
+/// Gemma-3 on the join
 /// cuts and Mistral-7B's `tokenizer.json` on the SentencePiece route split
 /// from 256 KiB, where a whole-text BPE on neither route (Gemma-3 with the
 /// join cuts off, one BPE word per line) keeps the family's 64 KiB.

@@ -1,6 +1,7 @@
 //! A sequential encode against `tokenizers`' own pipeline
 //! (`PipelineTokenizer::encode_into`) for every hub tokenizer in the shared
-//! cache. Since DESIGN.md claim 371 a BPE's sequential encode runs the chunk
+//! cache. Since DESIGN.md invariant `pipeline-walk-equals-pipeline` a BPE's sequential encode runs
+//! the chunk
 //! encoder's walk of the pipeline stages (one word cache per thread for
 //! sequential encodes and chunks), so this checks that walk where the
 //! pipeline itself was the path before: whole adversarial files, seeded
@@ -11,9 +12,11 @@
 //!
 //! Command-R+ is left out: there the crate corrects `tokenizers` 1.0's
 //! pipeline toward Python `tokenizers` (the reference) twice, with its own
-//! NFC (claim 321) and the fold fix-ups (`Vocab::fold_fixups`, claim 341),
+//! NFC (invariant `crate-steps-equal-reference`) and the fold fix-ups (`Vocab::fold_fixups`,
+//! invariant `interim-equals-built`),
 //! so the two differ on `multibyte-boundary.txt` and `unicode-edge.txt`,
-//! before claim 371 as after, and the crate's ids there are Python's
+//! before invariant `pipeline-walk-equals-pipeline` as after, and the crate's ids there are
+//! Python's
 //! (`tests/it/parity.rs`).
 
 use crate::common;

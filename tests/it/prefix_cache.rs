@@ -274,8 +274,8 @@ fn multi_turn_chat_sequences_are_lossless() {
     }
 }
 
-/// Entries share their prefixes with the entries they extend (claims
-/// 250–253): long chains of turns (past the depth at which a chain is
+/// Entries share their prefixes with the entries they extend (invariants
+/// `cache-transparent` and `caches-bounded`): long chains of turns (past the depth at which a chain is
 /// stored whole again), edits in the middle of a chain that then grow a
 /// branch, revisits of old turns, and two conversations interleaved in
 /// caches from 1 byte to 16 MiB, so parents and children are evicted in

@@ -1,8 +1,9 @@
 //! Gemma-3's space handling on the crate's routes: pieces that skip a
-//! pre-tokenizer that cannot split (DESIGN.md claim 338), the lone
-//! `Replace(" " → "▁")` normalizer run by the crate (claim 339), and those
+//! pre-tokenizer that cannot split (DESIGN.md invariant `crate-steps-equal-reference`), the lone
+//! `Replace(" " → "▁")` normalizer run by the crate (invariant `crate-steps-equal-reference`), and
+//! those
 //! pieces cut where no vocabulary entry joins two chars, remembered whole
-//! when seen again (claim 358). Gemma-3
+//! when seen again (invariant `cut-where-no-entry-joins`). Gemma-3
 //! replaces every `" "` by `"▁"` and then splits on `" "`, which it can no
 //! longer find. The file loaded with each route must encode as the same
 //! file with that route off: ids and offsets, special tokens parsed and as
@@ -127,7 +128,8 @@ const ALPHABET: [&str; 20] = [
     "<0x0A>",
 ];
 
-/// Each route's pair on a thread of its own (claim 358's memo is per thread
+/// Each route's pair on a thread of its own (invariant `cut-where-no-entry-joins`'s memo is per
+/// thread
 /// and its rate starts low): corpus lines five times, then a changed copy,
 /// then alternating; every encode against the load without the route.
 #[test]

@@ -1,5 +1,5 @@
 //! The SentencePiece route for `tokenizer.json` conversions (DESIGN.md
-//! claims 230–238): which files take it, and that it gives the ids of the
+//! invariant `spm-route-same-merges`): which files take it, and that it gives the ids of the
 //! general `tokenizers` path on every corpus and adversarial file and on
 //! hostile texts. Python `tokenizers` goldens for the routed file are
 //! checked by `tests/it/parity.rs` (`parity_mistral7b`), which loads it routed.
@@ -119,7 +119,7 @@ fn route_equals_general_on_every_input() {
 }
 
 /// On the route the load leaves `tokenizers`' pipeline building on a thread
-/// of its own (DESIGN.md claim 306). Right after a fresh load, before
+/// of its own (DESIGN.md invariant `background-build-invisible`). Right after a fresh load, before
 /// `warm_up`, offsets and decode (both served by that pipeline) equal the
 /// general load's, which builds it during the load; so do they after it.
 #[test]

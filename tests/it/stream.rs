@@ -1,4 +1,5 @@
-//! Streaming detokenization: the stream rules of DESIGN.md, checked on every
+//! Streaming detokenization: the invariants `stream-equals-decode` and `stop-first-completion` of
+//! DESIGN.md, checked on every
 //! shared tokenizer, and the stop decoder against a cut-at-first-stop reference.
 
 use crate::common;
@@ -29,7 +30,7 @@ const STREAM_SOURCES: &[&str] = &[
     "fixtures/sentencepiece/mistral-tokenizer.model.v1",
     // The windowed path (no shared tokenizer uses it any more).
     common::WINDOWED_MISTRAL,
-    // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN claim 93).
+    // GGUF vocabularies without llama.cpp's clean_spaces (DESIGN invariant `stream-equals-decode`).
     "fixtures/gguf/ggml-vocab-llama-spm.gguf",
     "fixtures/gguf/ggml-vocab-deepseek-coder.gguf",
     // A `t5` (UGM) vocabulary with a charsmap (tests/golden/gguf/make_t5_gguf.py).
@@ -45,7 +46,7 @@ fn byte_of(tok: &Tokenizer, id: u32) -> Option<u8> {
 
 /// Whether every run of byte-fallback pieces in `ids` is valid UTF-8, with the
 /// special tokens between pieces read both as ending a run and as not: the
-/// side of claim 181 on which a stream equals `decode(all)` exactly.
+/// side of invariant `stream-equals-decode` on which a stream equals `decode(all)` exactly.
 fn byte_runs_valid(tok: &Tokenizer, ids: &[u32]) -> bool {
     [true, false].into_iter().all(|specials_split| {
         let mut run = Vec::new();
@@ -137,7 +138,7 @@ fn check_stream(
     let pieces = stream(tok, prompt, generated, skip);
     let joined: String = pieces.concat();
     if !byte_runs_valid(tok, &all) {
-        // Claim 46: only the invalid bytes of a run become U+FFFD, where
+        // Invariant `stream-equals-decode` (its stated exception): only the invalid bytes of a run become U+FFFD, where
         // `decode` may turn the whole run into U+FFFD.
         let n = |s: &str| s.matches('\u{FFFD}').count();
         prop_assert!(
@@ -613,7 +614,7 @@ fn stream_across_byte_fallback_runs() {
                 .filter(|w| byte_ids.contains(&w[0]) && byte_ids.contains(&w[1]))
                 .count();
             if !byte_runs_valid(&tok, &ids) {
-                continue; // claim 181: exact only for valid runs (tested below)
+                continue; // invariant `stream-equals-decode`: exact only for valid runs (tested below)
             }
             for skip in [false, true] {
                 let full = tok.decode(&ids, skip).unwrap();

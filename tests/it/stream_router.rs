@@ -212,7 +212,8 @@ fn vllm_check_stop_strings_cases() {
     let (text, m, at) = batch("", "hello", &["zzz"], &[]);
     assert_eq!((text.as_str(), m, at), ("hello", None, None));
     // Ties at the same end: vLLM takes list order (["b", "ab"] -> "b"); this
-    // crate takes the longest in either order (deliberate, DESIGN.md 188).
+    // crate takes the longest in either order (deliberate, DESIGN.md invariant
+    // `stop-first-completion`).
     for stops in [["ab", "b"], ["b", "ab"]] {
         let (text, m, _) = batch("", "ab", &stops, &[]);
         assert_eq!((text.as_str(), string_stop(m).as_deref()), ("", Some("ab")));
@@ -248,7 +249,8 @@ fn vllm_stop_string_holdback() {
 /// size (as vLLM's `check_stop_strings` now does; older vLLM checked in list
 /// order). Deliberate difference: among stops that end at the same byte,
 /// vLLM takes the first in list order, this crate the longest, so the result
-/// does not depend on how the client ordered its list (DESIGN.md, 42 and 188).
+/// does not depend on how the client ordered its list (DESIGN.md invariant
+/// `stop-first-completion`).
 #[test]
 fn stop_ties_and_order_differ_from_vllm_on_purpose() {
     let tok = tokenizer("o200k_base");
@@ -491,7 +493,7 @@ fn u_fffd_tokens_stream_in_linear_time() {
     for (source, id) in [
         ("mistralai/Mistral-7B-v0.1", 29137u32),
         ("google/gemma-3-4b-it", 38914),
-        // The windowed path: at most 16 ids wait (DESIGN.md, 38).
+        // The windowed path: at most 16 ids wait (DESIGN.md invariant `stream-linear`).
         (WINDOWED_MISTRAL, 29137),
     ] {
         let tok = tokenizer(source);
@@ -607,7 +609,7 @@ fn byte_tables_agree_with_decode_for_every_id() {
                 continue;
             };
             if alone.contains('\u{FFFD}') {
-                continue; // a lone byte piece: an invalid run (claim 181)
+                continue; // a lone byte piece: an invalid run (invariant `stream-equals-decode`)
             }
             let stream = |prompt: &[u32]| {
                 let mut s = DecodeStream::new(&tok, prompt, false);
@@ -801,7 +803,8 @@ fn token_text_for_logprobs() {
 /// apply it: the ids are cut at special tokens, each part decoded on its own,
 /// and the parts joined with one space. (vLLM cuts at every added token; this
 /// crate cuts at special ones, which is the same set on these vocabularies'
-/// generated text: a deliberate, documented difference, DESIGN.md 186.)
+/// generated text: a deliberate, documented difference, DESIGN.md invariant
+/// `stream-equals-decode`.)
 fn spaced_reference(tok: &Tokenizer, ids: &[u32], skip: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Vec<u32> = Vec::new();
@@ -864,7 +867,8 @@ fn spaces_between_special_tokens() {
     }
 }
 
-/// The byte-fallback invariant (DESIGN.md, 181) on both sides, generated:
+/// The byte-fallback invariant (DESIGN.md invariant `stream-equals-decode`) on both sides,
+/// generated:
 /// byte pieces that spell characters, lone bytes, ordinary tokens and BOS.
 /// Returns the ids, the same ids with every invalid lone byte replaced by
 /// `<0x01>`, and the replaced bytes in order.

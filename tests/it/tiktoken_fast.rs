@@ -1,4 +1,5 @@
-//! The tiktoken backend on the byte-level engine (DESIGN.md claims 195–199)
+//! The tiktoken backend on the byte-level engine (DESIGN.md invariants `last-merge-lemma`,
+//! `native-pieces-equal-regex`, `unicode-classes-are-reference` and `background-build-invisible`)
 //! against `tiktoken-rs`' `CoreBPE`, the regex reference, in the same run:
 //! every built-in encoding and the Llama-3 rank file, on slices of every
 //! corpus and adversarial file, on random texts over hostile alphabets, and
@@ -171,7 +172,8 @@ fn long_pieces_match_tiktoken_rs() {
 
 /// Letters, marks and digits new in Unicode 16 (the engine's grammar and
 /// the reference's regex both know them) and Unicode 17 (only the grammar
-/// does: such segments take the regex path, claim 197), inside text.
+/// does: such segments take the regex path, invariant `unicode-classes-are-reference`), inside
+/// text.
 #[test]
 fn new_unicode_letters_match_tiktoken_rs() {
     let texts = [
@@ -218,7 +220,7 @@ proptest! {
     }
 
     /// Runs of U+3000..U+9FFF, which the engine cuts where no merge joins
-    /// across (DESIGN.md claim 351), beside kana and CJK punctuation.
+    /// across (DESIGN.md invariant `cut-where-no-entry-joins`), beside kana and CJK punctuation.
     #[test]
     fn random_cjk_runs_match_tiktoken_rs(
         chars in proptest::collection::vec(
@@ -238,7 +240,7 @@ proptest! {
 
 /// Chinese text encoded again and again, then changed in one char of nine
 /// so warm and new clauses alternate (the word caches answer what they
-/// hold and the cuts of claim 351 cut the rest). A fresh thread per
+/// hold and the cuts of invariant `cut-where-no-entry-joins` cut the rest). A fresh thread per
 /// encoding, so each cache starts empty.
 #[test]
 fn repeated_chinese_matches_tiktoken_rs() {

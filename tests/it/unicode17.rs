@@ -1,4 +1,5 @@
-//! Letters, marks and digits new in Unicode 17 (DESIGN.md claims 325, 337):
+//! Letters, marks and digits new in Unicode 17 (DESIGN.md invariant
+//! `unicode-classes-are-reference`):
 //! `tokenizers` 1.0's pre-tokenizer classes them by Unicode 17, Python
 //! `tokenizers` 0.23.3 (the reference) by Unicode 16, where they are
 //! unassigned. The ids must be the reference's: the goldens
@@ -7,8 +8,9 @@
 //! spaces, newlines, punctuation and contractions, and for 8 KiB of prose
 //! with one every 97 chars, encoded whole, with offsets, and in forced
 //! parallel chunks; seven models, among them Command-R (`Digits` and a
-//! splitting `ByteLevel`, claim 337) and Mistral-Nemo. And marks new since
-//! Unicode 9.0 under a lone NFC normalizer (claim 373).
+//! splitting `ByteLevel`, invariant `unicode-classes-are-reference`) and Mistral-Nemo. And marks
+//! new since
+//! Unicode 9.0 under a lone NFC normalizer (invariant `unicode-classes-are-reference`).
 
 use crate::common;
 
@@ -30,7 +32,8 @@ fn unicode17_code_points_take_the_reference_classes() {
 }
 
 /// Marks assigned after Unicode 9.0 in the text of a tokenizer whose only
-/// normalizer is NFC (claim 373): the reference composes with Unicode 9.0
+/// normalizer is NFC (invariant `unicode-classes-are-reference`): the reference composes with
+/// Unicode 9.0
 /// tables, where they have class 0 and stay in place, so its ids follow
 /// (`tests/golden/unicode17/nfc_marks.json`, written by the script beside
 /// it). With Unicode 17's composition, Command-R differed on 393 of 800
@@ -43,7 +46,8 @@ fn marks_new_since_unicode_9_compose_as_the_reference() {
 /// Other normalizers whose output depends on the Unicode version (NFD, NFKC,
 /// NFKD, sequences with them, `BertNormalizer`), on Qwen3's `tokenizer.json`
 /// with its normalizer replaced: the reference runs them with Unicode 9.0
-/// tables and `unicode_categories` 0.1.1 (claim 373), `tokenizers` 1.0 with
+/// tables and `unicode_categories` 0.1.1 (invariant `unicode-classes-are-reference`), `tokenizers`
+/// 1.0 with
 /// Unicode 17. Goldens: `variants` of `nfc_marks.json`.
 #[test]
 fn unicode_version_dependent_normalizers_follow_the_reference() {

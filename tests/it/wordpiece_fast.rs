@@ -1,4 +1,5 @@
-//! The BERT normalizer's fast path (DESIGN.md claims 270–271) against
+//! The BERT normalizer's fast path (DESIGN.md invariants `crate-steps-equal-reference` and
+//! `pipeline-walk-equals-pipeline`) against
 //! `tokenizers`' own pipeline on MiniLM: whole adversarial files, slices of
 //! every corpus file (4 KiB–64 KiB, where the fast path starts, sampled at
 //! seeded char boundaries, and the first 256 KiB), with and without the

@@ -1,8 +1,8 @@
 //! Added-token matching on one Aho-Corasick automaton per pass (raw text,
 //! normalized text), in place of `tokenizers`' bucket matcher, for files
 //! whose added tokens carry an `lstrip`, `rstrip` or `single_word` flag
-//! (DESIGN.md claim 377), and for files with tokens that start with
-//! whitespace (Gemma-3's runs of `\n` and `\t`; claim 323).
+//! (DESIGN.md invariant `crate-steps-equal-reference`), and for files with tokens that start with
+//! whitespace (Gemma-3's runs of `\n` and `\t`; invariant `crate-steps-equal-reference`).
 //!
 //! Why the matches are the same: the reference (`tokenizers` 0.x,
 //! `AddedVocabulary::find_matches`) walks the leftmost-longest matches of

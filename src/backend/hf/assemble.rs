@@ -1,9 +1,10 @@
 //! Builds a `tokenizer.json` BPE pipeline with one model build, with the
-//! word-cache size this crate chooses (DESIGN.md claims 280–286).
+//! word-cache size this crate chooses (DESIGN.md invariant `assembled-equals-from-json`).
 //!
 //! `tokenizers::from_json` re-parses the whole file and builds the BPE model
 //! with a fixed 65,536-slot word cache per thread, which thrashes on long
-//! documents (claim 248). Here the model is built once with
+//! documents (`docs/perf/design_log/tokenizer_json.md` (entry 248)). Here the model is built once
+//! with
 //! `PipelineBPE::from_config` from the vocabulary and merges this crate has
 //! already parsed, and every other component comes from `tokenizers`' own
 //! reader run on the file with the vocabulary and merges taken out (a
@@ -105,7 +106,7 @@ pub(super) fn bpe_pipeline(
 
 /// Everything [`bpe_pipeline`] reads and checks before the model build,
 /// which [`Parts::build`] runs: that build is the one slow step, and a load
-/// may leave it to a thread of its own (claim 340).
+/// may leave it to a thread of its own (invariant `interim-equals-built`).
 pub(super) struct Parts {
     path: PathBuf,
     /// The file is not version 2.0: its merges may be `"a b"` strings.
@@ -171,7 +172,8 @@ pub(super) fn bpe_parts(
     // The reader's pipeline must encode (a `Split` regex it has no engine for
     // is refused here), and only then is its pre-tokenizer cloned: `Split`'s
     // `Clone` recompiles the pattern and unwraps.
-    // One the crate's own splits cover (claim 382) is read whole instead.
+    // One the crate's own splits cover (invariant `crate-steps-equal-reference`) is read whole
+    // instead.
     let splits = canonical
         .get("pre_tokenizer")
         .and_then(super::regex_split::RegexSplit::new);
@@ -185,7 +187,8 @@ pub(super) fn bpe_parts(
     };
     // The tables themselves are built with the model (`Parts::build`), off
     // the load's path where the load leaves it to a thread; `Vocab::read`
-    // has checked them (claim 283), and the merges' shape is checked here.
+    // has checked them (invariant `assembled-equals-from-json`), and the merges' shape is checked
+    // here.
     check_merge_list(path, full_model.get("merges"), legacy)?;
     let id_of = |t: &str| vocab.get(t).and_then(entry_id);
 
@@ -383,7 +386,8 @@ fn bpe_options(model: &Map<String, Value>) -> Option<BpeConfig> {
 
 /// The reader's pipeline on the skeleton (every component but the model,
 /// which holds only atoms): what the load reads a deferred pipeline's
-/// post-processor, roles, padding and normalizers from (claim 306). `None`
+/// post-processor, roles, padding and normalizers from (invariant `background-build-invisible`).
+/// `None`
 /// if the model is not a BPE this module reads.
 pub(super) fn frame_of(path: &Path, canonical: &Value) -> Option<PipelineTokenizer> {
     let model = canonical.get("model").and_then(Value::as_object)?;
@@ -569,7 +573,7 @@ fn frame(path: &Path, canonical: &Value, options: &BpeConfig) -> Option<Pipeline
 }
 
 /// The reader's pipeline on a WordPiece file's skeleton, for its interim
-/// engine (claim 344): every component the chunk encoder reads. Its
+/// engine (invariant `interim-equals-built`): every component the chunk encoder reads. Its
 /// vocabulary holds only `entries` (the unknown token and the added tokens
 /// with the ids the file gives them), so the added vocabulary the reader
 /// replays gets those ids; `None` unless it does (`added`: content → id as

@@ -1,5 +1,6 @@
 //! `BertNormalizer` with the common characters taken out of `tokenizers`'
-//! per-character Unicode lookups (DESIGN.md claims 270–272).
+//! per-character Unicode lookups (DESIGN.md invariants `crate-steps-equal-reference` and
+//! `pipeline-walk-equals-pipeline`).
 //!
 //! `tokenizers` 1.0 runs every character of a BERT tokenizer's input through
 //! a category binary search (clean-up), NFD, a second binary search
@@ -112,7 +113,8 @@ impl BertFast {
 }
 
 /// The reference's `BertNormalizer` on `text`, appended to `out` (DESIGN.md
-/// claim 373): Python `tokenizers` 0.23.3 classes controls and nonspacing
+/// invariant `unicode-classes-are-reference`): Python `tokenizers` 0.23.3 classes controls and
+/// nonspacing
 /// marks with `unicode_categories` 0.1.1 and decomposes with
 /// `unicode-normalization-alignments` 0.1.12 (Unicode 9.0), where
 /// `tokenizers` 1.0 uses Unicode 17 for both; a mark assigned since 9.0

@@ -44,11 +44,11 @@ const NAME: &str = "hf";
 /// One chunk encoder's working memory (the BPE word cache lives in it).
 pub(super) struct Scratch {
     /// Made from the built model on its first use: the interim engine
-    /// (claim 340) keeps its own.
+    /// (invariant `interim-equals-built`) keeps its own.
     model: Option<PipelineModelScratch>,
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// The CJK cuts' (claim 351).
+    /// The CJK cuts' (invariant `cut-where-no-entry-joins`).
     cuts: CutScratch,
     one: Vec<PipelineToken>,
 }
@@ -482,7 +482,8 @@ struct Piece<'p> {
     /// Normalized offset of the piece in its segment.
     base: usize,
     /// Bytes put in front of the normalized text (a `ByteLevel`
-    /// pre-tokenizer's prefix space, claim 380): they stand for no text.
+    /// pre-tokenizer's prefix space, invariant `crate-steps-equal-reference`): they stand for no
+    /// text.
     shift: usize,
 }
 
@@ -524,7 +525,7 @@ impl HfBackend {
     }
 
     /// The pipeline the chunk encoder reads its components from: the
-    /// interim one while the model builds (claim 340). Both hold the same
+    /// interim one while the model builds (invariant `interim-equals-built`). Both hold the same
     /// components, so an encode that sees the switch mid-way is unchanged.
     fn chunk_pipe(&self) -> Result<&tokenizers::pipeline::PipelineTokenizer> {
         match self.pipe.interim() {
@@ -614,7 +615,7 @@ impl HfBackend {
 
     /// The ids of `text` (no template tokens) appended to `tokens`: the
     /// chunk encoder's walk with no window, so a sequential encode and a
-    /// chunk's share this thread's one word cache (claim 371).
+    /// chunk's share this thread's one word cache (invariant `pipeline-walk-equals-pipeline`).
     pub(super) fn plain_tokens(
         &self,
         text: &str,
@@ -768,7 +769,7 @@ impl HfBackend {
     }
 
     /// The next added-token match of a pass, on the crate's automaton when
-    /// the load built one (claim 323), else `tokenizers`' matcher.
+    /// the load built one (invariant `crate-steps-equal-reference`), else `tokenizers`' matcher.
     fn extract_added(
         &self,
         added: &BucketAddedVocabulary,
@@ -845,7 +846,7 @@ impl HfBackend {
                     .ok_or_else(|| err("normalized match off a char boundary"))?;
                 // A `ByteLevel` pre-tokenizer's `add_prefix_space` puts a space
                 // in front of each piece that does not start with one, as the
-                // reference does per split (claim 380).
+                // reference does per split (invariant `crate-steps-equal-reference`).
                 let spaced;
                 let (text, shift) = if self.prefix_space && !text.starts_with(' ') {
                     spaced = format!(" {text}");
@@ -858,7 +859,7 @@ impl HfBackend {
                 };
                 scratch.spans.clear();
                 // The reference's Unicode classes where `bitcannon`'s differ
-                // (claim 325).
+                // (invariant `unicode-classes-are-reference`).
                 match self
                     .regex_split
                     .as_ref()
@@ -866,7 +867,8 @@ impl HfBackend {
                     .and_then(|r| r.split(text))
                 {
                     Some(spans) => scratch.spans.extend(spans),
-                    // Nothing the pre-tokenizer splits on is left (claim 338).
+                    // Nothing the pre-tokenizer splits on is left (invariant
+                    // `crate-steps-equal-reference`).
                     None if self.whole_pieces => {
                         scratch.spans.push(Span::new(0, text_len));
                     }

@@ -1,5 +1,5 @@
 //! The engines that encode while `tokenizers`' model is still being built
-//! (DESIGN.md claims 340–344): a BPE with byte fallback and a WordPiece. A
+//! (DESIGN.md invariant `interim-equals-built`): a BPE with byte fallback and a WordPiece. A
 //! byte-level BPE needs none: the crate's engine (`backend::bpe`) is its
 //! model step from the load on, and its `tokenizers` model is never built
 //! (`pipe::Pipe::forgo`).
@@ -17,7 +17,8 @@
 //! test holds them to the built model's on every corpus and adversarial file.
 //!
 //! Performance notes: nothing here competes with the built model's word
-//! cache (claim 309 measured an engine like this at 1.3–2.2× slower warm);
+//! cache (`docs/decisions/byte_level_engine.md` (entry 309) measured an engine like this at
+//! 1.3–2.2× slower warm);
 //! it serves the first encodes of a fresh load. A per-thread map of the
 //! words seen so far keeps repeated words off the merge loop.
 
@@ -317,7 +318,7 @@ impl InterimModel {
     }
 }
 
-/// `tokenizers` 0.x's `WordPiece::tokenize` (claim 344): per word, the
+/// `tokenizers` 0.x's `WordPiece::tokenize` (invariant `interim-equals-built`): per word, the
 /// longest entry it starts with, then the longest entry the prefix and the
 /// rest start with, and so on; a word with a piece no entry starts, or of
 /// more than `max_chars` chars, is one unknown token. Entries are looked up

@@ -5,7 +5,7 @@
 //!   adds the template tokens itself, neither copying the input nor building
 //!   an `Encoding`. A BPE runs them through the chunk encoder's walk
 //!   ([`chunk`]), so sequential encodes and parallel chunks fill one word
-//!   cache per thread (claim 371); other models call
+//!   cache per thread (invariant `pipeline-walk-equals-pipeline`); other models call
 //!   `PipelineTokenizer::encode_into`.
 //! - Offsets are a separate, slower path ([`offsets`]); only callers that ask
 //!   for them (the CLI's `--json`, the parallel encoder's merge) pay for it.
@@ -64,7 +64,8 @@ pub(crate) struct HfBackend {
     specials_as_text: bool,
     /// Keep the file's padding/truncation (encode through the full pipeline).
     file_padding: bool,
-    /// The file's `ByteLevel` pre-tokenizer has `add_prefix_space` (claim 380).
+    /// The file's `ByteLevel` pre-tokenizer has `add_prefix_space` (invariant
+    /// `crate-steps-equal-reference`).
     prefix_space: bool,
     /// How the parallel encoder may cut this tokenizer's encodes.
     split: SplitSpec,
@@ -73,30 +74,33 @@ pub(crate) struct HfBackend {
     /// How the normalizer chain acts piece by piece (for chunk windows).
     pieces: chunk::PieceNorm,
     /// The chain is one `BertNormalizer`: normalized here, the common
-    /// characters without `tokenizers`' per-character lookups (claim 270).
+    /// characters without `tokenizers`' per-character lookups (invariant
+    /// `crate-steps-equal-reference`).
     bert: Option<bert_norm::BertFast>,
     /// The only normalizer is NFC: encodes take the chunk walk, which
-    /// normalizes with [`nfc::normalize`] (claim 321).
+    /// normalizes with [`nfc::normalize`] (invariant `crate-steps-equal-reference`).
     nfc_only: bool,
     /// The chain has a step whose output depends on the Unicode version
     /// (a normal form, `BertNormalizer`): non-ASCII text takes the chunk
-    /// walk, which runs them as the reference does (claim 373).
+    /// walk, which runs them as the reference does (invariant `unicode-classes-are-reference`).
     unicode_steps: bool,
     /// Added tokens matched on an Aho-Corasick automaton instead of
-    /// `tokenizers`' bucket matcher (claim 323); `None`: `tokenizers`'.
+    /// `tokenizers`' bucket matcher (invariant `crate-steps-equal-reference`); `None`:
+    /// `tokenizers`'.
     added: Option<added::AddedMatcher>,
     /// The pre-tokenizer's regex splits on `fancy-regex`, for segments with
-    /// Unicode 17 code points (claim 325); `None`: a shape it does not cover.
+    /// Unicode 17 code points (invariant `unicode-classes-are-reference`); `None`: a shape it does
+    /// not cover.
     regex_split: Option<regex_split::RegexSplit>,
     /// The pre-tokenizer can only split on a char the normalizer replaced
-    /// everywhere: each piece is one pre-token (claim 338).
+    /// everywhere: each piece is one pre-token (invariant `crate-steps-equal-reference`).
     whole_pieces: bool,
-    /// Where such a piece may be cut for a character BPE (claim 358).
+    /// Where such a piece may be cut for a character BPE (invariant `cut-where-no-entry-joins`).
     joins: Option<JoinCuts>,
     /// The lone one-char `Replace` normalizer, run by the crate on the
-    /// chunk walk (claim 339).
+    /// chunk walk (invariant `crate-steps-equal-reference`).
     lone_replace: Option<replace::LoneReplace>,
-    /// A SentencePiece conversion on the native engine (claims 230–238),
+    /// A SentencePiece conversion on the native engine (invariant `spm-route-same-merges`),
     /// or why the file stays on `tokenizers`.
     spm: std::result::Result<spm_route::SpmRoute, spm_route::Refusal>,
     /// The crate's byte-level BPE engine: the model step of every encode
@@ -110,18 +114,19 @@ const PADDING_KEPT: &str = "padding or truncation kept from the file";
 
 /// What the first half of a load built of the pipeline.
 enum Early {
-    /// The whole pipeline, assembled (claims 280–286).
+    /// The whole pipeline, assembled (invariant `assembled-equals-from-json`).
     Built(PipelineTokenizer),
-    /// The reader's skeleton pipeline; the whole one is deferred (claim 306).
+    /// The reader's skeleton pipeline; the whole one is deferred (invariant
+    /// `background-build-invisible`).
     Frame(PipelineTokenizer),
     /// All but the model build, for an interim engine to encode while it
-    /// runs (claim 340), if `Vocab::read` built one.
+    /// runs (invariant `interim-equals-built`), if `Vocab::read` built one.
     Parts(Box<assemble::Parts>),
     /// A pipeline to encode with until the whole one, read on a thread of
-    /// its own, is done (claim 344).
+    /// its own, is done (invariant `interim-equals-built`).
     Deferred(Box<assemble::Interim>),
     /// All but the model build, and the pipeline that encodes until it is
-    /// done (claim 340).
+    /// done (invariant `interim-equals-built`).
     Staged(Box<assemble::Parts>, Box<assemble::Interim>),
     /// Nothing: the file is read whole once `Vocab::read` validated it.
     None,
@@ -131,30 +136,32 @@ enum Early {
 /// route-equivalence tests.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Routes {
-    /// SentencePiece-BPE files on the native engine (claims 230–238).
+    /// SentencePiece-BPE files on the native engine (invariant `spm-route-same-merges`).
     pub spm: bool,
-    /// BPE pipelines built by [`assemble`] (claims 280–286).
+    /// BPE pipelines built by [`assemble`] (invariant `assembled-equals-from-json`).
     pub assemble: bool,
     /// A lone NFC normalizer run by the crate, its quick check from a
-    /// table ([`nfc::normalize`], claim 321).
+    /// table ([`nfc::normalize`], invariant `crate-steps-equal-reference`).
     pub nfc: bool,
-    /// Added tokens on an Aho-Corasick automaton (claim 323).
+    /// Added tokens on an Aho-Corasick automaton (invariant `crate-steps-equal-reference`).
     pub added: bool,
     /// No pre-tokenizer call where the normalizer leaves nothing it could
-    /// split on (claim 338).
+    /// split on (invariant `crate-steps-equal-reference`).
     pub whole_pieces: bool,
-    /// A lone one-char `Replace` normalizer run by the crate (claim 339).
+    /// A lone one-char `Replace` normalizer run by the crate (invariant
+    /// `crate-steps-equal-reference`).
     pub lone_replace: bool,
-    /// A BPE's model build (claim 340), or a WordPiece file's whole read
-    /// (claim 344), left to a thread of its own while an interim engine
+    /// A BPE's model build (invariant `interim-equals-built`), or a WordPiece file's whole read
+    /// (invariant `interim-equals-built`), left to a thread of its own while an interim engine
     /// ([`interim::InterimModel`]) encodes.
     pub interim: bool,
     /// With `interim`: no thread; the model is built when something waits
     /// for it (the equivalence tests, which must see the interim engine).
     pub hold_model: bool,
-    /// CJK pre-tokens cut where no merge joins across (claim 351).
+    /// CJK pre-tokens cut where no merge joins across (invariant `cut-where-no-entry-joins`).
     pub cuts: bool,
-    /// A character BPE's whole pieces cut where no entry joins (claim 358).
+    /// A character BPE's whole pieces cut where no entry joins (invariant
+    /// `cut-where-no-entry-joins`).
     pub joins: bool,
     /// A byte-level BPE's words on the crate's engine ([`crate::backend::bpe`]).
     pub byte_bpe: bool,
@@ -230,7 +237,8 @@ pub(super) struct Prepared {
 /// Takes `add_prefix_space: true` out of a `ByteLevel` pre-tokenizer that
 /// sees each piece of text whole (alone, or alone in a `Sequence`), which
 /// `tokenizers` 1.0's upgrade refuses: whether it was there. The chunk walk
-/// puts the space in front of each piece instead (claim 380). After other
+/// puts the space in front of each piece instead (invariant `crate-steps-equal-reference`). After
+/// other
 /// pre-tokenizers the space goes in front of each of their pre-tokens; that
 /// shape keeps the upgrade's refusal.
 fn take_prefix_space(value: &mut serde_json::Value) -> bool {
@@ -273,7 +281,8 @@ fn no_panic<T>(path: &Path, what: &str, f: impl FnOnce() -> T) -> Result<T> {
 
 /// A tokenizer that loads must encode. `tokenizers` 1.0 accepts a `Split`
 /// pre-tokenizer regex it has no engine for and fails on every encode: such
-/// a file splits every text on the crate's steps (`splits`, claim 382;
+/// a file splits every text on the crate's steps (`splits`, invariant
+/// `crate-steps-equal-reference`;
 /// `Ok(true)`), or where they do not cover its pre-tokenizer is refused
 /// here, with the pattern.
 fn probe(
@@ -363,12 +372,13 @@ impl HfBackend {
                 .iter()
                 .any(|k| value.get(*k).is_some_and(|v| !v.is_null()));
         // The pipeline build and this crate's tables are independent reads of
-        // the same document: they run side by side (claim 283). `Vocab::read`
+        // the same document: they run side by side (invariant `assembled-equals-from-json`).
+        // `Vocab::read`
         // validates what `tokenizers` would panic on, and `assemble` checks
         // the same before its model build; the vocabulary's error comes first.
         // A file the SentencePiece route will encode gets only the reader's
         // skeleton pipeline here; the whole one is built on a thread of its
-        // own (claim 306).
+        // own (invariant `background-build-invisible`).
         let (early, vocab) = rayon::join(
             || -> Result<(std::result::Result<spm_route::SpmRoute, spm_route::Refusal>, Early)> {
                 let spm = if !routes.spm {
@@ -394,7 +404,7 @@ impl HfBackend {
                     return Ok((spm, Early::None));
                 };
                 // A byte-level BPE may encode on the interim engine while its
-                // model builds on a thread of its own (claim 340): the
+                // model builds on a thread of its own (invariant `interim-equals-built`): the
                 // engine comes from `Vocab::read`, so that is decided after
                 // the join.
                 if routes.interim && spm.is_err() && parts.interim_fits() {
@@ -427,7 +437,7 @@ impl HfBackend {
                 Early::Built(parts.build(value.get("model"), &BuildCancel::never())?)
             }
             // A WordPiece file is read whole on a thread of its own while
-            // its interim engine encodes (claim 344).
+            // its interim engine encodes (invariant `interim-equals-built`).
             (Early::None, Some(InterimModel::WordPiece(model))) if routes.interim => {
                 match Self::wordpiece_frame(path, &skeleton, &vocab) {
                     Some(pipe) => Early::Deferred(Box::new(assemble::Interim {
@@ -440,7 +450,8 @@ impl HfBackend {
             (early, _) => early,
         };
         // Anything `assemble` does not recognise is read whole, after
-        // `Vocab::read` has validated it (as before claim 282); the rest
+        // `Vocab::read` has validated it (as before invariant `assembled-equals-from-json`); the
+        // rest
         // reads the canonical document (the skeleton with the tables put
         // back: merges keep their spelling, `spm_route` reads both).
         let mut value = assemble::reattach(skeleton, value);
@@ -448,7 +459,7 @@ impl HfBackend {
             Early::None => Some(Self::read_whole(path, json, &mut value, legacy)?),
             _ => None,
         };
-        // Shared with a model build left to a thread (claim 340), which
+        // Shared with a model build left to a thread (invariant `interim-equals-built`), which
         // reads its tables while the load reads the rest, and frees them.
         let value = std::sync::Arc::new(value);
         let staged = matches!(early, Early::Staged(..));
@@ -695,12 +706,14 @@ impl HfBackend {
         self.pipe.get().is_ok_and(|b| b.assembled)
     }
 
-    /// Whether the lone NFC normalizer is run by the crate (claim 321).
+    /// Whether the lone NFC normalizer is run by the crate (invariant
+    /// `crate-steps-equal-reference`).
     pub(crate) fn nfc_shortcut(&self) -> bool {
         self.nfc_only
     }
 
-    /// Whether added tokens are matched on the crate's automaton (claim 323).
+    /// Whether added tokens are matched on the crate's automaton (invariant
+    /// `crate-steps-equal-reference`).
     pub(crate) fn added_automaton(&self) -> bool {
         self.added.is_some()
     }
@@ -710,13 +723,13 @@ impl HfBackend {
         self.byte_bpe.is_some()
     }
 
-    /// Whether pieces skip the pre-tokenizer (claim 338).
+    /// Whether pieces skip the pre-tokenizer (invariant `crate-steps-equal-reference`).
     pub(crate) fn whole_pieces(&self) -> bool {
         self.whole_pieces
     }
 
     /// The skeleton pipeline a WordPiece file's interim engine reads its
-    /// components from (claim 344): its vocabulary the unknown token and the
+    /// components from (invariant `interim-equals-built`): its vocabulary the unknown token and the
     /// added tokens that are entries, at the ids `vocab` has for them.
     fn wordpiece_frame(
         path: &Path,
@@ -737,29 +750,30 @@ impl HfBackend {
         assemble::wordpiece_frame(path, skeleton, &entries, &added)
     }
 
-    /// Whether encodes run on the interim engine (claim 340): the model is
+    /// Whether encodes run on the interim engine (invariant `interim-equals-built`): the model is
     /// still being built.
     pub(crate) fn interim_active(&self) -> bool {
         self.pipe.interim().is_some()
     }
 
-    /// Whether the crate runs the lone `Replace` normalizer (claim 339).
+    /// Whether the crate runs the lone `Replace` normalizer (invariant
+    /// `crate-steps-equal-reference`).
     pub(crate) fn lone_replace(&self) -> bool {
         self.lone_replace.is_some()
     }
 
-    /// Whether CJK pre-tokens are cut for the model (claim 351).
+    /// Whether CJK pre-tokens are cut for the model (invariant `cut-where-no-entry-joins`).
     pub(crate) fn char_cuts(&self) -> bool {
         self.vocab.cuts.is_some()
     }
 
-    /// Whether whole pieces are cut where no entry joins (claim 358).
+    /// Whether whole pieces are cut where no entry joins (invariant `cut-where-no-entry-joins`).
     pub(crate) fn join_cuts(&self) -> bool {
         self.joins.is_some()
     }
 
     /// `tokenizers`' pipeline: built by the load, or waited for where the
-    /// load left it building (claim 306).
+    /// load left it building (invariant `background-build-invisible`).
     fn pipe(&self) -> Result<&PipelineTokenizer> {
         self.pipe.get().map(|b| &b.pipe)
     }
@@ -777,7 +791,8 @@ impl HfBackend {
         // tokenizers 1.0 reads only its canonical (version 2.0) form; older
         // files are upgraded by its own converter. Only the skeleton (the file
         // without `model.vocab` and `model.merges`, a few KB) is upgraded here;
-        // the model is built from the tables as read (`assemble`, claim 282).
+        // the model is built from the tables as read (`assemble`, invariant
+        // `assembled-equals-from-json`).
         let legacy = value.get("version").and_then(serde_json::Value::as_str) != Some("2.0");
         // tokenizers 1.0 refuses this flag; the crate's walk follows it.
         let prefix_space = legacy && take_prefix_space(&mut value);
@@ -851,10 +866,12 @@ impl HfBackend {
 
     /// The ids of `text` without template tokens. A BERT normalizer's text
     /// takes the chunk encoder's walk of the same stages, normalized by
-    /// [`bert_norm`] (claims 271, 376: faster at every length); so does a
+    /// [`bert_norm`] (invariant `pipeline-walk-equals-pipeline`: faster at every length); so does a
     /// lone NFC normalizer's text of any length, normalized by [`nfc`]
-    /// (claim 321: faster from 64 bytes up); and text holding a Unicode 17
-    /// code point where the file's splits run on `fancy-regex` (claim 325).
+    /// (invariant `crate-steps-equal-reference`: faster from 64 bytes up); and text holding a
+    /// Unicode 17
+    /// code point where the file's splits run on `fancy-regex` (invariant
+    /// `unicode-classes-are-reference`).
     fn sequence_ids_with(&self, text: &str, options: &EncodeOptions) -> Result<Vec<u32>> {
         // One allocation: `piece_ids` hands the pipeline's buffer over as
         // the ids.
@@ -876,7 +893,8 @@ impl HfBackend {
         tokens.reserve(text.len() / 4 + 4);
         // The chunk encoder's walk (which fixes the folds itself) for every
         // BPE, so sequential encodes and chunks fill one word cache per
-        // thread (claim 371), and for the other models where the crate runs
+        // thread (invariant `pipeline-walk-equals-pipeline`), and for the other models where the
+        // crate runs
         // a stage itself; `encode_into` for the rest.
         let walk = self.vocab.kind == ModelKind::Bpe
             || self.nfc_only
@@ -929,7 +947,8 @@ impl HfBackend {
 /// (`sentencepiece::adapter`), since the same engine encodes.
 const SPM_ROUTE_MIN_BYTES: usize = 256 << 10;
 
-/// The `Auto` threshold on the join cuts' route (claim 363): pieces merged
+/// The `Auto` threshold on the join cuts' route (`docs/perf/design_log/byte_level.md` (entry 363)):
+/// pieces merged
 /// as words encode text seen once at 50–150 MB/s, not the 4–10 MB/s of one
 /// BPE word per line that the whole-text threshold was measured on.
 const JOIN_CUTS_MIN_BYTES: usize = 256 << 10;
@@ -972,7 +991,7 @@ fn split_spec(
         .unwrap_or(0);
     // Thresholds from `rtok bench` on two cores: the regex BPEs encode at
     // hundreds of MB/s, so only long inputs repay the fork and join
-    // (re-measured on the faster engines: DESIGN.md claim 304).
+    // (re-measured on the faster engines: `docs/perf/design_log/lopt.md` (entry 304)).
     let min_bytes = match facts.family {
         SplitFamily::WordPiece => 32 << 10,
         SplitFamily::WholeTextBpe => 64 << 10,
@@ -1089,7 +1108,8 @@ impl Encoder for HfBackend {
         Some(&self.split)
     }
 
-    /// Waits for a pipeline the load left building (claims 306, 340, 344),
+    /// Waits for a pipeline the load left building (invariants `background-build-invisible` and
+    /// `interim-equals-built`),
     /// and makes the streaming table. A byte-level file on the crate's
     /// engine has no model build to wait for (`Pipe::forgo`).
     fn warm_up(&self) {

@@ -1,6 +1,7 @@
 //! `tokenizers`' NFC normalizer with its quick check answered from a table,
 //! for a `tokenizer.json` whose only normalizer is NFC (Qwen2/3, Command-R;
-//! DESIGN.md claim 321), composing as the reference does (claim 373).
+//! DESIGN.md invariant `crate-steps-equal-reference`), composing as the reference does (invariant
+//! `unicode-classes-are-reference`).
 //!
 //! **Unicode version.** The reference, Python `tokenizers` 0.23.3, composes
 //! with `unicode-normalization-alignments` 0.1.12, whose tables are Unicode
@@ -88,7 +89,8 @@ fn reference_nfc(text: &str) -> String {
 
 /// A chain of normalizers run as the reference runs it: `tokenizers`'
 /// `normalize_all`, with NFC, NFD, NFKC and NFKD composed and decomposed
-/// under Unicode 9.0 like the reference's (claim 373). The other steps are
+/// under Unicode 9.0 like the reference's (invariant `unicode-classes-are-reference`). The other
+/// steps are
 /// `tokenizers`' own. A text whose Unicode 17 quick check is *Yes* is in
 /// that form under 9.0 too (see the module notes), so it is kept as it is.
 pub(super) fn normalize_chain<'a>(

@@ -1,9 +1,10 @@
 //! The `tokenizers` pipeline of a `tokenizer.json`: built during the load,
-//! or, where the SentencePiece route encodes (claims 230–238) and the
+//! or, where the SentencePiece route encodes (invariant `spm-route-same-merges`) and the
 //! pipeline serves only offsets and non-byte-level decode, on a thread of
-//! its own started by the load (DESIGN.md claim 306); or left to a thread
-//! while an interim pipeline encodes: a BPE's model build (claim 340), a
-//! WordPiece file's whole read (claim 344).
+//! its own started by the load (DESIGN.md invariant `background-build-invisible`); or left to a
+//! thread
+//! while an interim pipeline encodes: a BPE's model build (invariant `interim-equals-built`), a
+//! WordPiece file's whole read (invariant `interim-equals-built`).
 //!
 //! Performance note: building the pipeline's BPE model (`tokenizers`'
 //! `from_config`) was about a third of a Mistral-7B `tokenizer.json` load,
@@ -21,7 +22,7 @@ use super::{HfBackend, Routes, assemble};
 use crate::backend::{BuildCancel, BuildGuard};
 use crate::error::{Error, Result};
 
-/// A built pipeline, and whether [`assemble`] built it (claims 280–286)
+/// A built pipeline, and whether [`assemble`] built it (invariant `assembled-equals-from-json`)
 /// rather than `tokenizers` reading the file whole.
 pub(super) struct Built {
     pub(super) pipe: PipelineTokenizer,
@@ -30,15 +31,15 @@ pub(super) struct Built {
 
 /// What a pipeline left to a thread is built from.
 enum Pending {
-    /// The file, read again as the load would have read it (claims 306,
-    /// 344); the load that deferred it validated it.
+    /// The file, read again as the load would have read it (invariants `background-build-invisible`
+    /// and `interim-equals-built`); the load that deferred it validated it.
     Read {
         path: PathBuf,
         json: String,
         routes: Routes,
     },
     /// The model build of the parts the load made, from the document it
-    /// parsed (claim 340).
+    /// parsed (invariant `interim-equals-built`).
     Model(Box<Parts>, Arc<Value>),
 }
 
@@ -111,7 +112,7 @@ impl Pipe {
     /// A pipeline built from `json` on a thread started here (unless
     /// `routes.hold_model` with an interim pipeline: the equivalence tests);
     /// if no thread can be had, the first caller of [`get`](Self::get)
-    /// builds it. `interim`, if any, encodes until then (claim 344).
+    /// builds it. `interim`, if any, encodes until then (invariant `interim-equals-built`).
     pub(super) fn deferred(
         path: &Path,
         json: &str,

@@ -2,14 +2,16 @@
 //! holding a code point that `tokenizers` 1.0's pre-tokenizer (`bitcannon`,
 //! Unicode 17) classes differently from the reference, Python `tokenizers`
 //! (Unicode 16): the letters, marks and digits new in Unicode 17
-//! (DESIGN.md claim 325).
+//! (DESIGN.md invariant `unicode-classes-are-reference`).
 //!
 //! DeepSeek-V3's `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+` took `" 𐥀"` (a
 //! Sidetic letter) as one piece where the reference, for which U+10940 is
 //! unassigned, splits `" "` and `"𐥀"`: other ids. `fancy-regex` reads
-//! `regex-syntax`'s Unicode 16 tables, the reference's classes (claim 197
+//! `regex-syntax`'s Unicode 16 tables, the reference's classes (invariant
+//! `unicode-classes-are-reference`
 //! found the same split for tiktoken). Each step is the reference's
-//! `NormalizedString::split(pattern, behavior)` (claim 382): the pattern's
+//! `NormalizedString::split(pattern, behavior)` (invariant `crate-steps-equal-reference`): the
+//! pattern's
 //! matches and the gaps between them, inverted or not, then `Removed`,
 //! `Isolated`, `MergedWithPrevious`, `MergedWithNext` or `Contiguous` as
 //! its fold has them, empty pieces dropped; each later step applies to
@@ -18,7 +20,8 @@
 //! digits there, its standard library's tables, so this step keeps the
 //! standard library's class, not the regex's), `Punctuation`'s and
 //! `BertPreTokenizer`'s punctuation by the reference's own predicate and
-//! `unicode_categories` tables, which predate Unicode 10 (claim 347),
+//! `unicode_categories` tables, which predate Unicode 10 (invariant
+//! `unicode-classes-are-reference`),
 //! whitespace, one char. Shapes: those steps (`Split`, `Digits`,
 //! `Punctuation`, `BertPreTokenizer`, `Whitespace`, `WhitespaceSplit`,
 //! `CharDelimiterSplit`) alone or in a `Sequence`, which may end in a
@@ -51,7 +54,8 @@ pub(super) struct RegexSplit {
     /// The divergence lists of its steps ([`RegexSplit::needs`]).
     lists: Vec<&'static CodePointSet>,
     /// Every text splits here: `tokenizers` 1.0 cannot run the file's
-    /// pre-tokenizer (a `Split` regex it has no engine for, claim 382).
+    /// pre-tokenizer (a `Split` regex it has no engine for, invariant
+    /// `crate-steps-equal-reference`).
     always: bool,
 }
 
@@ -292,7 +296,7 @@ impl RegexSplit {
         })
     }
 
-    /// Every text splits here from now on (claim 382).
+    /// Every text splits here from now on (invariant `crate-steps-equal-reference`).
     pub(super) fn always(self) -> Self {
         Self {
             always: true,
@@ -329,7 +333,8 @@ impl RegexSplit {
 }
 
 /// The reference's punctuation (`tokenizers` 0.x `is_punc`/`is_bert_punc`):
-/// `unicode_categories`' tables, which predate Unicode 10 (claim 347).
+/// `unicode_categories`' tables, which predate Unicode 10 (invariant
+/// `unicode-classes-are-reference`).
 fn is_punct(c: char) -> bool {
     use unicode_categories::UnicodeCategories;
     c.is_ascii_punctuation() || c.is_punctuation()

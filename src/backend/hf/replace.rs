@@ -1,6 +1,6 @@
 //! A `tokenizer.json` whose only normalizer replaces one ASCII char by a
 //! string (Gemma: `" "` → `"▁"`) is normalized by the crate (DESIGN.md
-//! claim 339).
+//! invariant `crate-steps-equal-reference`).
 //!
 //! `tokenizers`' `Replace` finds the pattern with `bitcannon`'s literal
 //! searcher and grows its output as it goes: with the copies, a quarter of

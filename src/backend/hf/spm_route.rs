@@ -3,10 +3,11 @@
 //!
 //! Such a file has no pre-tokenizer, so `tokenizers` runs BPE over each
 //! whole text segment; the SentencePiece engine cuts the same text at safe
-//! boundaries and memoizes chunks (claims 23–27): 11–13× faster on English
-//! and code (claim 238). The ids are
+//! boundaries and memoizes chunks (invariants `sentencepiece-fast-paths-exact`,
+//! `cut-where-no-entry-joins` and `cache-transparent`): 11–13× faster on English
+//! and code (`docs/perf/design_log/tokenizer_json.md` (entry 238)). The ids are
 //! the same when the file has exactly the shape recognised here and its
-//! merges pass [`check_merges`]; DESIGN.md claims 230–238 give the
+//! merges pass [`check_merges`]; DESIGN.md invariant `spm-route-same-merges` give the
 //! argument. Anything else stays on the general path.
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -39,7 +40,7 @@ impl SpmRoute {
     /// skeleton (without `model.vocab` and `model.merges`): those two are
     /// read from `tables`, the model object as the file has it, so the load
     /// recognises the route before it puts the document back together
-    /// (claim 306).
+    /// (invariant `background-build-invisible`).
     pub(crate) fn recognise(value: &Value, tables: &Value) -> Result<Self, Refusal> {
         check_normalizer(value.get("normalizer"))?;
         match value.get("pre_tokenizer") {
@@ -204,7 +205,7 @@ fn check_model_options(model: &Value) -> Result<(), Refusal> {
 
 /// A character BPE in which a word's ids are its merges' alone: no byte
 /// level, `ignore_merges`, dropout, or word prefix or suffix (what this
-/// route and claim 358's cuts both need).
+/// route and invariant `cut-where-no-entry-joins`'s cuts both need).
 pub(super) fn check_char_bpe(model: &Value) -> Result<(), Refusal> {
     let obj = typed(model, "BPE").ok_or("the model is not BPE")?;
     for (key, v) in obj {
@@ -326,7 +327,7 @@ fn read_merges(model: &Value, by_piece: &FxHashMap<&str, u32>) -> Result<Vec<[u3
 /// Checks the conditions under which `tokenizers`' BPE (lowest merge rank,
 /// then leftmost) and sentencepiece's (highest product score, then
 /// leftmost) give the same ids on every text, and returns the scores that
-/// make them so (DESIGN.md claims 233–235):
+/// make them so (DESIGN.md invariant `spm-route-same-merges`):
 ///
 /// 1. every merge joins NORMAL pieces into a NORMAL piece, once;
 /// 2. every character of a NORMAL piece is itself a NORMAL piece;

@@ -154,7 +154,7 @@ pub(crate) struct Vocab {
     stream: std::sync::OnceLock<Option<StreamTable>>,
     /// The file's decoder, which [`stream`](Self::stream) reads.
     decoder: Option<serde_json::Value>,
-    /// Where a CJK pre-token may be cut for the model (claim 351): a
+    /// Where a CJK pre-token may be cut for the model (invariant `cut-where-no-entry-joins`): a
     /// byte-level BPE's only.
     pub cuts: Option<CharCuts>,
     /// For a BPE with an empty `model.vocab`: the model's `unk_token`, if
@@ -162,7 +162,7 @@ pub(crate) struct Vocab {
     /// the file's: where the reference's model gives nothing for a word, or
     /// fails for want of its unknown token ([`Self::model_ids`]).
     pub empty_model: Option<Option<String>>,
-    /// The engine that encodes while the model builds (claims 340, 344),
+    /// The engine that encodes while the model builds (invariant `interim-equals-built`),
     /// built here from the tables this read holds (a BPE's from the ids the
     /// merge check looks up anyway); taken by the load.
     pub interim: Option<InterimModel>,
@@ -301,7 +301,8 @@ impl Vocab {
         .flatten()
         .map(std::sync::Arc::new);
         drop(merge_ids);
-        // A CJK cut must know the entries the model takes whole (claim 351).
+        // A CJK cut must know the entries the model takes whole (invariant
+        // `cut-where-no-entry-joins`).
         let cjk_cuts = |rebuilds: Rebuilds<'_>| {
             let cjk: Vec<Vec<u8>> = entries[..n_model]
                 .iter()
@@ -616,7 +617,7 @@ const CLEANUP: [(&str, &str); 11] = [
 ///
 /// A text where no pattern occurs comes back unchanged (each replacement
 /// then finds nothing, in turn), which is almost every token: checking that
-/// at its spaces first saved a third of MiniLM's load (claim 318).
+/// at its spaces first saved a third of MiniLM's load (invariant `crate-steps-equal-reference`).
 fn wordpiece_cleanup(s: &str) -> String {
     let occurs = s
         .match_indices(' ')
@@ -635,7 +636,8 @@ fn cleanup_chain(s: &str) -> String {
 }
 
 /// Token lengths and ids within what `tokenizers` stores and what the tables
-/// built from them may cost (DESIGN.md, "Limits"); checked before either is built.
+/// built from them may cost (DESIGN.md invariant `hostile-input-bounded`); checked before either is
+/// built.
 fn check_entries(path: &Path, entries: &[(&str, u32)]) -> Result<()> {
     check_entry_iter(path, entries.iter().copied())
 }
@@ -681,7 +683,8 @@ fn model_vocab<'a>(path: &Path, json: &'a serde_json::Value) -> Result<Vec<(&'a 
 /// slice bounds its build relies on (the right side at least as long as
 /// `continuing_subword_prefix`, the product no longer than the longest
 /// entry). A side or product missing from the vocabulary is an error there,
-/// not a panic, and [`Vocab::read`] reports it first (claim 283). No hashing:
+/// not a panic, and [`Vocab::read`] reports it first (invariant `assembled-equals-from-json`). No
+/// hashing:
 /// this runs on the load's critical path.
 pub(super) fn check_bpe_tables(
     path: &Path,

@@ -246,7 +246,7 @@ const EMPTY_PAIR: u64 = u64::MAX;
 /// fresh word's merge waits on these lookups (Mistral's table is 59k
 /// pairs, 2 MiB: mostly L2 misses); a lookup here reads one line, usually,
 /// where a `HashMap<u64, u32>` read a control group, a bucket and then the
-/// merged piece's score key from a third array (claim 332).
+/// merged piece's score key from a third array (invariant `sentencepiece-fast-paths-exact`).
 #[derive(Debug, Clone, Default)]
 struct PairTable {
     lines: Vec<PairLine>,
@@ -820,8 +820,8 @@ impl Bpe {
             fallback: self.fallback.as_deref(),
             plain: true,
         };
-        // Every chunk's segments are memoized as well as the chunk (claim
-        // 331): a chunk seen for the first time (` Elizabeth,`) mostly
+        // Every chunk's segments are memoized as well as the chunk (invariant
+        // `cache-transparent`): a chunk seen for the first time (` Elizabeth,`) mostly
         // consists of segments seen before (`▁Elizabeth`, `,`).
         work.whole_memoized = memo;
         self.scan_segments(
@@ -1070,7 +1070,7 @@ impl Bpe {
             && !(w.whole_memoized && start == 0 && end == buf.len());
         // A segment that starts with U+2581 is keyed with `' '` in its place:
         // the raw key of a chunk that is that one word, so ` word` and
-        // ` word,` share an entry (claim 331). Exact: every key stands for
+        // ` word,` share an entry (invariant `cache-transparent`). Exact: every key stands for
         // the pieces of its bytes with `' '` read as U+2581.
         let mut raw = [0u8; MAX_KEY];
         let (kbuf, kstart, klen): (&[u8], usize, usize) = match key.strip_prefix(SPACE_MARK) {

@@ -23,11 +23,11 @@ pub(crate) use crate::backend::char_cuts::utf8_len;
 
 // Performance note: one queue over a whole fragment (a whole prompt for a
 // long text) held an entry per character, so its pops were bound by cache
-// misses and the time grew faster than the text (DESIGN.md claim 247).
+// misses and the time grew faster than the text (`docs/perf/design_log/gguf.md` (entry 247)).
 // Symbols and bigrams use u32 positions (16 bytes each instead of 32); the
 // fragment is cut where no token joins two units ([`JoinFilter`]), each
 // part has its own queue, and parts up to a word long are memoized (in the
-// SentencePiece engine's memo), so the time is linear (claim 292).
+// SentencePiece engine's memo), so the time is linear (invariant `cut-where-no-entry-joins`).
 
 #[derive(Debug, Clone, Copy)]
 struct Symbol {
@@ -95,7 +95,7 @@ pub(crate) struct LlamaSpmScratch {
 /// can span two adjacent units of the text only if some token holds that
 /// pair. Where the set says no token does, no merge ever crosses, and the
 /// text is cut there: llama.cpp's whole-fragment queue then splits into
-/// independent small ones with the same result (DESIGN.md claim 292). A
+/// independent small ones with the same result (DESIGN.md invariant `cut-where-no-entry-joins`). A
 /// hash collision only keeps a cut from being made (never makes a wrong
 /// one).
 #[derive(Debug)]
@@ -184,7 +184,7 @@ fn pair_hash(a: u64, b: u64) -> u64 {
 /// Performance: the text is cut where no token spans two adjacent units
 /// (`joins`), and each part runs its own queue: the queue stays the size
 /// of a word instead of the whole fragment, and the time is linear in the
-/// text (claim 292; before, one queue per fragment made a 1 MiB English
+/// text (invariant `cut-where-no-entry-joins`; before, one queue per fragment made a 1 MiB English
 /// prompt take over a second).
 pub(crate) fn segment(
     text: &[u8],

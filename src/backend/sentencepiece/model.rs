@@ -1155,7 +1155,7 @@ mod tests {
     }
 
     /// More CJK and Hangul, so that runs of [`ALPHABET`]'s pieces with no
-    /// space make chunks far longer than a segment key (claim 311).
+    /// space make chunks far longer than a segment key (invariant `cache-transparent`).
     const MORE_CJK: &[&str] = &["了", "，", "語", "한", "국", "红", "楼", "梦"];
 
     /// Runs of pieces with no space (CJK, mixed scripts, characters only
@@ -1200,7 +1200,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// The memo of whole long chunks, the space scan and the memo
-        /// probes give sentencepiece's ids (claims 311–313): each text cold
+        /// probes give sentencepiece's ids (invariants `cache-transparent` and
+        /// `sentencepiece-fast-paths-exact`): each text cold
         /// or warm (the memo is shared across cases), again (long chunks
         /// now hit), shifted by one to three characters (other chunk
         /// alignments, a new first chunk), and with offsets (the batch of a
@@ -1254,7 +1255,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
         /// The segments of every chunk are memoized, a segment that starts
-        /// with U+2581 under its raw key (`' '` + the rest, claim 331), so
+        /// with U+2581 under its raw key (`' '` + the rest, invariant `cache-transparent`), so
         /// a chunk is answered whole, by its segments or by merging,
         /// depending on what came before: sentencepiece's ids each time,
         /// cold or warm (the memo is shared across cases), again, and

@@ -40,10 +40,12 @@ const MAX_MATCHER_RESULTS: usize = 64;
 pub(crate) struct CharsMap {
     units: Vec<u32>,
     normalized: Vec<u8>,
-    /// The walk's first step for every ASCII byte but NUL (claim 356).
+    /// The walk's first step for every ASCII byte but NUL (invariant
+    /// `sentencepiece-fast-paths-exact`).
     ascii: Box<[AsciiStep; 128]>,
     /// Bit `cp`: the three-byte char `cp` starts no key and holds none, so
-    /// the charsmap leaves it as it is whatever follows (claim 366).
+    /// the charsmap leaves it as it is whatever follows (invariant
+    /// `sentencepiece-fast-paths-exact`).
     identity3: Box<[u64; 1024]>,
 }
 
@@ -257,8 +259,8 @@ impl CharsMap {
 
     /// How many bytes at the start of `input` the charsmap leaves as they
     /// are, one char each: ASCII bytes other than `' '` with no rule of
-    /// their own that the next byte cannot extend (claim 356), and
-    /// three-byte chars that start no rule (claim 366).
+    /// their own that the next byte cannot extend (invariant `sentencepiece-fast-paths-exact`), and
+    /// three-byte chars that start no rule (invariant `sentencepiece-fast-paths-exact`).
     #[inline]
     fn identity_run(&self, input: &[u8]) -> usize {
         let mut i = 0;
@@ -748,7 +750,7 @@ mod tests {
     /// A three-byte char the table leaves as it is has no match at it,
     /// whatever follows (nothing, another char, a combining mark, the bytes
     /// that continue some key), and the table keeps most of CJK but not the
-    /// chars NFKC rewrites (claim 366).
+    /// chars NFKC rewrites (invariant `sentencepiece-fast-paths-exact`).
     #[test]
     fn identity3_chars_have_no_match() {
         for (name, spec) in charsmap_specs() {

@@ -1,5 +1,6 @@
 //! A `ModelProto` written in memory, for vocabularies that arrive without a
-//! `.model` file (a `tokenizer.json` converted from one, DESIGN.md claim 231).
+//! `.model` file (a `tokenizer.json` converted from one, DESIGN.md invariant
+//! `spm-route-same-merges`).
 //!
 //! The bytes go through [`SentencePieceModel::from_bytes`], so such a model
 //! is built and checked exactly as a `.model` file is: one engine, one set of

@@ -11,7 +11,7 @@
 //! edge bytes with the popcount before each of its four words, so the edge
 //! index is a rank: one step costs the same at a CJK lead byte (up to 64
 //! continuation bytes below it) as at a Latin letter, where a binary search
-//! took half of a Chinese Unigram encode (claim 361).
+//! took half of a Chinese Unigram encode (invariant `sentencepiece-fast-paths-exact`).
 
 use super::utf8::{three_byte_at, three_byte_index};
 
@@ -96,7 +96,7 @@ impl Trie {
     /// breadth-first as they are queued, so the trie is laid out in flat
     /// arrays without a node of its own per key byte. Building nodes with
     /// a vector of children each was half of a Unigram model's load
-    /// (claim 367).
+    /// (invariant `sentencepiece-fast-paths-exact`).
     pub(crate) fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], u32)>) -> Self {
         let mut keys: Vec<(&[u8], u32)> = entries.into_iter().collect();
         if !keys.is_sorted_by(|a, b| a.0 <= b.0) {
@@ -170,7 +170,8 @@ impl Trie {
 
     /// This trie with a table that takes a prefix search over a
     /// three-byte char (CJK, kana, most of the BMP) in one load instead of
-    /// three steps (claim 364), where that gives the same answers: when no
+    /// three steps (invariant `sentencepiece-fast-paths-exact`), where that gives the same answers:
+    /// when no
     /// key ends inside such a char (its first one or two bytes), whose
     /// value the jump would skip, and where at least [`MIN_JUMP_STARTS`]
     /// such chars start a key. 256 KiB; worth it for a Unigram lattice,

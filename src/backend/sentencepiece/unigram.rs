@@ -66,7 +66,8 @@ const UNK_PENALTY: f32 = 10.0;
 const SCORE_RESET_THRESHOLD: f64 = 100_000.0;
 /// The sentencepiece flavor's lattice emits its settled part at the first
 /// position every path passes through once it holds this many positions
-/// (claim 365): 48 KiB of nodes, where a whole text's lattice was 12 bytes a
+/// (invariant `sentencepiece-fast-paths-exact`): 48 KiB of nodes, where a whole text's lattice was
+/// 12 bytes a
 /// byte of text.
 const WINDOW: usize = 4096;
 
@@ -158,7 +159,7 @@ impl Unigram {
             }
         }
         Self {
-            // The lattice searches from every char (claim 364).
+            // The lattice searches from every char (invariant `sentencepiece-fast-paths-exact`).
             trie: trie.with_char_jump(),
             unk_score: min_score - UNK_PENALTY,
             flavor,
@@ -216,7 +217,8 @@ impl Unigram {
                 starts_at: P::NONE,
             }
         };
-        // sentencepiece's lattice in a window over `base..` (claim 365):
+        // sentencepiece's lattice in a window over `base..` (invariant
+        // `sentencepiece-fast-paths-exact`):
         // `best[i]` is position `base + i`. llama.cpp's flavor keeps the
         // whole text, since a position no edge reached there sends the path
         // back to 0.
@@ -464,8 +466,8 @@ mod tests {
         (table, trie)
     }
 
-    /// The lattice in windows emits what the whole lattice does (claim
-    /// 365): windows from one position up, over texts that re-base the
+    /// The lattice in windows emits what the whole lattice does (invariant
+    /// `sentencepiece-fast-paths-exact`): windows from one position up, over texts that re-base the
     /// scores (sentencepiece) many times, with unknown, user-defined and
     /// unused edges and pieces that span where a window might end.
     #[test]
@@ -512,7 +514,8 @@ mod tests {
                 best_path::<usize>(&uni, &table, &text),
             );
             assert_eq!(narrow.0, wide.0, "{flavor:?}");
-            // The whole lattice at once gives the same path (claim 365).
+            // The whole lattice at once gives the same path (invariant
+            // `sentencepiece-fast-paths-exact`).
             let whole = Unigram {
                 window: usize::MAX,
                 ..uni.clone()

@@ -110,7 +110,8 @@ pub(crate) fn pack_char(c: &[u8]) -> u32 {
 /// continuation byte. For a valid char (U+0800..U+FFFF) it is the code
 /// point; it is one to one over the overlong and surrogate forms too, which
 /// decode to code points below U+0800 or in U+D800..U+DFFF. The trie's char
-/// jump (claim 364) and the charsmap's identity bitmap (claim 366) index by
+/// jump (invariant `sentencepiece-fast-paths-exact`) and the charsmap's identity bitmap (invariant
+/// `sentencepiece-fast-paths-exact`) index by
 /// it.
 #[inline]
 pub(crate) fn three_byte_at(b0: u8, b1: u8, b2: u8) -> usize {

@@ -154,7 +154,7 @@ impl BuiltinEncoding {
         }
     }
 
-    /// The embedded rank table (claim 320; `scripts/make_embedded_ranks.py`).
+    /// The embedded rank table (invariant `ids-equal-reference`; `scripts/make_embedded_ranks.py`).
     fn table(self) -> &'static [u8] {
         match self {
             Self::R50kBase => include_bytes!("embedded/r50k_base.ranks"),
@@ -216,7 +216,7 @@ impl BuiltinEncoding {
         }
     }
 
-    /// Builds the spec from the embedded rank table (claim 320).
+    /// Builds the spec from the embedded rank table (invariant `ids-equal-reference`).
     pub(crate) fn spec(self) -> Result<TiktokenSpec> {
         let mut specials = self.special_tokens();
         specials.sort_by_key(|(text, id)| (*id, text.starts_with("<|reserved_")));
@@ -336,7 +336,7 @@ mod tests {
 
     /// Every rank and special token of every embedded encoding equals
     /// `tiktoken-rs`' (which reads tiktoken's own files): the embedded tables
-    /// hold the same vocabulary, id for id (claim 320).
+    /// hold the same vocabulary, id for id (invariant `ids-equal-reference`).
     #[test]
     fn the_o200k_pattern_is_tiktokens() {
         assert_eq!(O200K_PATTERN, tiktoken_rs::O200K_BASE_PAT_STR);

@@ -1,22 +1,23 @@
 //! tiktoken encodings on the crate's byte-level BPE engine: `tokenizers`
 //! 1.0's native pre-tokenizer (the `bitcannon` grammars) and the crate's
-//! byte-level BPE ([`ByteBpe`]), built from the ranks (DESIGN.md claims
-//! 195–199).
+//! byte-level BPE ([`ByteBpe`]), built from the ranks (DESIGN.md invariants
+//! `last-merge-lemma`, `native-pieces-equal-regex`, `unicode-classes-are-reference` and `background-build-invisible`).
 //!
 //! The ranks define the merges. For every token `t` of two or more bytes,
 //! tiktoken's own merge is run on `t`'s bytes alone; when it ends in `t`,
 //! its last step joined two parts `(l, r)`, and `(l, r) → t` is the one merge
-//! listed for `t`, in rank order. Claim 190 proves that a merge run over any
+//! listed for `t`, in rank order. DESIGN.md invariant `last-merge-lemma` proves that a merge run
+//! over any
 //! text only ever forms `t` from that split, so this one-merge-per-token
 //! list gives tiktoken's ids exactly (no two merges share a product, so the
 //! list index orders merges as the ranks do, and ties go leftmost in both).
 //!
 //! The pre-tokenizer is the encoding's pattern as the native grammar spells
-//! it (claim 196 has why the pieces are tiktoken's): cl100k's `\s++$`
+//! it (invariant `native-pieces-equal-regex` has why the pieces are tiktoken's): cl100k's `\s++$`
 //! alternative is the one difference, repaired by joining the last two
 //! pre-tokens of a segment when both are whitespace. Text holding a code
 //! point whose class the grammar's Unicode tables see differently from
-//! tiktoken's regex engine (claim 197) is left to the regex path.
+//! tiktoken's regex engine (invariant `unicode-classes-are-reference`) is left to the regex path.
 
 use std::sync::Arc;
 
@@ -36,7 +37,8 @@ use crate::backend::word_cuts::{self, CutScratch, WordCuts};
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
 fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
-    /// `tokenizers`' GPT-2 spelling (claim 196: same pieces as tiktoken's r50k/p50k).
+    /// `tokenizers`' GPT-2 spelling (invariant `native-pieces-equal-regex`: same pieces as
+    /// tiktoken's r50k/p50k).
     const NATIVE_GPT2: &str =
         r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
     if pattern == GPT2_PATTERN {
@@ -117,10 +119,11 @@ fn last_merge(
     (parts.len() == 2).then_some(split).flatten()
 }
 
-/// The merge list of claim 195: one `(left, right)` per token that tiktoken
+/// The merge list of invariant `last-merge-lemma`: one `(left, right)` per token that tiktoken
 /// can form, in rank order (byte strings); `tokens` lists `ranks`' entries.
 /// Each token's merge is its own, so
-/// they run on rayon (a fifth of o200k's engine build, claim 349). Once
+/// they run on rayon (a fifth of o200k's engine build, `docs/perf/design_log/tiktoken.md`
+/// (entry 349)). Once
 /// `cancel` is set the remaining tokens are skipped and the list is
 /// [`FastError::Cancelled`].
 pub(crate) fn derive_merges(
@@ -154,7 +157,8 @@ fn stage(cancel: &BuildCancel) -> Result<(), FastError> {
     Ok(())
 }
 
-/// An encoding's pattern on the native grammar (claim 196): the pieces of a
+/// An encoding's pattern on the native grammar (invariant `native-pieces-equal-regex`): the pieces
+/// of a
 /// segment, for the engine and, until it is built, for the rank path.
 pub(crate) struct NativeSplit {
     split: Split,
@@ -179,8 +183,8 @@ impl NativeSplit {
     }
 
     /// The pre-tokens of `text` into `spans` (cleared first). `Ok(false)`
-    /// when `text` must be cut by the regex instead: a code point of claim
-    /// 197, or over 4 GiB.
+    /// when `text` must be cut by the regex instead: a code point of invariant
+    /// `unicode-classes-are-reference`, or over 4 GiB.
     pub(crate) fn spans(
         &self,
         text: &str,
@@ -217,7 +221,7 @@ pub(crate) struct FastBpe {
     /// The backend's splitter (its rank path cuts with the same one).
     split: Arc<NativeSplit>,
     model: ByteBpe,
-    /// Where a CJK pre-token may be cut for the model (claim 351).
+    /// Where a CJK pre-token may be cut for the model (invariant `cut-where-no-entry-joins`).
     cuts: Option<CharCuts>,
     /// A warm scratch per thread.
     scratch: ThreadScratch<Scratch>,
@@ -226,7 +230,7 @@ pub(crate) struct FastBpe {
 struct Scratch {
     pre: PreTokenizerScratch,
     spans: Vec<Span>,
-    /// The CJK cuts' (claim 351).
+    /// The CJK cuts' (invariant `cut-where-no-entry-joins`).
     cuts: CutScratch,
     tokens: Vec<PipelineToken>,
 }
@@ -291,7 +295,7 @@ impl FastBpe {
 
     /// Encodes one segment (text between special tokens), appending ids to
     /// `out`. `false` when the segment must take the regex path instead (a
-    /// code point of claim 197, or over 4 GiB).
+    /// code point of invariant `unicode-classes-are-reference`, or over 4 GiB).
     pub(crate) fn encode(&self, text: &str, out: &mut Vec<u32>) -> Result<bool, String> {
         self.encode_with_pieces(text, out, |_| {})
     }
@@ -366,7 +370,7 @@ impl FastBpe {
 
 /// cl100k's `\s++$`: a segment's trailing whitespace is one piece where the
 /// native grammar (`\s*[\r\n]+` first) cuts it after its last newline, so
-/// two whitespace pre-tokens at the end are joined (claim 196).
+/// two whitespace pre-tokens at the end are joined (invariant `native-pieces-equal-regex`).
 fn fix_end(text: &str, spans: &mut Vec<Span>) {
     let n = spans.len();
     if n < 2 {

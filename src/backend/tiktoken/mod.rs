@@ -4,10 +4,11 @@
 //! Ordinary text runs on the crate's byte-level BPE engine ([`fast`]: the
 //! native pre-tokenizer and `tokenizers`' BPE, with merges derived from the
 //! ranks), built in the background. Until it is built, and for segments it
-//! must not take (claim 197) or patterns it has no grammar for, text runs on
+//! must not take (invariant `unicode-classes-are-reference`) or patterns it has no grammar for,
+//! text runs on
 //! the rank path: pieces from the native grammar where it applies, else from
 //! `fancy-regex` ([`pieces`]), each a rank lookup or tiktoken's byte-pair
-//! merge ([`merge`], claim 317). The backend keeps its own
+//! merge ([`merge`], invariant `native-pieces-equal-regex`). The backend keeps its own
 //! id → bytes table (decode, offsets, streaming, `id_to_token`) and splits
 //! out special tokens itself with aho-corasick, which also gives their spans.
 
@@ -80,12 +81,14 @@ fn spelled_id(
 pub(crate) struct TiktokenBackend {
     /// Ordinary tokens → rank, for the regex path and the engine's build.
     ranks: Arc<FxHashMap<Vec<u8>, u32>>,
-    /// The byte-level engine (claim 199): built by a background thread from
+    /// The byte-level engine (invariant `background-build-invisible`): built by a background thread
+    /// from
     /// load on; `None` inside when the pattern has no grammar or the build
     /// failed. Until it is set, encodes take the regex path.
     fast: Arc<OnceLock<Option<fast::FastBpe>>>,
     /// The pattern on the native grammar, built at load: the engine's
-    /// splitter, and the rank path's where the grammar applies (claim 317).
+    /// splitter, and the rank path's where the grammar applies (invariant
+    /// `native-pieces-equal-regex`).
     /// `None`: no grammar, so no engine.
     native: Option<Arc<fast::NativeSplit>>,
     /// Flat token bytes; `spans[id]` indexes into it (`u32::MAX` start = hole).
@@ -179,7 +182,7 @@ const SYNC_BUILD_RANKS: usize = 16_384;
 const WAIT_FOR_ENGINE: usize = 8 << 20;
 
 /// From this segment length the rank path remembers each merged piece for
-/// the rest of the call (claim 319).
+/// the rest of the call (invariant `cache-transparent`).
 const PIECE_MEMO_MIN_BYTES: usize = 4 << 10;
 
 /// Pieces merged earlier in one rank-path call, and their ids: a piece's
@@ -373,7 +376,7 @@ impl TiktokenBackend {
                     });
             }
             // Re-measured once the chunk encoder recorded only its windows
-            // (DESIGN.md claim 304): below this some runs were slower.
+            // (`docs/perf/design_log/lopt.md` (entry 304)): below this some runs were slower.
             split.with_min_bytes(256 << 10)
         } else {
             let _ = fast.set(None);
@@ -568,7 +571,8 @@ impl TiktokenBackend {
     /// The regex path: `fancy-regex` pieces (whitespace runs cut without
     /// it), then a rank lookup or tiktoken's byte-pair merge per piece.
     fn regex_ordinary(&self, segment: &str, base: usize, st: &mut ChunkState) -> Result<()> {
-        // The native grammar's pieces where it applies (claims 196–197: the
+        // The native grammar's pieces where it applies (invariants `native-pieces-equal-regex` and
+        // `unicode-classes-are-reference`: the
         // regex's pieces), else the regex's.
         let mut memo = PieceMemo::new(segment.len() >= PIECE_MEMO_MIN_BYTES);
         if let Some(native) = &self.native {
@@ -1000,12 +1004,12 @@ mod tests {
     }
 
     /// The rank path (what encodes take until the engine is built) cuts on
-    /// the native grammar where it applies (claim 317): its ids equal
+    /// the native grammar where it applies (invariant `native-pieces-equal-regex`): its ids equal
     /// `tiktoken-rs`' on corpus slices and hostile strings for every
     /// built-in encoding, and equal its own on the regex's pieces.
     #[test]
     fn rank_path_on_native_pieces_matches_tiktoken_rs() {
-        // Whole slices (up to 16 KiB, so the piece memo of claim 319 is on).
+        // Whole slices (up to 16 KiB, so the piece memo of invariant `cache-transparent` is on).
         let mut texts: Vec<String> = corpus_texts().into_iter().map(|(_, t)| t).collect();
         assert!(texts.iter().any(|t| t.len() >= PIECE_MEMO_MIN_BYTES));
         texts.extend(

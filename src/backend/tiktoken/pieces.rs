@@ -6,7 +6,7 @@
 //! consecutive spaces the match fails with "Max stack size exceeded" (Python
 //! tiktoken fails the same way). For the built-in patterns the piece that
 //! starts at a run of two or more whitespace chars is decided by the run
-//! alone (DESIGN.md claim 120 has the argument), so it is computed here in
+//! alone (DESIGN.md invariant `whitespace-runs-linear` has the argument), so it is computed here in
 //! one pass and the regex only ever starts where fewer than two whitespace
 //! chars follow. Every other piece is the regex's own leftmost match.
 

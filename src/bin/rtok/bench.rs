@@ -124,7 +124,7 @@ impl BenchReport {
 /// caches keyed on whole segments (BPE without a pre-tokenizer caches the
 /// whole text as one word) never answer a timed encode; word caches stay
 /// warm, as in a server. `tools/lopt_scaling.rs` times text seen once
-/// (claim 363).
+/// (`docs/perf/design_log/byte_level.md` (entry 363)).
 fn bench(
     tok: &Tokenizer,
     text: &str,

@@ -4,7 +4,7 @@
 that `tokenizers` 1.0's `BertPreTokenizer` isolates and the reference keeps
 inside a word (its `unicode_categories` tables predate Unicode 10), and
 U+166D, punctuation for the reference and a symbol since Unicode 12
-(DESIGN.md claim 347). A few punctuation marks both class alike are
+(DESIGN.md invariant `unicode-classes-are-reference`). A few punctuation marks both class alike are
 controls.
 
     pip install tokenizers==0.23.3

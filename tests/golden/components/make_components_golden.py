@@ -3,8 +3,8 @@
 `tokenizers` on the shared corpus, one for each model and component family
 the shared hub files do not cover, and `components.json`, the reference's
 ids and decodes for them and for shared files with added tokens that carry
-`lstrip`, `rstrip`, `single_word` and `normalized` flags (DESIGN.md claims
-377–382).
+`lstrip`, `rstrip`, `single_word` and `normalized` flags (DESIGN.md invariants
+`crate-steps-equal-reference` and `pipeline-walk-equals-pipeline`).
 
     pip install tokenizers==0.23.3
     python3 tests/golden/components/make_components_golden.py [--shared ../shared]
@@ -139,7 +139,7 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
 
 
 def pre_tokenizer_shapes():
-    """Pre-tokenizer shapes on Llama-3's vocabulary (claim 382): every
+    """Pre-tokenizer shapes on Llama-3's vocabulary (invariant `crate-steps-equal-reference`): every
     `Split` behavior, inverted or not, on a regex `tokenizers` 1.0 has no
     engine for and on a string; `Punctuation` with each behavior;
     `CharDelimiterSplit`, `WhitespaceSplit`, `Digits`; BLOOM's regex."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/golden/control_markers/expected.json: the control markers of every shared chat
 model, and the ids `encode_chat` must give under `ChatSpecialTokens::PlainText` when a request
-types those markers (DESIGN.md, "markers stay text").
+types those markers (DESIGN.md invariant `typed-markers-stay-text`).
 
 The rule, restated here independently of the Rust code: every `special` added token is a
 marker, and so is a non-special added token that the chat template writes literally (when it

@@ -4,7 +4,7 @@ the two shared models whose only normalizer is NFC (Qwen3, Command-R), of
 texts holding combining marks assigned after Unicode 9.0. The reference
 composes with `unicode-normalization-alignments` 0.1.12 (Unicode 9.0
 tables), where such a mark has class 0 and never moves; Unicode 17 gives it
-its class and reorders it (DESIGN.md claim 373).
+its class and reorders it (DESIGN.md invariant `unicode-classes-are-reference`).
 
     pip install tokenizers==0.23.3
     python3 tests/golden/unicode17/make_nfc_marks_golden.py [--shared ../shared]

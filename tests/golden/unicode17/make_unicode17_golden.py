@@ -2,7 +2,7 @@
 """Write tests/golden/unicode17/unicode17.json: Python `tokenizers` ids for
 texts holding letters, digits and marks new in Unicode 17 (Sidetic, Tolong
 Siki letters and digits, Beria Erfe, Tai Yo, a combining mark), which `tokenizers` 1.0's pre-tokenizer classes by Unicode 17 and
-the reference by Unicode 16 (DESIGN.md claim 325), and a CJK Extension H
+the reference by Unicode 16 (DESIGN.md invariant `unicode-classes-are-reference`), and a CJK Extension H
 ideograph (Unicode 15, the same class for both) as a control.
 
     pip install tokenizers==0.23.3
