@@ -1,7 +1,5 @@
 //! [`Encoding`]: the ids of one encode, with optional byte offsets.
 
-use crate::encode::ParallelReport;
-
 /// The result of encoding one text.
 ///
 /// Ids are stored once and lent out as `&[u32]`; offsets are present only when
@@ -185,6 +183,27 @@ impl AsRef<[u32]> for Encoding {
     fn as_ref(&self) -> &[u32] {
         &self.ids
     }
+}
+
+/// What one parallel encode did: [`Encoding::parallel_report`] of an encode
+/// under [`Parallelism::Split`](crate::Parallelism::Split) or
+/// [`SplitAt`](crate::Parallelism::SplitAt).
+// Defined here, below the parallel encoder, because an `Encoding` carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParallelReport {
+    /// Chunks encoded (before any growth).
+    pub chunks: usize,
+    /// Cuts accepted (merges).
+    pub cuts: usize,
+    /// Of those, cuts inside one long pre-token.
+    pub intra_word_cuts: usize,
+    /// Times a chunk grew over its neighbour because no cut was found.
+    pub grows: usize,
+    /// Whether the rest of the text past four chunk lengths was encoded in one piece.
+    pub grow_limit: bool,
+    /// Why the whole text was encoded sequentially instead, if it was.
+    pub fallback: Option<&'static str>,
 }
 
 #[cfg(test)]

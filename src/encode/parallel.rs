@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use super::split::{self, ChunkPlan, Cut, PrevCut, View};
 use super::{ChunkEncoding, ChunkRequest, SplitSpec};
 use crate::backend;
+pub use crate::encoding::ParallelReport;
 use crate::encoding::{Encoding, EncodingBuilder};
 use crate::error::{Error, Result};
 use crate::metrics::{Fallback, Labels, ParallelMetrics};
@@ -144,26 +145,6 @@ impl PartialEq for ParallelOptions {
             && self.overlap_chars == other.overlap_chars
             && self.max_retries == other.max_retries
     }
-}
-
-/// What one parallel encode did: [`Encoding::parallel_report`] of an encode
-/// under [`Parallelism::Split`](crate::Parallelism::Split) or
-/// [`SplitAt`](crate::Parallelism::SplitAt).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ParallelReport {
-    /// Chunks encoded (before any growth).
-    pub chunks: usize,
-    /// Cuts accepted (merges).
-    pub cuts: usize,
-    /// Of those, cuts inside one long pre-token.
-    pub intra_word_cuts: usize,
-    /// Times a chunk grew over its neighbour because no cut was found.
-    pub grows: usize,
-    /// Whether the rest of the text past four chunk lengths was encoded in one piece.
-    pub grow_limit: bool,
-    /// Why the whole text was encoded sequentially instead, if it was.
-    pub fallback: Option<&'static str>,
 }
 
 /// The parallel path of one tokenizer handle: its options and metric handles.
