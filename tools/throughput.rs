@@ -35,14 +35,14 @@
 //! every warm-up piece once (untimed: word caches warm on other text of the
 //! same kinds), prints one JSON line and then answers one command a line:
 //! `once R` encodes each piece of round `R` once, `again R` encodes them
-//! again (text seen again: the backend's per-thread memos of line groups and
-//! clauses answer it), `l0 R` encodes them with `Tokenizer::encode` twice
+//! again (text seen again: the backend's per-thread word caches hold its
+//! words), `l0 R` encodes them with `Tokenizer::encode` twice
 //! untimed and then a third time timed (the handle's L0 prompt cache stores a
 //! text on its second miss, so the timed call is an L0 hit), `quit` ends.
 //! `once` and `again` encode under `Parallelism::Sequential`, which never
 //! consults the L0 or L1 prompt caches (`src/tokenizer.rs`), so the only
-//! caches that could answer a piece seen once are the word caches and memos
-//! inside the backend, and those hold only the warm-up's text. Each command prints
+//! caches that could answer a piece seen once are the word caches inside the
+//! backend, and those hold only the warm-up's text. Each command prints
 //! `{"ms", "cpu_ms", "bytes", "tokens", "sha256": [one per piece]}`: the
 //! summed wall time of the round's encodes, this thread's CPU time for them,
 //! and each piece's ids hashed as above.

@@ -162,7 +162,7 @@ impl<V: Copy> ByteMemo<V> {
 
     /// Whether an entry of `key_len` bytes and `vals` values would be kept
     /// without emptying the table.
-    pub(crate) fn has_room(&self, key_len: usize, vals: usize) -> bool {
+    fn has_room(&self, key_len: usize, vals: usize) -> bool {
         let over =
             Self::cost(self.keys.len() + key_len, self.vals.len() + vals) > self.caps.max_bytes;
         !over && (self.entries * 2 < self.slots.len() || self.slots.len() < self.caps.max_slots)

@@ -588,21 +588,13 @@ impl SentencePieceModel {
         }
     }
 
-    /// Runs the raw BPE path over `text` into `sink`; `text` is a piece of a
-    /// longer text when not `at_start` (no dummy prefix).
-    fn run_raw<S: PieceSink>(
-        &self,
-        b: &Bpe,
-        text: &str,
-        at_start: bool,
-        scratch: &mut BpeScratch,
-        sink: &mut S,
-    ) {
+    /// Runs the raw BPE path over the whole `text` into `sink`.
+    fn run_raw<S: PieceSink>(&self, b: &Bpe, text: &str, scratch: &mut BpeScratch, sink: &mut S) {
         b.encode_raw(
             &self.vocab,
             &self.matcher,
             text.as_bytes(),
-            at_start && self.add_dummy_prefix,
+            self.add_dummy_prefix,
             scratch,
             sink,
         );
@@ -616,7 +608,7 @@ impl SentencePieceModel {
             ids,
             is_prev_unk: false,
         };
-        self.run_raw(b, text, true, scratch, &mut sink);
+        self.run_raw(b, text, scratch, &mut sink);
     }
 
     fn encode_uncached(
@@ -693,7 +685,7 @@ impl SentencePieceModel {
                     map: PosMap::Raw(RawCursor::new(text.as_bytes(), self.add_dummy_prefix)),
                     is_prev_unk: false,
                 };
-                self.run_raw(b, text, true, bpe, &mut sink);
+                self.run_raw(b, text, bpe, &mut sink);
                 return;
             }
             self.normalizer
@@ -1176,27 +1168,6 @@ mod tests {
             .prop_map(|v| v.into_iter().map(|(r, g)| format!("{r}{g}")).collect())
     }
 
-    /// `encode` below the scratch guard: a repeated text is answered by the
-    /// chunk memo (or merged).
-    fn encode_chunks(m: &SentencePieceModel, text: &str) -> Vec<u32> {
-        let mut ids = Vec::new();
-        // `encode_append`'s own guard: an empty text has no pieces (the
-        // model path alone would still emit the dummy-prefix `▁`).
-        if text.is_empty() {
-            return ids;
-        }
-        super::with_scratch(|s| {
-            let super::Scratch {
-                normalized,
-                bpe,
-                unigram,
-                ..
-            } = s;
-            m.encode_uncached(text, &mut ids, normalized, bpe, unigram);
-        });
-        ids
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// The memo of whole long chunks, the space scan and the memo
@@ -1215,9 +1186,9 @@ mod tests {
             MODELS.with(|models| {
                 for m in models {
                     let want = reference(m, &text);
-                    prop_assert_eq!(&encode_chunks(m, &text), &want, "{:?}", text);
-                    prop_assert_eq!(&encode_chunks(m, &text), &want, "{:?} (warm)", text);
-                    prop_assert_eq!(encode_chunks(m, shifted), reference(m, shifted), "{:?}", shifted);
+                    prop_assert_eq!(&m.encode(&text), &want, "{:?}", text);
+                    prop_assert_eq!(&m.encode(&text), &want, "{:?} (warm)", text);
+                    prop_assert_eq!(m.encode(shifted), reference(m, shifted), "{:?}", shifted);
                     let mut ids = Vec::new();
                     let mut spans = Vec::new();
                     m.encode_with_offsets(&text, &mut ids, &mut spans);
@@ -1269,7 +1240,7 @@ mod tests {
                 for m in models {
                     for t in texts.iter().chain(texts.iter().rev()) {
                         let want = reference(m, t);
-                        prop_assert_eq!(&encode_chunks(m, t), &want, "{:?}", t);
+                        prop_assert_eq!(&m.encode(t), &want, "{:?}", t);
                         prop_assert_eq!(&m.encode(t), &want, "{:?} (encode)", t);
                     }
                 }
