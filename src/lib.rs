@@ -1,10 +1,11 @@
 //! The tokenizer layer of an LLM inference router.
 //!
 //! One [`Tokenizer`] handle over every format a router meets: Hugging Face
-//! `tokenizer.json`, tiktoken (OpenAI encodings, model names and rank files).
-//! The format is detected from the file's content, hub ids resolve through the
-//! standard Hugging Face cache, and every backend matches its reference
-//! implementation id for id.
+//! `tokenizer.json`, tiktoken (OpenAI encodings, model names and rank files),
+//! SentencePiece `.model`, GGUF and Mistral's `tekken.json`. The format is
+//! detected from the file's content, hub ids resolve through the standard
+//! Hugging Face cache, and every backend matches its reference implementation
+//! id for id.
 //!
 //! # Example
 //!
@@ -32,8 +33,21 @@
 //! # Ok::<(), router_tokenizer::Error>(())
 //! ```
 //!
-//! Options (revision, token, offline, cache folder, special-token policy,
-//! parallel encoding) live in one struct, [`LoadOptions`].
+//! # The API at a glance
+//!
+//! | to … | call | with |
+//! |---|---|---|
+//! | load a tokenizer (hub id, file, folder, OpenAI name) | [`create_tokenizer`], [`create_tokenizer_async`] | [`LoadOptions`] (revision, token, offline, cache folder, special tokens, parallelism), [`ModelAliases`] |
+//! | encode a prompt | [`Tokenizer::encode`], [`Tokenizer::encode_with`], [`Tokenizer::encode_batch`], [`Tokenizer::encode_async`] | [`EncodeOptions`] (offsets, [`Parallelism`]); the result is an [`Encoding`] |
+//! | count or fit a budget | [`Tokenizer::count`], [`Tokenizer::token_counter`], [`Tokenizer::truncate`] | [`TokenCounter`], [`Side`] |
+//! | render and encode a chat request | [`Tokenizer::encode_chat`] | [`chat::ChatRequest`], [`EncodeChatOptions`], [`ChatFormat`] (the model's Jinja template, mistral-common's Mistral formats, [`harmony`] for gpt-oss), [`ChatSpecialTokens`] |
+//! | decode | [`Tokenizer::decode`], [`Tokenizer::token_text`] | [`TokenText`] |
+//! | stream text out of a generation | [`DecodeStream`], [`Sequence`] | [`UnknownIds`] |
+//! | stop on tokens or strings | [`StopSequenceDecoder`] | [`StopConfig`], [`Output`], [`StopReason`] |
+//! | answer `/tokenize` and `/detokenize` | [`Tokenizer::tokenize`], [`Tokenizer::detokenize`] | [`TokenizeRequest`], [`DetokenizeRequest`] |
+//! | cache re-sent prompts | on by default | [`PromptCacheOptions`] (L0 exact, L1 prefix) |
+//! | plug in a tokenizer of your own | [`Tokenizer::from_backend`] | [`traits::Backend`] |
+//! | handle errors | every call returns [`Result`] | [`Error`], [`ErrorKind`] (`#[non_exhaustive]`) |
 //!
 //! # Long inputs
 //!

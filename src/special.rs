@@ -13,7 +13,7 @@ pub enum SpecialTokenPolicy {
 }
 
 /// Corrections to which added tokens a chat request may not forge
-/// ([`LoadOptions::control_tokens`](crate::LoadOptions::control_tokens)),
+/// ([`LoadOptions::with_control_tokens`](crate::LoadOptions::with_control_tokens)),
 /// for a model whose file marks them wrongly.
 ///
 /// By default every `special` added token is a control marker, and so is a

@@ -28,7 +28,7 @@ impl LoadOptions {
     /// The chat template of `source` (a path, a hub id, an alias or an encoding name, resolved
     /// as [`LoadOptions::load`] resolves it), compiled with its special tokens, without loading
     /// the vocabulary (a GGUF file is the exception: its template is in the metadata the full
-    /// load reads). [`LoadOptions::chat_template`] overrides the template file as it does for
+    /// load reads). [`LoadOptions::with_chat_template`] overrides the template file as it does for
     /// a full load. Renders are identical to `Tokenizer::apply_chat_template`'s.
     pub fn load_chat_template(&self, source: &str) -> Result<ChatTemplate> {
         let dir = match self.config_home(source)? {
