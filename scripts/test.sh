@@ -16,6 +16,8 @@ cargo fmt --all -- --check
 cargo clippy --all-targets "${features[@]}" --locked -- -D warnings
 cargo test --lib --bins --tests --examples "${features[@]}" --locked
 cargo test --doc "${features[@]}" --locked
+# The API documentation builds without a broken link or a warning.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${features[@]}" --locked
 # The examples run offline against the shared data, so they cannot rot.
 for example in long_prompt metrics router_loop; do
   cargo run --locked --quiet "${features[@]}" --example "$example" >/dev/null
