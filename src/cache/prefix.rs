@@ -474,23 +474,7 @@ impl L1Cache {
             (Some(_), true) => self.hit(out.reused_bytes, out.reencoded_tokens),
             (Some(_), false) => self.fallback(),
         }
-        // The seed's first `seed_ids` ids from the chain (the first
-        // `lead_ids` of them copied already), then the fresh ones.
-        let parent = match (&found, out.seed_ids) {
-            (_, 0) => None,
-            (Some(f), _) => Some((&f.entry, f.agree)),
-            (None, _) => return Err(Error::backend(name, "seed ids without a seed")),
-        };
-        match parent {
-            Some((p, _)) if out.seed_ids >= lead_ids => {
-                p.extend_ids(lead_ids, out.seed_ids, &mut enc.ids);
-            }
-            _ => enc.ids.truncate(lead + out.seed_ids),
-        }
-        if enc.ids.len() != lead + out.seed_ids {
-            return Err(Error::backend(name, "cached ids shorter than the cut"));
-        }
-        enc.ids.extend_from_slice(&out.ids);
+        let parent = join_ids(found.as_ref(), lead_ids, lead, &out, &mut enc.ids, name)?;
         let total = out.seed_ids + out.ids.len();
         let encoding = enc.finish(text.len(), name)?;
         let all_ids = encoding.ids().get(lead..lead + total).unwrap_or_default();
@@ -520,6 +504,36 @@ impl L1Cache {
         self.map.run_pending_tasks();
         (self.map.entry_count(), self.map.weighted_size())
     }
+}
+
+/// Joins the ids of an encode through the cache in `ids` (which holds the
+/// `lead` ids `add_special_tokens` puts first, then the seed's first
+/// `lead_ids`): the seed's first `out.seed_ids` ids from the chain, then the
+/// fresh ones. Gives the seed's entry and agreement, the new entry's parent.
+fn join_ids<'f>(
+    found: Option<&'f Found>,
+    lead_ids: usize,
+    lead: usize,
+    out: &Windowed,
+    ids: &mut Vec<u32>,
+    name: &'static str,
+) -> Result<Option<(&'f Arc<L1Entry>, usize)>> {
+    let parent = match (found, out.seed_ids) {
+        (_, 0) => None,
+        (Some(f), _) => Some((&f.entry, f.agree)),
+        (None, _) => return Err(Error::backend(name, "seed ids without a seed")),
+    };
+    match parent {
+        Some((p, _)) if out.seed_ids >= lead_ids => {
+            p.extend_ids(lead_ids, out.seed_ids, ids);
+        }
+        _ => ids.truncate(lead + out.seed_ids),
+    }
+    if ids.len() != lead + out.seed_ids {
+        return Err(Error::backend(name, "cached ids shorter than the cut"));
+    }
+    ids.extend_from_slice(&out.ids);
+    Ok(parent)
 }
 
 /// The seed for `text` from a found entry: the shared prefix cut back to

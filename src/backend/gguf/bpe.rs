@@ -22,7 +22,7 @@ use fancy_regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::pre::Profile;
-use super::reader::Gguf;
+use super::reader::{Array, Gguf};
 use super::vocab::{self, Vocab};
 use crate::backend::Encoder;
 use crate::backend::hf::HfBackend;
@@ -152,80 +152,10 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
     })?;
     let merges = vocab::merges(path, gguf)?
         .ok_or_else(|| Error::parse(path, "gpt2 vocabulary without tokenizer.ggml.merges"))?;
-    let mut tokens = Map::with_capacity(v.len());
-    for id in 0..v.len() as u32 {
-        let t = v.token(id);
-        let Ok(t) = std::str::from_utf8(t) else {
-            continue;
-        };
-        tokens.insert(t.to_owned(), Value::from(id));
-    }
-    // A merge is "left right", split at the first space after the first byte
-    // (llama.cpp's `find(' ', 1)`). Merges the HF model would reject (a part
-    // or the result missing from the vocabulary) can never fire in llama.cpp
-    // either, so they are dropped; the rest keep their relative order.
-    let n_vocab = v.len() as u32;
-    let table = crate::backend::byte_level::byte_to_char_table();
-    let mut extra = n_vocab;
-    for c in table {
-        tokens.entry(c.to_string()).or_insert_with(|| {
-            extra += 1;
-            Value::from(extra - 1)
-        });
-    }
-    let mut pairs: Vec<Value> = Vec::with_capacity(merges.len());
-    for m in merges.strings().into_iter().flatten() {
-        let Ok(m) = std::str::from_utf8(m) else {
-            continue;
-        };
-        let Some(pos) = m
-            .as_bytes()
-            .iter()
-            .skip(1)
-            .position(|&b| b == b' ')
-            .map(|p| p + 1)
-        else {
-            continue;
-        };
-        let (a, b) = (&m[..pos], &m[pos + 1..]);
-        let joined = format!("{a}{b}");
-        if tokens.contains_key(a) && tokens.contains_key(b) && tokens.contains_key(&joined) {
-            pairs.push(Value::from(format!("{a} {b}")));
-        }
-    }
+    let (tokens, n_vocab) = token_map(v);
+    let pairs = merge_pairs(&merges, &tokens);
     let native = profile.native();
-    let regexes: &[&str] = if native { profile.regexes() } else { &[] };
-    let splits: Vec<Value> = regexes
-        .iter()
-        .map(|re| {
-            json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false})
-        })
-        .chain(std::iter::once(json!({
-            "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false
-        })))
-        .collect();
-    let doc = json!({
-        "version": "1.0",
-        "truncation": null,
-        "padding": null,
-        "added_tokens": [],
-        "normalizer": null,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": splits},
-        "post_processor": null,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-        "model": {
-            "type": "BPE",
-            "dropout": null,
-            "unk_token": null,
-            "continuing_subword_prefix": null,
-            "end_of_word_suffix": null,
-            "fuse_unk": false,
-            "byte_fallback": false,
-            "ignore_merges": v.ignore_merges,
-            "vocab": Value::Object(tokens),
-            "merges": pairs,
-        }
-    });
+    let doc = tokenizer_json(profile, native, v.ignore_merges, tokens, pairs);
     let text = serde_json::to_string(&doc)
         .map_err(|e| Error::parse(path, format!("building tokenizer.json from GGUF: {e}")))?;
     let hf = HfBackend::from_json(
@@ -248,6 +178,102 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         Some(compiled)
     };
     Ok(Bpe { hf, split, n_vocab })
+}
+
+/// The JSON vocabulary: every UTF-8 token by id, then each byte-level char
+/// the vocabulary lacks on an id past it; gives the vocabulary's size too.
+fn token_map(v: &Vocab) -> (Map<String, Value>, u32) {
+    let mut tokens = Map::with_capacity(v.len());
+    for id in 0..v.len() as u32 {
+        let t = v.token(id);
+        let Ok(t) = std::str::from_utf8(t) else {
+            continue;
+        };
+        tokens.insert(t.to_owned(), Value::from(id));
+    }
+    let n_vocab = v.len() as u32;
+    let table = crate::backend::byte_level::byte_to_char_table();
+    let mut extra = n_vocab;
+    for c in table {
+        tokens.entry(c.to_string()).or_insert_with(|| {
+            extra += 1;
+            Value::from(extra - 1)
+        });
+    }
+    (tokens, n_vocab)
+}
+
+/// The JSON merges, in order.
+///
+/// A merge is "left right", split at the first space after the first byte
+/// (llama.cpp's `find(' ', 1)`). Merges the HF model would reject (a part
+/// or the result missing from the vocabulary) can never fire in llama.cpp
+/// either, so they are dropped; the rest keep their relative order.
+fn merge_pairs(merges: &Array<'_>, tokens: &Map<String, Value>) -> Vec<Value> {
+    let mut pairs: Vec<Value> = Vec::with_capacity(merges.len());
+    for m in merges.strings().into_iter().flatten() {
+        let Ok(m) = std::str::from_utf8(m) else {
+            continue;
+        };
+        let Some(pos) = m
+            .as_bytes()
+            .iter()
+            .skip(1)
+            .position(|&b| b == b' ')
+            .map(|p| p + 1)
+        else {
+            continue;
+        };
+        let (a, b) = (&m[..pos], &m[pos + 1..]);
+        let joined = format!("{a}{b}");
+        if tokens.contains_key(a) && tokens.contains_key(b) && tokens.contains_key(&joined) {
+            pairs.push(Value::from(format!("{a} {b}")));
+        }
+    }
+    pairs
+}
+
+/// The canonical `tokenizer.json`: a `Split` per regex where the pipeline
+/// runs the profile natively (`native`), then `ByteLevel`, and the BPE model.
+fn tokenizer_json(
+    profile: Profile,
+    native: bool,
+    ignore_merges: bool,
+    tokens: Map<String, Value>,
+    pairs: Vec<Value>,
+) -> Value {
+    let regexes: &[&str] = if native { profile.regexes() } else { &[] };
+    let splits: Vec<Value> = regexes
+        .iter()
+        .map(|re| {
+            json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false})
+        })
+        .chain(std::iter::once(json!({
+            "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false
+        })))
+        .collect();
+    json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": splits},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": ignore_merges,
+            "vocab": Value::Object(tokens),
+            "merges": pairs,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -83,6 +83,25 @@ impl Out {
             o.push(span);
         }
     }
+
+    /// The BOS token at the start (span `(0, 0)`); an error where the
+    /// vocabulary asks for one it does not have.
+    fn push_bos(&mut self, v: &Vocab) -> Result<()> {
+        let id = v
+            .bos
+            .ok_or_else(|| Error::backend(NAME, "add_bos is set but the vocabulary has no BOS"))?;
+        self.push(id, (0, 0));
+        Ok(())
+    }
+
+    /// The encoding, with offsets where they were asked for.
+    fn finish(self) -> Result<Encoding> {
+        Ok(match self.offsets {
+            Some(o) => Encoding::with_offsets(self.ids, o)
+                .ok_or_else(|| Error::backend(NAME, "offsets and ids differ in length"))?,
+            None => Encoding::from_ids(self.ids),
+        })
+    }
 }
 
 impl GgufBackend {
@@ -165,13 +184,6 @@ impl GgufBackend {
             .partitioner
             .split(&self.vocab, text, parse_special, markers);
         let v = &self.vocab;
-        let bos = |out: &mut Out| -> Result<()> {
-            let id = v.bos.ok_or_else(|| {
-                Error::backend(NAME, "add_bos is set but the vocabulary has no BOS")
-            })?;
-            out.push(id, (0, 0));
-            Ok(())
-        };
         match &self.engine {
             Engine::Spm {
                 byte_tokens,
@@ -179,7 +191,7 @@ impl GgufBackend {
                 scratch,
             } => {
                 if add_special && v.add_bos {
-                    bos(&mut out)?;
+                    out.push_bos(v)?;
                 }
                 let mut prev_special = true;
                 for f in &fragments {
@@ -203,7 +215,7 @@ impl GgufBackend {
             }
             Engine::Bpe(b) => {
                 if add_special && v.add_bos {
-                    bos(&mut out)?;
+                    out.push_bos(v)?;
                 }
                 for f in &fragments {
                     match *f {
@@ -216,7 +228,7 @@ impl GgufBackend {
             }
             Engine::Ugm(u) => {
                 if add_special && v.add_bos {
-                    bos(&mut out)?;
+                    out.push_bos(v)?;
                 }
                 for f in &fragments {
                     match *f {
@@ -230,29 +242,11 @@ impl GgufBackend {
             Engine::Hf(hf) => {
                 // WPM adds BOS (CLS) whenever special tokens are asked for.
                 if add_special {
-                    bos(&mut out)?;
+                    out.push_bos(v)?;
                 }
                 for f in &fragments {
                     match *f {
-                        Fragment::Text(s, e) => {
-                            let mapped = wpm::llama_nfd(&text[s..e]);
-                            let piece = mapped.as_ref().map_or(&text[s..e], |m| m.0.as_str());
-                            if out.offsets.is_some() {
-                                let (ids, offs) =
-                                    hf.encode_with_offsets(piece, false)?.into_parts();
-                                let offs = offs.unwrap_or_default();
-                                let orig = |x: usize| match &mapped {
-                                    Some((_, map)) => map.get(x).copied().unwrap_or(e - s),
-                                    None => x,
-                                };
-                                for (i, id) in ids.into_iter().enumerate() {
-                                    let (a, b) = offs.get(i).copied().unwrap_or((0, 0));
-                                    out.push(id, (s + orig(a), s + orig(b)));
-                                }
-                            } else {
-                                out.ids.extend_from_slice(hf.encode(piece, false)?.ids());
-                            }
-                        }
+                        Fragment::Text(s, e) => wpm_fragment(hf, text, (s, e), &mut out)?,
                         Fragment::Token(id, s, e) => out.push(id, (s, e)),
                     }
                 }
@@ -270,11 +264,7 @@ impl GgufBackend {
             })?;
             out.push(eos, (text.len(), text.len()));
         }
-        Ok(match out.offsets {
-            Some(o) => Encoding::with_offsets(out.ids, o)
-                .ok_or_else(|| Error::backend(NAME, "offsets and ids differ in length"))?,
-            None => Encoding::from_ids(out.ids),
-        })
+        out.finish()
     }
 
     /// One raw-text fragment of an SPM vocabulary: spaces escaped to `▁`, a
@@ -356,6 +346,28 @@ impl GgufBackend {
         }
         Ok(())
     }
+}
+
+/// One raw-text fragment `text[s..e]` of a `bert` vocabulary: llama.cpp's
+/// NFD, then the WordPiece engine; spans mapped back to the original text.
+fn wpm_fragment(hf: &HfBackend, text: &str, (s, e): (usize, usize), out: &mut Out) -> Result<()> {
+    let mapped = wpm::llama_nfd(&text[s..e]);
+    let piece = mapped.as_ref().map_or(&text[s..e], |m| m.0.as_str());
+    if out.offsets.is_some() {
+        let (ids, offs) = hf.encode_with_offsets(piece, false)?.into_parts();
+        let offs = offs.unwrap_or_default();
+        let orig = |x: usize| match &mapped {
+            Some((_, map)) => map.get(x).copied().unwrap_or(e - s),
+            None => x,
+        };
+        for (i, id) in ids.into_iter().enumerate() {
+            let (a, b) = offs.get(i).copied().unwrap_or((0, 0));
+            out.push(id, (s + orig(a), s + orig(b)));
+        }
+    } else {
+        out.ids.extend_from_slice(hf.encode(piece, false)?.ids());
+    }
+    Ok(())
 }
 
 /// llama.cpp's `token_to_piece(id, special = true)`.

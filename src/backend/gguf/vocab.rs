@@ -123,15 +123,30 @@ impl Vocab {
             )
         })?;
         let pre = meta.string(key::PRE)?;
-        let unsupported = |what: String| {
-            Error::new(ErrorKind::UnsupportedFormat {
-                path: path.to_path_buf(),
-                detected: what,
-            })
-        };
+        let mut v = Self::with_defaults(path, &model, pre)?;
+        v.read_settings(&meta)?;
+        let n = v.read_tokens(&meta)?;
+        let mut fim = v.read_special_ids(&meta, n)?;
+        v.detect_by_text(&mut fim);
+        v.collect_eog(&fim);
+        v.special_cache = (0..n as u32)
+            .filter(|&id| v.attr(id) & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
+            .collect();
+        // llama.cpp's std::sort is not stable; ties keep id order here.
+        let mut cache = std::mem::take(&mut v.special_cache);
+        cache.sort_by_key(|&id| std::cmp::Reverse(v.token(id).len()));
+        v.special_cache = cache;
+        v.per_model_attrs(meta.string(key::GENERAL_NAME)?.as_deref());
+        v.chat_templates = chat_templates(&meta)?;
+        Ok(v)
+    }
+
+    /// An empty vocabulary of the `tokenizer.ggml.model` type `model`, with
+    /// llama.cpp's default special ids for that type.
+    fn with_defaults(path: &Path, model: &str, pre: Option<String>) -> Result<Self> {
         let none = None;
         // llama.cpp's default special ids per type.
-        let (kind, bos, eos, unk, sep, pad, mask) = match model.as_str() {
+        let (kind, bos, eos, unk, sep, pad, mask) = match model {
             "llama" => (VocabType::Spm, Some(1), Some(2), Some(0), none, none, none),
             "bert" => (
                 VocabType::Wpm,
@@ -145,14 +160,15 @@ impl Vocab {
             "gpt2" => (VocabType::Bpe, Some(11), Some(11), none, none, none, none),
             "t5" => (VocabType::Ugm, none, Some(1), Some(2), none, Some(0), none),
             other => {
-                return Err(unsupported(format!(
-                    "GGUF vocabulary type {other:?} (supported: llama, gpt2, bert, t5)"
-                )));
+                return Err(unsupported(
+                    path,
+                    format!("GGUF vocabulary type {other:?} (supported: llama, gpt2, bert, t5)"),
+                ));
             }
         };
-        let mut v = Self {
+        Ok(Self {
             kind,
-            pre: pre.clone(),
+            pre,
             text: Vec::new(),
             spans: Vec::new(),
             scores: Vec::new(),
@@ -176,51 +192,64 @@ impl Vocab {
             eog: Vec::new(),
             special_cache: Vec::new(),
             chat_templates: Vec::new(),
-        };
-        match kind {
+        })
+    }
+
+    /// The per-type settings (the BPE pre-tokenizer profile's among them),
+    /// then the keys that override them.
+    fn read_settings(&mut self, meta: &Meta<'_, '_>) -> Result<()> {
+        match self.kind {
             VocabType::Bpe => {
-                v.clean_spaces = true;
-                let profile = super::pre::Profile::from_name(pre.as_deref()).ok_or_else(|| {
-                    unsupported(format!(
-                        "GGUF pre-tokenizer {:?} (not a tokenizer.ggml.pre profile llama.cpp knows)",
-                        pre.as_deref().unwrap_or_default()
-                    ))
+                self.clean_spaces = true;
+                let pre = self.pre.as_deref();
+                let profile = super::pre::Profile::from_name(pre).ok_or_else(|| {
+                    unsupported(
+                        meta.path,
+                        format!(
+                            "GGUF pre-tokenizer {:?} (not a tokenizer.ggml.pre profile llama.cpp knows)",
+                            pre.unwrap_or_default()
+                        ),
+                    )
                 })?;
-                v.clean_spaces = profile.clean_spaces();
-                v.ignore_merges = profile.ignore_merges();
-                v.add_bos = profile.add_bos();
+                self.clean_spaces = profile.clean_spaces();
+                self.ignore_merges = profile.ignore_merges();
+                self.add_bos = profile.add_bos();
                 if profile.no_bos() {
-                    v.bos = None;
+                    self.bos = None;
                 }
             }
             VocabType::Spm => {
-                v.add_space_prefix = true;
-                v.add_bos = true;
+                self.add_space_prefix = true;
+                self.add_bos = true;
             }
             VocabType::Wpm => {
-                v.clean_spaces = true;
-                v.add_bos = true;
+                self.clean_spaces = true;
+                self.add_bos = true;
             }
             VocabType::Ugm => {
                 // add_space_prefix keeps llama.cpp's member default (false).
-                v.add_eos = true;
-                v.charsmap = meta.bytes(key::CHARSMAP)?;
+                self.add_eos = true;
+                self.charsmap = meta.bytes(key::CHARSMAP)?;
             }
         }
         if let Some(b) = meta.bool(key::ADD_PREFIX)? {
-            v.add_space_prefix = b;
+            self.add_space_prefix = b;
         }
         if let Some(b) = meta.bool(key::REMOVE_EXTRA_WS)? {
-            v.remove_extra_whitespaces = b;
+            self.remove_extra_whitespaces = b;
         }
+        Ok(())
+    }
 
-        let tokens = meta
-            .array(key::TOKENS, ValueType::String)?
-            .ok_or_else(|| Error::parse(path, format!("GGUF has no {:?} array", key::TOKENS)))?;
+    /// Token texts, scores and types; gives the token count.
+    fn read_tokens(&mut self, meta: &Meta<'_, '_>) -> Result<usize> {
+        let tokens = meta.array(key::TOKENS, ValueType::String)?.ok_or_else(|| {
+            Error::parse(meta.path, format!("GGUF has no {:?} array", key::TOKENS))
+        })?;
         let n = tokens.len();
         if u32::try_from(n).is_err() {
             return Err(Error::parse(
-                path,
+                meta.path,
                 format!("{n} tokens (more than u32 ids)"),
             ));
         }
@@ -231,7 +260,7 @@ impl Vocab {
                 && a.len() != n
             {
                 return Err(Error::parse(
-                    path,
+                    meta.path,
                     format!(
                         "GGUF offset {}: {name:?} has {} entries for {n} tokens",
                         a.offset(),
@@ -240,8 +269,8 @@ impl Vocab {
                 ));
             }
         }
-        v.spans.reserve_exact(n);
-        v.by_text.reserve(n);
+        self.spans.reserve_exact(n);
+        self.by_text.reserve(n);
         let mut empty_name;
         // `strings()` is Some for a string array (checked by `meta.array`).
         for (i, word) in tokens.strings().into_iter().flatten().enumerate() {
@@ -252,33 +281,38 @@ impl Vocab {
             } else {
                 word
             };
-            let start = v.text.len();
-            v.text.extend_from_slice(word);
-            v.spans.push((start as u32, v.text.len() as u32));
-            v.by_text.insert(word.into(), i as u32);
+            let start = self.text.len();
+            self.text.extend_from_slice(word);
+            self.spans.push((start as u32, self.text.len() as u32));
+            self.by_text.insert(word.into(), i as u32);
         }
-        if v.text.len() > u32::MAX as usize {
-            return Err(Error::parse(path, "token texts exceed 4 GiB"));
+        if self.text.len() > u32::MAX as usize {
+            return Err(Error::parse(meta.path, "token texts exceed 4 GiB"));
         }
-        v.scores = match scores.and_then(|a| a.f32s().map(Iterator::collect)) {
+        self.scores = match scores.and_then(|a| a.f32s().map(Iterator::collect)) {
             Some(s) => s,
             None => vec![0.0; n],
         };
-        v.attrs = match types.and_then(|a| a.i32s().map(|t| t.map(type_to_attr).collect())) {
+        self.attrs = match types.and_then(|a| a.i32s().map(|t| t.map(type_to_attr).collect())) {
             Some(a) => a,
             None => vec![attr::NORMAL; n],
         };
+        Ok(n)
+    }
 
+    /// The special ids' keys over the defaults, the FIM ids, and the `add_*`
+    /// flags; gives the FIM ids (`n`: the token count).
+    fn read_special_ids(&mut self, meta: &Meta<'_, '_>, n: usize) -> Result<[Option<u32>; 6]> {
         // Special ids: a key overrides the default unless it is out of range.
         let ids: [(&str, &mut Option<u32>); 8] = [
-            ("tokenizer.ggml.bos_token_id", &mut v.bos),
-            ("tokenizer.ggml.eos_token_id", &mut v.eos),
-            ("tokenizer.ggml.eot_token_id", &mut v.eot),
-            ("tokenizer.ggml.eom_token_id", &mut v.eom),
-            ("tokenizer.ggml.unknown_token_id", &mut v.unk),
-            ("tokenizer.ggml.seperator_token_id", &mut v.sep),
-            ("tokenizer.ggml.padding_token_id", &mut v.pad),
-            ("tokenizer.ggml.mask_token_id", &mut v.mask),
+            ("tokenizer.ggml.bos_token_id", &mut self.bos),
+            ("tokenizer.ggml.eos_token_id", &mut self.eos),
+            ("tokenizer.ggml.eot_token_id", &mut self.eot),
+            ("tokenizer.ggml.eom_token_id", &mut self.eom),
+            ("tokenizer.ggml.unknown_token_id", &mut self.unk),
+            ("tokenizer.ggml.seperator_token_id", &mut self.sep),
+            ("tokenizer.ggml.padding_token_id", &mut self.pad),
+            ("tokenizer.ggml.mask_token_id", &mut self.mask),
         ];
         for (name, slot) in ids {
             if let Some(id) = meta.u32(name)?
@@ -310,35 +344,24 @@ impl Vocab {
         }
         // Out-of-range defaults (a tiny vocabulary) are no token at all.
         for slot in [
-            &mut v.bos,
-            &mut v.eos,
-            &mut v.unk,
-            &mut v.sep,
-            &mut v.pad,
-            &mut v.mask,
+            &mut self.bos,
+            &mut self.eos,
+            &mut self.unk,
+            &mut self.sep,
+            &mut self.pad,
+            &mut self.mask,
         ] {
             if slot.is_some_and(|id| id as usize >= n) {
                 *slot = None;
             }
         }
         if let Some(b) = meta.bool(key::ADD_BOS)? {
-            v.add_bos = b;
+            self.add_bos = b;
         }
         if let Some(b) = meta.bool(key::ADD_EOS)? {
-            v.add_eos = b;
+            self.add_eos = b;
         }
-        v.detect_by_text(&mut fim);
-        v.collect_eog(&fim);
-        v.special_cache = (0..n as u32)
-            .filter(|&id| v.attr(id) & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
-            .collect();
-        // llama.cpp's std::sort is not stable; ties keep id order here.
-        let mut cache = std::mem::take(&mut v.special_cache);
-        cache.sort_by_key(|&id| std::cmp::Reverse(v.token(id).len()));
-        v.special_cache = cache;
-        v.per_model_attrs(meta.string(key::GENERAL_NAME)?.as_deref());
-        v.chat_templates = chat_templates(&meta)?;
-        Ok(v)
+        Ok(fim)
     }
 
     /// llama.cpp finds eot/eom/fim tokens by their text when no key names
@@ -492,6 +515,14 @@ fn chat_templates(meta: &Meta<'_, '_>) -> Result<Vec<(Option<String>, String)>> 
         out.push((name, text.to_owned()));
     }
     Ok(out)
+}
+
+/// The error for a vocabulary this crate does not run (`what` says which).
+fn unsupported(path: &Path, what: String) -> Error {
+    Error::new(ErrorKind::UnsupportedFormat {
+        path: path.to_path_buf(),
+        detected: what,
+    })
 }
 
 /// Typed access to known keys; a wrong type is a parse error naming the key.
