@@ -129,8 +129,10 @@ fn long_whitespace_runs_match_tiktoken_on_every_path() {
     }
 }
 
-/// Encode time of a whitespace run grows linearly: 4× the input takes far
-/// less than 16× the time (a ratio of the best of three runs, not a time).
+/// Encode time of a whitespace run grows linearly: 8× the input takes far
+/// less than the 64× a quadratic scan would (a ratio of the best of three
+/// runs, not a time; linear is 8×, and the bound leaves a shared machine's
+/// noise 3× of room).
 /// Each run is a fresh load's first encode of the text, so no memo of the
 /// handle or the backend answers it (a repeat would time a cache).
 #[test]
@@ -158,11 +160,11 @@ fn whitespace_runs_encode_in_linear_time() {
             .min()
             .unwrap()
     };
-    let small = best(150_000);
+    let small = best(75_000);
     let large = best(600_000);
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
     assert!(
-        ratio < 9.0,
-        "4x input took {ratio:.1}x the time ({small:?} -> {large:?})"
+        ratio < 24.0,
+        "8x input took {ratio:.1}x the time ({small:?} -> {large:?})"
     );
 }
