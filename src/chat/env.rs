@@ -3,6 +3,8 @@
 //! with its `tojson`, `raise_exception` and `strftime_now`, plus Python value formatting and
 //! methods, a fuel budget, a recursion limit, and no way to load other templates or files.
 
+use std::borrow::Cow;
+
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Rest, Value};
 use minijinja::{AutoEscape, Environment, Error, Output, State, UndefinedBehavior};
@@ -114,27 +116,73 @@ pub(crate) fn build(
     source: &str,
     limits: RenderLimits,
 ) -> Result<(Environment<'static>, ContentFormat), ChatTemplateError> {
-    let syntax_error = |detail: String| ChatTemplateError::Syntax {
-        name: name.to_owned(),
-        detail,
-    };
     let mut env = Environment::new();
     let syntax = SyntaxConfig::builder()
         .trim_blocks(true)
         .lstrip_blocks(true)
         .build()
-        .map_err(|e| syntax_error(e.to_string()))?;
+        .map_err(|e| syntax_error(name, e.to_string()))?;
+    let source = prepare_source(source, &syntax);
+    let format = check(name, &source, &syntax)?;
+    let instrumented = syntax::instrument(&source, &syntax);
+    let source = instrumented.as_deref().unwrap_or(&source);
+    configure(&mut env, syntax, limits);
+    register_builtins(&mut env);
+    env.add_template_owned(name.to_owned(), source.to_owned())
+        .map_err(|e| {
+            // The template parsed before it was instrumented; the rewrite nests each wrapped
+            // operand of a chain one parenthesis deeper and can pass minijinja's parser limit.
+            if instrumented.is_some() && e.to_string().contains(PARSER_DEPTH_ERROR) {
+                ChatTemplateError::LimitExceeded {
+                    limit: Limit::Nesting,
+                    detail: format!(
+                        "an operator chain is too long to instrument (each operand of `~`, `+` and `*` nests one level deeper): {}",
+                        describe(&e)
+                    ),
+                }
+            } else {
+                syntax_error(name, describe(&e))
+            }
+        })?;
+    Ok((env, format))
+}
+
+/// A syntax error of the template `name`.
+fn syntax_error(name: &str, detail: String) -> ChatTemplateError {
+    ChatTemplateError::Syntax {
+        name: name.to_owned(),
+        detail,
+    }
+}
+
+/// `source` as Jinja2 reads it (newlines, string escapes) and with transformers'
+/// `{% generation %}` tags, the text every later step of [`build`] works on.
+fn prepare_source<'s>(source: &'s str, syntax: &SyntaxConfig) -> Cow<'s, str> {
+    let mut text = Cow::Borrowed(source);
     // Jinja2's lexer turns every `\r\n` and `\r` of the template (text, raw blocks, string
     // literals) into `\n`; minijinja keeps them, so normalize first.
-    let normalized = syntax::normalize_newlines(source);
-    let source = normalized.as_deref().unwrap_or(source);
+    if let Some(normalized) = syntax::normalize_newlines(&text) {
+        text = Cow::Owned(normalized);
+    }
     // Jinja2 decodes string literals with Python's escapes, minijinja with JSON's.
-    let unescaped = lexing::align_with_jinja2(source, &syntax);
-    let source = unescaped.as_deref().unwrap_or(source);
-    let rewritten = syntax::rewrite_generation_tags(source, &syntax);
-    let source = rewritten.as_deref().unwrap_or(source);
+    if let Some(unescaped) = lexing::align_with_jinja2(&text, syntax) {
+        text = Cow::Owned(unescaped);
+    }
+    if let Some(rewritten) = syntax::rewrite_generation_tags(&text, syntax) {
+        text = Cow::Owned(rewritten);
+    }
+    text
+}
+
+/// Refuses what the template may not be (too deep, unparsable, a tag Jinja2 lacks) before it is
+/// compiled, and detects its content format from the parsed tree.
+fn check(
+    name: &str,
+    source: &str,
+    syntax: &SyntaxConfig,
+) -> Result<ContentFormat, ChatTemplateError> {
     // Bound the tree's depth before anything recurses over it (see `syntax::MAX_NESTING`).
-    if let Some(depth) = syntax::nesting_bound(source, &syntax, syntax::MAX_NESTING)
+    if let Some(depth) = syntax::nesting_bound(source, syntax, syntax::MAX_NESTING)
         && depth > syntax::MAX_NESTING
     {
         return Err(ChatTemplateError::LimitExceeded {
@@ -145,26 +193,29 @@ pub(crate) fn build(
             ),
         });
     }
-    let format = match syntax::parse(source, &syntax) {
+    match syntax::parse(source, syntax) {
         Ok(ast) => {
             if let Some(detail) = syntax::unsupported_statement(&ast) {
-                return Err(syntax_error(detail.to_owned()));
+                return Err(syntax_error(name, detail.to_owned()));
             }
-            content_format::detect(&ast)
+            Ok(content_format::detect(&ast))
         }
         Err(e) if e.to_string().contains(PARSER_DEPTH_ERROR) => {
-            return Err(ChatTemplateError::LimitExceeded {
+            Err(ChatTemplateError::LimitExceeded {
                 limit: Limit::Nesting,
                 detail: format!(
                     "the template nests brackets or blocks deeper than minijinja's parser allows: {}",
                     describe(&e)
                 ),
-            });
+            })
         }
-        Err(e) => return Err(syntax_error(describe(&e))),
-    };
-    let instrumented = syntax::instrument(source, &syntax);
-    let source = instrumented.as_deref().unwrap_or(source);
+        Err(e) => Err(syntax_error(name, describe(&e))),
+    }
+}
+
+/// transformers' environment settings (`trim_blocks`, `lstrip_blocks`, lenient undefined, no
+/// autoescape, Python formatting and methods) with the render's fuel and recursion limits.
+fn configure(env: &mut Environment<'static>, syntax: SyntaxConfig, limits: RenderLimits) {
     env.set_syntax(syntax);
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -172,7 +223,11 @@ pub(crate) fn build(
     env.set_fuel(Some(limits.fuel_base));
     env.set_recursion_limit(limits.recursion);
     env.set_unknown_method_callback(functions::python_methods);
+}
 
+/// The globals, filters and tests of transformers' Jinja2 environment, and the hidden filters
+/// the instrumented template calls.
+fn register_builtins(env: &mut Environment<'static>) {
     // Only what Jinja2 has: no `debug()` global, no minijinja-only filters and tests.
     env.remove_global("debug");
     for filter in ["split", "lines", "chain", "zip", "bool"] {
@@ -240,24 +295,6 @@ pub(crate) fn build(
     env.add_test("iterable", functions::is_iterable);
     env.add_test("sequence", functions::is_sequence);
     env.add_test("divisibleby", functions::is_divisible_by);
-
-    env.add_template_owned(name.to_owned(), source.to_owned())
-        .map_err(|e| {
-            // The template parsed before it was instrumented; the rewrite nests each wrapped
-            // operand of a chain one parenthesis deeper and can pass minijinja's parser limit.
-            if instrumented.is_some() && e.to_string().contains(PARSER_DEPTH_ERROR) {
-                ChatTemplateError::LimitExceeded {
-                    limit: Limit::Nesting,
-                    detail: format!(
-                        "an operator chain is too long to instrument (each operand of `~`, `+` and `*` nests one level deeper): {}",
-                        describe(&e)
-                    ),
-                }
-            } else {
-                syntax_error(describe(&e))
-            }
-        })?;
-    Ok((env, format))
 }
 
 /// A one-line description of a minijinja error with its location.

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use minijinja::machinery::Token;
-use minijinja::machinery::ast::{BinOpKind, CallArg, Expr, Stmt};
+use minijinja::machinery::ast::{BinOp, BinOpKind, CallArg, Expr, Slice, Stmt};
 use minijinja::syntax::SyntaxConfig;
 
 /// The template with `\r\n` and lone `\r` turned into `\n`, or `None` if it has no `\r`.
@@ -117,97 +117,85 @@ const BLOCK_TAGS: &[&str] = &[
 /// or `=` at that level. Stops early once the bound passes `limit` and returns it then.
 /// Returns `None` when the template does not lex (the parser then reports the error).
 pub(crate) fn nesting_bound(source: &str, syntax: &SyntaxConfig, limit: usize) -> Option<usize> {
-    // Open blocks: (tag, weight); weight is 1 + the `elif`s seen so far.
-    let mut blocks: Vec<(&str, usize)> = Vec::new();
-    let mut block_total = 0usize;
-    // Open brackets of the current expression: operators since the last separator, per level.
-    let mut levels: Vec<usize> = Vec::new();
-    let mut expr_total = 0usize;
-    // The current block tag's keyword and whether it had a top-level `=`.
-    let mut keyword: Option<&str> = None;
-    let mut assigns = false;
-    let mut in_block = false;
+    let mut scan = NestingScan::default();
     let mut max = 0usize;
     for token in minijinja::machinery::tokenize(source, false, syntax.clone()) {
         let Ok((token, _)) = token else {
             return None;
         };
-        match token {
+        scan.step(&token);
+        max = max.max(scan.block_total + scan.expr_total);
+        if max > limit {
+            return Some(max);
+        }
+    }
+    Some(max)
+}
+
+/// The state of [`nesting_bound`]'s pass over the tokens: the open blocks and the open
+/// brackets of the current expression.
+#[derive(Default)]
+struct NestingScan<'s> {
+    /// Open blocks: (tag, weight); weight is 1 + the `elif`s seen so far.
+    blocks: Vec<(&'s str, usize)>,
+    block_total: usize,
+    /// Open brackets of the current expression: operators since the last separator, per level.
+    levels: Vec<usize>,
+    expr_total: usize,
+    /// The current block tag's keyword and whether it had a top-level `=`.
+    keyword: Option<&'s str>,
+    assigns: bool,
+    in_block: bool,
+}
+
+impl<'s> NestingScan<'s> {
+    /// Accounts for one token.
+    fn step(&mut self, token: &Token<'s>) {
+        match *token {
             Token::VariableStart | Token::BlockStart => {
-                in_block = matches!(token, Token::BlockStart);
-                keyword = None;
-                assigns = false;
-                levels.clear();
-                levels.push(0);
-                expr_total = 1;
+                self.in_block = matches!(token, Token::BlockStart);
+                self.keyword = None;
+                self.assigns = false;
+                self.levels.clear();
+                self.levels.push(0);
+                self.expr_total = 1;
             }
             Token::VariableEnd => {
-                levels.clear();
-                expr_total = 0;
+                self.levels.clear();
+                self.expr_total = 0;
             }
-            Token::BlockEnd => {
-                in_block = false;
-                levels.clear();
-                expr_total = 0;
-                match keyword {
-                    Some("elif") => {
-                        if let Some(top) = blocks.last_mut()
-                            && top.0 == "if"
-                        {
-                            top.1 += 1;
-                            block_total += 1;
-                        }
-                    }
-                    Some("set") if assigns => {}
-                    Some(tag) if BLOCK_TAGS.contains(&tag) => {
-                        blocks.push((tag, 1));
-                        block_total += 1;
-                    }
-                    Some(tag) => {
-                        if let Some(opened) = tag.strip_prefix("end")
-                            && blocks.last().is_some_and(|top| top.0 == opened)
-                            && let Some((_, weight)) = blocks.pop()
-                        {
-                            block_total = block_total.saturating_sub(weight);
-                        }
-                    }
-                    None => {}
-                }
-            }
+            Token::BlockEnd => self.end_block_tag(),
             Token::TemplateData(_) => {}
             Token::BracketOpen | Token::ParenOpen | Token::BraceOpen => {
                 // The call, subscript or literal is one node, its contents one level deeper.
-                if let Some(top) = levels.last_mut() {
+                if let Some(top) = self.levels.last_mut() {
                     *top += 1;
                 }
-                levels.push(0);
-                expr_total += 2;
+                self.levels.push(0);
+                self.expr_total += 2;
             }
             Token::BracketClose | Token::ParenClose | Token::BraceClose => {
-                if levels.len() > 1
-                    && let Some(count) = levels.pop()
+                if self.levels.len() > 1
+                    && let Some(count) = self.levels.pop()
                 {
-                    expr_total = expr_total.saturating_sub(count + 1);
+                    self.expr_total = self.expr_total.saturating_sub(count + 1);
                 }
             }
             Token::Comma | Token::Colon | Token::Assign => {
-                if levels.len() == 1 && matches!(token, Token::Assign) {
-                    assigns = true;
+                if self.levels.len() == 1 && matches!(token, Token::Assign) {
+                    self.assigns = true;
                 }
-                if let Some(top) = levels.last_mut() {
-                    expr_total = expr_total.saturating_sub(*top);
+                if let Some(top) = self.levels.last_mut() {
+                    self.expr_total = self.expr_total.saturating_sub(*top);
                     *top = 0;
                 }
             }
             Token::Ident(name) => {
-                if in_block && keyword.is_none() {
-                    keyword = Some(name);
+                if self.in_block && self.keyword.is_none() {
+                    self.keyword = Some(name);
                 }
-                if matches!(name, "is" | "not" | "and" | "or" | "if" | "else" | "in")
-                    && let Some(top) = levels.last_mut()
-                {
-                    *top += 1;
-                    expr_total += 1;
+                if matches!(name, "is" | "not" | "and" | "or" | "if" | "else" | "in") {
+                    self.operator();
                 }
             }
             Token::Plus
@@ -225,20 +213,49 @@ pub(crate) fn nesting_bound(source: &str, syntax: &SyntaxConfig, limit: usize) -
             | Token::Gt
             | Token::Gte
             | Token::Lt
-            | Token::Lte => {
-                if let Some(top) = levels.last_mut() {
-                    *top += 1;
-                    expr_total += 1;
-                }
-            }
+            | Token::Lte => self.operator(),
             _ => {}
         }
-        max = max.max(block_total + expr_total);
-        if max > limit {
-            return Some(max);
+    }
+
+    /// An operator: one node deeper at the current bracket level.
+    fn operator(&mut self) {
+        if let Some(top) = self.levels.last_mut() {
+            *top += 1;
+            self.expr_total += 1;
         }
     }
-    Some(max)
+
+    /// `%}`: the tag's keyword opens a block, adds an `elif` to its `if`, or closes a block.
+    fn end_block_tag(&mut self) {
+        self.in_block = false;
+        self.levels.clear();
+        self.expr_total = 0;
+        match self.keyword {
+            Some("elif") => {
+                if let Some(top) = self.blocks.last_mut()
+                    && top.0 == "if"
+                {
+                    top.1 += 1;
+                    self.block_total += 1;
+                }
+            }
+            Some("set") if self.assigns => {}
+            Some(tag) if BLOCK_TAGS.contains(&tag) => {
+                self.blocks.push((tag, 1));
+                self.block_total += 1;
+            }
+            Some(tag) => {
+                if let Some(opened) = tag.strip_prefix("end")
+                    && self.blocks.last().is_some_and(|top| top.0 == opened)
+                    && let Some((_, weight)) = self.blocks.pop()
+                {
+                    self.block_total = self.block_total.saturating_sub(weight);
+                }
+            }
+            None => {}
+        }
+    }
 }
 
 /// The filter every `{% for %}` iterable is wrapped in (see the module docs).
@@ -487,50 +504,10 @@ fn visit_expr(expr: &Expr<'_>, wraps: &mut Rewrites<'_>) -> Option<(usize, usize
     let own = own_span(expr)?;
     let leftmost = match expr {
         Expr::Var(_) | Expr::Const(_) => None,
-        Expr::Slice(s) => {
-            let inner = visit_expr(&s.expr, wraps);
-            let bounds =
-                [&s.start, &s.stop, &s.step].map(|e| e.as_ref().and_then(|e| visit_expr(e, wraps)));
-            if s.step.is_some()
-                && let Some(sliced) = inner
-            {
-                push_slice(wraps, sliced, bounds, own.1);
-            }
-            inner
-        }
+        Expr::Slice(s) => visit_slice(s, own, wraps),
         // `x is not t` parses as `not (x is t)` spanned from `not`: it starts at `x`.
         Expr::UnaryOp(u) => visit_expr(&u.expr, wraps),
-        Expr::BinOp(b) => {
-            let left = visit_expr(&b.left, wraps);
-            let right = visit_expr(&b.right, wraps);
-            let constant = |e: &Expr<'_>| matches!(e, Expr::Const(_));
-            match b.op {
-                BinOpKind::Concat => {
-                    if !constant(&b.left) {
-                        push(wraps, left, SIZED_FILTER);
-                    }
-                    if !constant(&b.right) {
-                        push(wraps, right, SIZED_FILTER);
-                    }
-                }
-                // Both operands, constants too: the right filter pairs with the left one.
-                BinOpKind::Add | BinOpKind::Mul if left.is_some() && right.is_some() => {
-                    let (lhs, rhs) = if matches!(b.op, BinOpKind::Add) {
-                        (ADD_LHS_FILTER, ADD_RHS_FILTER)
-                    } else {
-                        (MUL_LHS_FILTER, MUL_RHS_FILTER)
-                    };
-                    push(wraps, left, lhs);
-                    push(wraps, right, rhs);
-                    if matches!(b.op, BinOpKind::Add) {
-                        let sum = left.map(|(start, _)| (start.min(own.0), own.1));
-                        push(wraps, sum, ADD_RESULT_FILTER);
-                    }
-                }
-                _ => {}
-            }
-            left
-        }
+        Expr::BinOp(b) => visit_bin_op(b, own, wraps),
         Expr::Compare(c) => {
             let inner = visit_expr(&c.expr, wraps);
             for op in &c.ops {
@@ -587,6 +564,61 @@ fn visit_expr(expr: &Expr<'_>, wraps: &mut Rewrites<'_>) -> Option<(usize, usize
         }
     };
     Some(leftmost.map_or(own, |(start, _)| (start.min(own.0), own.1)))
+}
+
+/// [`visit_expr`] of a slice: a slice with a step is rewritten to call [`SLICE_FILTER`].
+fn visit_slice(
+    s: &Slice<'_>,
+    own: (usize, usize),
+    wraps: &mut Rewrites<'_>,
+) -> Option<(usize, usize)> {
+    let inner = visit_expr(&s.expr, wraps);
+    let bounds =
+        [&s.start, &s.stop, &s.step].map(|e| e.as_ref().and_then(|e| visit_expr(e, wraps)));
+    if s.step.is_some()
+        && let Some(sliced) = inner
+    {
+        push_slice(wraps, sliced, bounds, own.1);
+    }
+    inner
+}
+
+/// [`visit_expr`] of a binary operation: the operands of `~`, `+` and `*` are wrapped in the
+/// size-checking filters, a sum also in [`ADD_RESULT_FILTER`].
+fn visit_bin_op(
+    b: &BinOp<'_>,
+    own: (usize, usize),
+    wraps: &mut Rewrites<'_>,
+) -> Option<(usize, usize)> {
+    let left = visit_expr(&b.left, wraps);
+    let right = visit_expr(&b.right, wraps);
+    let constant = |e: &Expr<'_>| matches!(e, Expr::Const(_));
+    match b.op {
+        BinOpKind::Concat => {
+            if !constant(&b.left) {
+                push(wraps, left, SIZED_FILTER);
+            }
+            if !constant(&b.right) {
+                push(wraps, right, SIZED_FILTER);
+            }
+        }
+        // Both operands, constants too: the right filter pairs with the left one.
+        BinOpKind::Add | BinOpKind::Mul if left.is_some() && right.is_some() => {
+            let (lhs, rhs) = if matches!(b.op, BinOpKind::Add) {
+                (ADD_LHS_FILTER, ADD_RHS_FILTER)
+            } else {
+                (MUL_LHS_FILTER, MUL_RHS_FILTER)
+            };
+            push(wraps, left, lhs);
+            push(wraps, right, rhs);
+            if matches!(b.op, BinOpKind::Add) {
+                let sum = left.map(|(start, _)| (start.min(own.0), own.1));
+                push(wraps, sum, ADD_RESULT_FILTER);
+            }
+        }
+        _ => {}
+    }
+    left
 }
 
 /// Finds statements that transformers' Jinja2 environment does not accept.

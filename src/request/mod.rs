@@ -21,6 +21,7 @@ use crate::tokenizer::Tokenizer;
 pub(crate) use facts::RequestFacts;
 pub use format::ChatFormat;
 use provenance::Sentinels;
+use special_text::SpecialText;
 
 /// What [`Tokenizer::encode_chat`](crate::Tokenizer::encode_chat) does with
 /// special-token text (`<|im_start|>`, `<|eot_id|>`) that came from the
@@ -258,29 +259,7 @@ fn encode_chat_jinja(
         }));
     }
     let parse_forged = policy == ChatSpecialTokens::Parse;
-    let with_offsets = options.message_ranges;
-    let exact = backend.parses_special_text() && (parse_forged || forged == 0);
-    let encoding = if exact {
-        tok.encode_with(
-            &text,
-            &crate::EncodeOptions::new()
-                .with_add_special_tokens(options.add_special_tokens)
-                .with_offsets(with_offsets),
-        )?
-    } else {
-        let specials: Vec<&segments::Match> = matches
-            .iter()
-            .filter(|m| parse_forged || !m.forged)
-            .collect();
-        let body =
-            segments::encode_cut(backend, &text, &specials, &st.plain_markers, with_offsets)?;
-        if options.add_special_tokens {
-            let (bos, eos) = tok.request_facts().bos_eos(tok.backend_dyn())?;
-            wrap(body, bos, eos, text.len())?
-        } else {
-            body
-        }
-    };
+    let encoding = encode_rendered(tok, st, &text, &matches, parse_forged, forged, options)?;
     let message_ranges = if options.message_ranges {
         let offsets = encoding.offsets().unwrap_or_default();
         let restore = |s: String| match &sentinels {
@@ -300,6 +279,43 @@ fn encode_chat_jinja(
         message_ranges,
         special_texts_as_text: if parse_forged { 0 } else { forged },
     })
+}
+
+/// The rendered prompt's ids: one `encode_with` where the backend parses special text and no
+/// forged match is to stay text, else the text cut at the matches that are to be special, each
+/// piece encoded (and BOS/EOS put around it).
+fn encode_rendered(
+    tok: &Tokenizer,
+    st: &SpecialText,
+    text: &str,
+    matches: &[segments::Match],
+    parse_forged: bool,
+    forged: usize,
+    options: &EncodeChatOptions,
+) -> Result<crate::encoding::Encoding> {
+    let backend = tok.backend_dyn();
+    let with_offsets = options.message_ranges;
+    let exact = backend.parses_special_text() && (parse_forged || forged == 0);
+    if exact {
+        tok.encode_with(
+            text,
+            &crate::EncodeOptions::new()
+                .with_add_special_tokens(options.add_special_tokens)
+                .with_offsets(with_offsets),
+        )
+    } else {
+        let specials: Vec<&segments::Match> = matches
+            .iter()
+            .filter(|m| parse_forged || !m.forged)
+            .collect();
+        let body = segments::encode_cut(backend, text, &specials, &st.plain_markers, with_offsets)?;
+        if options.add_special_tokens {
+            let (bos, eos) = tok.request_facts().bos_eos(tok.backend_dyn())?;
+            wrap(body, bos, eos, text.len())
+        } else {
+            Ok(body)
+        }
+    }
 }
 
 /// `body` with BOS/EOS ids around it (spans `(0, 0)` and `(len, len)`).

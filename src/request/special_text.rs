@@ -77,6 +77,96 @@ fn is_markup(text: &str) -> bool {
         && !text.chars().all(|c| c.is_whitespace() || c == '\u{2581}')
 }
 
+/// The texts [`SpecialText::new`] finds, in pattern order, before its tables are built.
+struct Collected {
+    texts: Vec<String>,
+    ids: Vec<u32>,
+    /// Per text: made ordinary vocabulary by [`ControlTokens::with_text`].
+    parsed: Vec<bool>,
+    /// The ids of the non-special markers, sorted.
+    plain_markers: Vec<u32>,
+}
+
+/// The marker texts of `backend` under `templates` and `control`, first occurrence first (see
+/// [`SpecialText::new`]).
+fn collect(
+    backend: &dyn backend::Tokenizer,
+    templates: &[&str],
+    control: &ControlTokens,
+) -> Collected {
+    let specials = backend.special_tokens();
+    let as_text = |t: &str| control.text().iter().any(|x| x == t);
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut texts: Vec<String> = Vec::new();
+    let mut ids = Vec::new();
+    let mut parsed = Vec::new();
+    let mut plain_markers = Vec::new();
+    let mut push = |content: &str, id: u32, is_parsed: bool| {
+        if !content.is_empty() && seen.insert(content.to_owned()) {
+            texts.push(content.to_owned());
+            ids.push(id);
+            parsed.push(is_parsed);
+        }
+    };
+    let added = backend.added_tokens();
+    // A named token that is ordinary vocabulary (a GGUF without BOS
+    // ids takes `,`, id 11, as llama.cpp does) is no marker.
+    let named = specials
+        .named()
+        .map(|(_, t)| t)
+        .filter(|t| backend.is_special_id(t.id) || added.iter().any(|a| a.id == t.id));
+    for t in named.chain(specials.additional.iter()) {
+        push(&t.content, t.id, as_text(&t.content));
+    }
+    for t in &added {
+        let c = t.content.as_str();
+        let marker = !as_text(c)
+            && (control.markers().iter().any(|m| m == c)
+                || has_marker_shape(c)
+                || (is_markup(c) && templates.iter().any(|src| src.contains(c))));
+        if marker {
+            push(c, t.id, false);
+        }
+    }
+    // A non-special added token may also be a named one (Command-R+'s
+    // eos, `<|END_OF_TURN_TOKEN|>`): every marker among them is kept as
+    // text by id.
+    for t in &added {
+        if let Some(i) = texts.iter().position(|x| *x == t.content)
+            && !parsed[i]
+        {
+            plain_markers.push(t.id);
+        }
+    }
+    plain_markers.sort_unstable();
+    plain_markers.dedup();
+    Collected {
+        texts,
+        ids,
+        parsed,
+        plain_markers,
+    }
+}
+
+/// The proper prefixes and suffixes of `texts` of at least [`MIN_FRAGMENT_CHARS`] chars.
+fn fragments(texts: &[&str]) -> (FxHashSet<Box<str>>, FxHashSet<Box<str>>) {
+    let mut prefixes = FxHashSet::default();
+    let mut suffixes = FxHashSet::default();
+    for t in texts {
+        let bounds: Vec<usize> = t.char_indices().map(|(i, _)| i).skip(1).collect();
+        for (k, &b) in bounds.iter().enumerate() {
+            // `t[..b]` has k + 1 chars, `t[b..]` the rest.
+            if k + 1 >= MIN_FRAGMENT_CHARS {
+                prefixes.insert(Box::from(&t[..b]));
+            }
+            if bounds.len() - k >= MIN_FRAGMENT_CHARS {
+                suffixes.insert(Box::from(&t[b..]));
+            }
+        }
+    }
+    (prefixes, suffixes)
+}
+
 impl SpecialText {
     /// The markers of `backend` under `templates` (the sources of its chat
     /// template) and `control`: every special added token, and every
@@ -88,52 +178,12 @@ impl SpecialText {
         templates: &[&str],
         control: &ControlTokens,
     ) -> Result<Self> {
-        let specials = backend.special_tokens();
-        let as_text = |t: &str| control.text().iter().any(|x| x == t);
-        let mut seen: FxHashSet<String> = FxHashSet::default();
-        let mut texts: Vec<String> = Vec::new();
-        let mut ids = Vec::new();
-        let mut parsed = Vec::new();
-        let mut plain_markers = Vec::new();
-        let mut push = |content: &str, id: u32, is_parsed: bool| {
-            if !content.is_empty() && seen.insert(content.to_owned()) {
-                texts.push(content.to_owned());
-                ids.push(id);
-                parsed.push(is_parsed);
-            }
-        };
-        let added = backend.added_tokens();
-        // A named token that is ordinary vocabulary (a GGUF without BOS
-        // ids takes `,`, id 11, as llama.cpp does) is no marker.
-        let named = specials
-            .named()
-            .map(|(_, t)| t)
-            .filter(|t| backend.is_special_id(t.id) || added.iter().any(|a| a.id == t.id));
-        for t in named.chain(specials.additional.iter()) {
-            push(&t.content, t.id, as_text(&t.content));
-        }
-        for t in &added {
-            let c = t.content.as_str();
-            let marker = !as_text(c)
-                && (control.markers().iter().any(|m| m == c)
-                    || has_marker_shape(c)
-                    || (is_markup(c) && templates.iter().any(|src| src.contains(c))));
-            if marker {
-                push(c, t.id, false);
-            }
-        }
-        // A non-special added token may also be a named one (Command-R+'s
-        // eos, `<|END_OF_TURN_TOKEN|>`): every marker among them is kept as
-        // text by id.
-        for t in &added {
-            if let Some(i) = texts.iter().position(|x| *x == t.content)
-                && !parsed[i]
-            {
-                plain_markers.push(t.id);
-            }
-        }
-        plain_markers.sort_unstable();
-        plain_markers.dedup();
+        let Collected {
+            texts,
+            ids,
+            parsed,
+            plain_markers,
+        } = collect(backend, templates, control);
         let matcher = if texts.is_empty() {
             None
         } else {
@@ -160,20 +210,7 @@ impl SpecialText {
             .enumerate()
             .filter_map(|(i, &c)| Some((c, u32::try_from(i).ok()?)))
             .collect();
-        let mut prefixes = FxHashSet::default();
-        let mut suffixes = FxHashSet::default();
-        for t in &texts {
-            let bounds: Vec<usize> = t.char_indices().map(|(i, _)| i).skip(1).collect();
-            for (k, &b) in bounds.iter().enumerate() {
-                // `t[..b]` has k + 1 chars, `t[b..]` the rest.
-                if k + 1 >= MIN_FRAGMENT_CHARS {
-                    prefixes.insert(Box::from(&t[..b]));
-                }
-                if bounds.len() - k >= MIN_FRAGMENT_CHARS {
-                    suffixes.insert(Box::from(&t[b..]));
-                }
-            }
-        }
+        let (prefixes, suffixes) = fragments(&texts);
         let max_len = texts.iter().map(|t| t.len()).max().unwrap_or(0);
         let first: FxHashSet<char> = texts.iter().filter_map(|t| t.chars().next()).collect();
         let last: FxHashSet<char> = texts.iter().filter_map(|t| t.chars().next_back()).collect();

@@ -1,7 +1,7 @@
 //! Metrics through the `metrics` crate, with handles registered once per tokenizer.
 //!
 //! Every name starts with `rtok_`; the public list, with labels and units, is
-//! in the crate docs (`# Metrics` in `lib.rs`) and README.md, and [`DESCRIPTIONS`]
+//! in the crate docs (`# Metrics` in `lib.rs`) and README.md, and [`DESCRIPTIONS`](descriptions::DESCRIPTIONS)
 //! is the one table both follow. Each series carries the tokenizer's
 //! [`Labels`]: `tokenizer` (its source) and `backend`.
 //!
@@ -19,13 +19,21 @@
 //! group measures it). Loads and chat renders are timed on every call: they
 //! take microseconds at least.
 
-use metrics::{Counter, Histogram, KeyName, Label, SharedString, Unit, counter, histogram};
-use std::cell::Cell;
-use std::collections::HashSet;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+mod cache;
+mod descriptions;
+mod load;
+mod parallel;
 
-use crate::error::{ErrorKind, Result};
+use metrics::{Counter, Histogram, Label, SharedString, counter, histogram};
+use std::cell::Cell;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use crate::error::Result;
+pub(crate) use cache::CacheMetrics;
+use descriptions::describe;
+pub(crate) use load::{record_load, record_load_error};
+pub(crate) use parallel::{Fallback, ParallelMetrics};
 
 /// One call in this many (per thread) records its duration.
 pub(crate) const TIMING_SAMPLE: u32 = 16;
@@ -42,191 +50,6 @@ fn sampled() -> bool {
         c.set(n.wrapping_add(1));
         n % TIMING_SAMPLE == 0
     })
-}
-
-/// What a metric is, for its description.
-#[derive(Clone, Copy)]
-enum Kind {
-    Counter,
-    Histogram,
-}
-
-/// Every metric the crate reports: name, kind, unit and help text. Described
-/// each time a tokenizer binds its handles (and at each load), so whichever
-/// recorder receives the series also has their HELP and units.
-const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
-    (
-        "rtok_loads_total",
-        Kind::Counter,
-        Unit::Count,
-        "Tokenizers loaded (a load the process-wide registry answers with a shared handle is not counted).",
-    ),
-    (
-        "rtok_load_duration_seconds",
-        Kind::Histogram,
-        Unit::Seconds,
-        "Time to load one tokenizer: resolve the source, read, parse and build it.",
-    ),
-    (
-        "rtok_load_errors_total",
-        Kind::Counter,
-        Unit::Count,
-        "Loads that failed, by error kind (label `kind`).",
-    ),
-    (
-        "rtok_encode_requests_total",
-        Kind::Counter,
-        Unit::Count,
-        "Encodes (encode, encode_with and their batch forms).",
-    ),
-    (
-        "rtok_encode_errors_total",
-        Kind::Counter,
-        Unit::Count,
-        "Encodes that failed.",
-    ),
-    (
-        "rtok_encode_duration_seconds",
-        Kind::Histogram,
-        Unit::Seconds,
-        "Time per encode, sampled: the first call of each thread, then one in 16.",
-    ),
-    (
-        "rtok_encode_tokens",
-        Kind::Histogram,
-        Unit::Count,
-        "Ids per successful encode.",
-    ),
-    (
-        "rtok_decode_requests_total",
-        Kind::Counter,
-        Unit::Count,
-        "Decodes.",
-    ),
-    (
-        "rtok_decode_errors_total",
-        Kind::Counter,
-        Unit::Count,
-        "Decodes that failed (unknown ids).",
-    ),
-    (
-        "rtok_decode_duration_seconds",
-        Kind::Histogram,
-        Unit::Seconds,
-        "Time per decode, sampled: the first call of each thread, then one in 16.",
-    ),
-    (
-        "rtok_render_requests_total",
-        Kind::Counter,
-        Unit::Count,
-        "Chat requests rendered and encoded (encode_chat, and count_chat and tokenize through it).",
-    ),
-    (
-        "rtok_render_errors_total",
-        Kind::Counter,
-        Unit::Count,
-        "Chat requests that failed to render or encode.",
-    ),
-    (
-        "rtok_render_duration_seconds",
-        Kind::Histogram,
-        Unit::Seconds,
-        "Time per chat request, render and encode together (every call).",
-    ),
-    (
-        "rtok_render_tokens",
-        Kind::Histogram,
-        Unit::Count,
-        "Prompt ids per successful chat request.",
-    ),
-    (
-        "rtok_stream_steps_total",
-        Kind::Counter,
-        Unit::Count,
-        "Ids fed to decode streams and stop decoders (DecodeStream::step and step_many, StopSequenceDecoder::process_token).",
-    ),
-    (
-        "rtok_stream_unknown_ids_total",
-        Kind::Counter,
-        Unit::Count,
-        "Ids outside the vocabulary that a stream skipped (UnknownIds::Skip).",
-    ),
-    (
-        "rtok_stops_total",
-        Kind::Counter,
-        Unit::Count,
-        "Generations a StopSequenceDecoder stopped, by what stopped them (label `reason`: eos, token, string, token_sequence).",
-    ),
-    (
-        "rtok_parallel_encodes_total",
-        Kind::Counter,
-        Unit::Count,
-        "Encodes that took the parallel (chunked) path.",
-    ),
-    (
-        "rtok_parallel_retries_total",
-        Kind::Counter,
-        Unit::Count,
-        "Chunk growths (reason no_cut) and rests encoded in one piece past four chunk lengths (grow_limit).",
-    ),
-    (
-        "rtok_parallel_fallbacks_total",
-        Kind::Counter,
-        Unit::Count,
-        "Parallel encodes that gave up and encoded the whole text sequentially, by reason.",
-    ),
-    (
-        "rtok_cache_hits_total",
-        Kind::Counter,
-        Unit::Count,
-        "Prompt-cache lookups answered from the cache (label `cache`: l0 or l1).",
-    ),
-    (
-        "rtok_cache_misses_total",
-        Kind::Counter,
-        Unit::Count,
-        "Prompt-cache lookups that found nothing to reuse.",
-    ),
-    (
-        "rtok_cache_evictions_total",
-        Kind::Counter,
-        Unit::Count,
-        "Prompt-cache entries evicted for size.",
-    ),
-    (
-        "rtok_cache_bytes_reused_total",
-        Kind::Counter,
-        Unit::Bytes,
-        "Text bytes whose ids came from a prompt cache.",
-    ),
-    (
-        "rtok_cache_l1_tokens_reencoded_total",
-        Kind::Counter,
-        Unit::Count,
-        "Cached ids the L1 prefix cache encoded again to find where a fresh encode agrees.",
-    ),
-    (
-        "rtok_cache_l1_fallbacks_total",
-        Kind::Counter,
-        Unit::Count,
-        "L1 lookups whose entry could not be cut into (the text was encoded in full).",
-    ),
-];
-
-/// Describes every metric to the current recorder: cheap (a map insert per
-/// name), and repeated on purpose, since `metrics` has no way to ask whether
-/// a recorder has seen the descriptions.
-fn describe() {
-    metrics::with_recorder(|recorder| {
-        for &(name, kind, unit, help) in DESCRIPTIONS {
-            let name = KeyName::from_const_str(name);
-            let help = SharedString::const_str(help);
-            match kind {
-                Kind::Counter => recorder.describe_counter(name, Some(unit), help),
-                Kind::Histogram => recorder.describe_histogram(name, Some(unit), help),
-            }
-        }
-    });
 }
 
 /// Whether a recorder is installed (global, or local to this thread).
@@ -471,247 +294,17 @@ impl Metrics {
     }
 }
 
-/// Counts a factory load and its duration.
-pub(crate) fn record_load(labels: &Labels, elapsed: Duration) {
-    describe();
-    counter!("rtok_loads_total", labels.base()).increment(1);
-    histogram!("rtok_load_duration_seconds", labels.base()).record(elapsed);
-}
-
-/// Distinct `tokenizer` values `rtok_load_errors_total` takes before the
-/// rest share `other`: a router that loads model names taken from clients
-/// must not let them mint a series each.
-const MAX_FAILED_SOURCES: usize = 64;
-
-/// Longest `tokenizer` value of a failed load, in bytes (cut on a char boundary).
-const MAX_FAILED_SOURCE_BYTES: usize = 128;
-
-static FAILED_SOURCES: LazyLock<Mutex<HashSet<String>>> =
-    LazyLock::new(|| Mutex::new(HashSet::new()));
-
-/// The `tokenizer` label of a failed load of `source`: the source, cut to
-/// [`MAX_FAILED_SOURCE_BYTES`], or `other` once [`MAX_FAILED_SOURCES`]
-/// others have failed (`seen`: the values given so far).
-fn failed_source_label(seen: &mut HashSet<String>, source: &str) -> String {
-    let mut end = source.len().min(MAX_FAILED_SOURCE_BYTES);
-    while !source.is_char_boundary(end) {
-        end -= 1;
-    }
-    let label = &source[..end];
-    if !seen.contains(label) {
-        if seen.len() >= MAX_FAILED_SOURCES {
-            return "other".to_owned();
-        }
-        seen.insert(label.to_owned());
-    }
-    label.to_owned()
-}
-
-/// Counts a failed load of `source` (as the alias resolved it, when it did).
-pub(crate) fn record_load_error(source: &str, kind: &ErrorKind) {
-    if !recorder_installed() {
-        return;
-    }
-    let label = failed_source_label(
-        &mut FAILED_SOURCES.lock().unwrap_or_else(|p| p.into_inner()),
-        source,
-    );
-    describe();
-    counter!("rtok_load_errors_total", "tokenizer" => label, "kind" => kind.metric_name())
-        .increment(1);
-}
-
-/// Why a parallel encode gave up and encoded the whole text sequentially.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fallback {
-    /// Fewer than two allowed chunk edges.
-    Edges,
-    /// A chunk encoding came back inconsistent.
-    Chunk,
-    /// No cut found within the retry budget.
-    Retries,
-    /// An accepted cut did not hold in the grown chunk.
-    Relocate,
-}
-
-impl Fallback {
-    const ALL: [Self; 4] = [Self::Edges, Self::Chunk, Self::Retries, Self::Relocate];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Edges => "edges",
-            Self::Chunk => "chunk",
-            Self::Retries => "retries",
-            Self::Relocate => "relocate",
-        }
-    }
-}
-
-/// Parallel-encode counters for one tokenizer.
-///
-/// - `rtok_parallel_encodes_total`: encodes that took the parallel path;
-/// - `rtok_parallel_retries_total{reason}`: chunk growths (`no_cut`) and
-///   rests encoded in one piece past four chunk lengths (`grow_limit`);
-/// - `rtok_parallel_fallbacks_total{reason}`: whole-text sequential fallbacks.
-struct ParallelHandles {
-    encodes: Counter,
-    retry_no_cut: Counter,
-    grow_limit: Counter,
-    fallbacks: [Counter; 4],
-}
-
-impl ParallelHandles {
-    fn register(labels: &Labels) -> Self {
-        Self {
-            encodes: counter!("rtok_parallel_encodes_total", labels.base()),
-            retry_no_cut: counter!(
-                "rtok_parallel_retries_total",
-                labels.with(&[("reason", "no_cut")])
-            ),
-            grow_limit: counter!(
-                "rtok_parallel_retries_total",
-                labels.with(&[("reason", "grow_limit")])
-            ),
-            fallbacks: Fallback::ALL.map(|r| {
-                counter!(
-                    "rtok_parallel_fallbacks_total",
-                    labels.with(&[("reason", r.name())])
-                )
-            }),
-        }
-    }
-}
-
-/// [`ParallelHandles`], bound lazily and shared by handles that differ only
-/// in parallel options.
-#[derive(Clone)]
-pub(crate) struct ParallelMetrics(Arc<Bound<ParallelHandles>>);
-
-impl ParallelMetrics {
-    pub(crate) fn new(labels: Labels) -> Self {
-        Self(Arc::new(Bound::new(labels, ParallelHandles::register)))
-    }
-
-    pub(crate) fn encode(&self) {
-        if let Some(m) = self.0.get() {
-            m.encodes.increment(1);
-        }
-    }
-
-    pub(crate) fn retry_no_cut(&self) {
-        if let Some(m) = self.0.get() {
-            m.retry_no_cut.increment(1);
-        }
-    }
-
-    pub(crate) fn grow_limit(&self) {
-        if let Some(m) = self.0.get() {
-            m.grow_limit.increment(1);
-        }
-    }
-
-    pub(crate) fn fallback(&self, reason: Fallback) {
-        if let Some(m) = self.0.get() {
-            let i = Fallback::ALL.iter().position(|&r| r == reason).unwrap_or(0);
-            m.fallbacks[i].increment(1);
-        }
-    }
-}
-
-/// One prompt cache's counters (`cache` label `l0` or `l1`).
-struct CacheHandles {
-    hits: Counter,
-    misses: Counter,
-    evictions: Counter,
-    bytes_reused: Counter,
-    /// L1 only (a no-op handle for L0, which has no such series).
-    tokens_reencoded: Counter,
-    /// L1 only, like `tokens_reencoded`.
-    fallbacks: Counter,
-}
-
-impl CacheHandles {
-    fn register(labels: &Labels, cache: &'static str) -> Self {
-        let l = labels.with(&[("cache", cache)]);
-        let l1 = cache == "l1";
-        Self {
-            hits: counter!("rtok_cache_hits_total", l.clone()),
-            misses: counter!("rtok_cache_misses_total", l.clone()),
-            evictions: counter!("rtok_cache_evictions_total", l.clone()),
-            bytes_reused: counter!("rtok_cache_bytes_reused_total", l.clone()),
-            tokens_reencoded: if l1 {
-                counter!("rtok_cache_l1_tokens_reencoded_total", l.clone())
-            } else {
-                Counter::noop()
-            },
-            fallbacks: if l1 {
-                counter!("rtok_cache_l1_fallbacks_total", l)
-            } else {
-                Counter::noop()
-            },
-        }
-    }
-}
-
-/// A prompt cache's counters, bound lazily; the cache's eviction listener
-/// holds a clone.
-#[derive(Clone)]
-pub(crate) struct CacheMetrics(Arc<Bound<CacheHandles>>);
-
-impl CacheMetrics {
-    pub(crate) fn l0(labels: &Labels) -> Self {
-        Self(Arc::new(Bound::new(labels.clone(), |l| {
-            CacheHandles::register(l, "l0")
-        })))
-    }
-
-    pub(crate) fn l1(labels: &Labels) -> Self {
-        Self(Arc::new(Bound::new(labels.clone(), |l| {
-            CacheHandles::register(l, "l1")
-        })))
-    }
-
-    /// A lookup that reused `bytes` of text and encoded `reencoded` cached
-    /// ids again (always 0 for L0).
-    pub(crate) fn hit(&self, bytes: usize, reencoded: usize) {
-        if let Some(m) = self.0.get() {
-            m.hits.increment(1);
-            m.bytes_reused.increment(bytes as u64);
-            if reencoded > 0 {
-                m.tokens_reencoded.increment(reencoded as u64);
-            }
-        }
-    }
-
-    /// A lookup that found nothing to reuse.
-    pub(crate) fn miss(&self) {
-        if let Some(m) = self.0.get() {
-            m.misses.increment(1);
-        }
-    }
-
-    /// An L1 lookup whose entry could not be cut into: a miss, and a fallback.
-    pub(crate) fn fallback(&self) {
-        if let Some(m) = self.0.get() {
-            m.misses.increment(1);
-            m.fallbacks.increment(1);
-        }
-    }
-
-    /// An entry evicted for size.
-    pub(crate) fn eviction(&self) {
-        if let Some(m) = self.0.get() {
-            m.evictions.increment(1);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::descriptions::DESCRIPTIONS;
+    use super::load::{MAX_FAILED_SOURCES, failed_source_label};
     use super::*;
     use crate::decode::MatchedStop;
+    use crate::error::ErrorKind;
+    use metrics::Unit;
     use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
     use std::collections::HashMap;
+    use std::collections::HashSet;
 
     /// `name{k=v,…}` → value, labels in registration order.
     fn series(snapshotter: &Snapshotter) -> HashMap<String, DebugValue> {
