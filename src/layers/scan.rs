@@ -550,6 +550,49 @@ pub(super) fn source_files() -> Vec<(String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
     walk(&root, &root, &mut out);
+    let tests = test_module_files(&out);
+    out.retain(|(rel, _)| {
+        !tests.iter().any(|t| {
+            rel == t
+                || rel.starts_with(&format!(
+                    "{}/",
+                    t.trim_end_matches(".rs").trim_end_matches("/mod")
+                ))
+        })
+    });
+    out
+}
+
+/// The files of modules declared `#[cfg(test)] mod name;` (a `tests.rs` beside
+/// the code it tests): test code, read as the `#[cfg(test)]` items inline are
+/// (blanked), so it may import any layer.
+fn test_module_files(files: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, text) in files {
+        // The folder a file's child modules live in.
+        let dir = match rel.rsplit_once('/') {
+            _ if rel == "lib.rs" => String::new(),
+            Some((d, "mod.rs")) => format!("{d}/"),
+            _ => format!("{}/", rel.trim_end_matches(".rs")),
+        };
+        let mut from = 0;
+        while let Some(k) = text[from..].find("#[cfg(test)]") {
+            let after = &text[from + k + "#[cfg(test)]".len()..];
+            let item = after.trim_start();
+            let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+            if let Some(rest) = item.strip_prefix("mod ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if rest[name.len()..].trim_start().starts_with(';') {
+                    out.push(format!("{dir}{name}.rs"));
+                    out.push(format!("{dir}{name}/mod.rs"));
+                }
+            }
+            from += k + 1;
+        }
+    }
     out
 }
 

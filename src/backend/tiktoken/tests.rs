@@ -5,9 +5,6 @@ use super::chunk::ChunkState;
 use super::encodings::BuiltinEncoding;
 use super::rank_path::PIECE_MEMO_MIN_BYTES;
 use super::*;
-// Marked again: the layer test reads this file alone, and `test_support` is
-// for test code only.
-#[cfg(test)]
 use crate::test_support::shared_dir;
 
 /// Every corpus file's first 16 KiB, a special token spliced in near
