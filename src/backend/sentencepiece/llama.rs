@@ -200,58 +200,17 @@ pub(crate) fn segment(
         out.push((0, text.len()));
         return;
     }
-    let total = text.len() as u32;
     let LlamaSpmScratch {
         symbols,
         queue,
         memo,
         vals,
     } = scratch;
-    symbols.clear();
-    let mut offs = 0u32;
-    while offs < total {
-        let len = (utf8_len(text[offs as usize]) as u32).min(total - offs);
-        let index = symbols.len() as u32;
-        symbols.push(Symbol {
-            start: offs,
-            len,
-            prev: index.wrapping_sub(1),
-            next: if offs + len == total { NONE } else { index + 1 },
-        });
-        offs += len;
-    }
-    let bigram = |symbols: &[Symbol], left: u32, right: u32| -> Option<Bigram> {
-        if left == NONE || right == NONE {
-            return None;
-        }
-        let (l, r) = (symbols[left as usize], symbols[right as usize]);
-        let size = l.len + r.len;
-        let pair = &text[l.start as usize..(l.start + size) as usize];
-        score(pair).map(|score| Bigram {
-            score,
-            left,
-            right,
-            size,
-        })
-    };
-    let key = |s: &Symbol| unit_key(&text[s.start as usize..(s.start + s.len) as usize]);
+    seed_symbols(text, symbols);
     let n = symbols.len() as u32;
     let mut part = 0u32;
     while part < n {
-        // The part ends where no token joins two adjacent units. A pair
-        // across that cut is never a token, so the part's merges never reach
-        // past it (`bigram` finds no score there), and its result depends
-        // on its bytes alone: the memo's key.
-        let mut end = part + 1;
-        let mut prev_key = key(&symbols[part as usize]);
-        while end < n {
-            let k = key(&symbols[end as usize]);
-            if !joins.may_join(prev_key, k) {
-                break;
-            }
-            prev_key = k;
-            end += 1;
-        }
+        let end = part_end(text, symbols, joins, part);
         if end == part + 1 {
             // One unit: nothing to merge.
             let s = symbols[part as usize];
@@ -273,33 +232,7 @@ pub(crate) fn segment(
             part = end;
             continue;
         }
-        // The part's first pairs are heapified at once (O(n)), reusing the
-        // queue's buffer.
-        let mut first = std::mem::take(queue).into_vec();
-        first.clear();
-        first.extend((part + 1..end).filter_map(|i| bigram(symbols, i - 1, i)));
-        *queue = BinaryHeap::from(first);
-        while let Some(b) = queue.pop() {
-            let (l, r) = (symbols[b.left as usize], symbols[b.right as usize]);
-            // One side already merged into something else: a stale pair.
-            if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
-                continue;
-            }
-            symbols[b.left as usize].len += r.len;
-            symbols[b.right as usize].len = 0;
-            symbols[b.left as usize].next = r.next;
-            if r.next != NONE {
-                symbols[r.next as usize].prev = b.left;
-            }
-            let prev = symbols[b.left as usize].prev;
-            let next = symbols[b.left as usize].next;
-            if let Some(pair) = bigram(symbols, prev, b.left) {
-                queue.push(pair);
-            }
-            if let Some(pair) = bigram(symbols, b.left, next) {
-                queue.push(pair);
-            }
-        }
+        merge_part(text, &score, symbols, queue, (part, end));
         let first_out = out.len();
         let mut i = part;
         while i < end {
@@ -313,6 +246,110 @@ pub(crate) fn segment(
             memo.insert(bytes, vals, false);
         }
         part = end;
+    }
+}
+
+/// [`segment`]'s initial symbols: one per unit of `text`, linked in order.
+#[inline]
+fn seed_symbols(text: &[u8], symbols: &mut Vec<Symbol>) {
+    let total = text.len() as u32;
+    symbols.clear();
+    let mut offs = 0u32;
+    while offs < total {
+        let len = (utf8_len(text[offs as usize]) as u32).min(total - offs);
+        let index = symbols.len() as u32;
+        symbols.push(Symbol {
+            start: offs,
+            len,
+            prev: index.wrapping_sub(1),
+            next: if offs + len == total { NONE } else { index + 1 },
+        });
+        offs += len;
+    }
+}
+
+/// The end (exclusive symbol index) of the part that starts at symbol
+/// `part`: the part ends where no token joins two adjacent units. A pair
+/// across that cut is never a token, so the part's merges never reach past
+/// it ([`bigram`] finds no score there), and its result depends on its
+/// bytes alone: the memo's key.
+#[inline]
+fn part_end(text: &[u8], symbols: &[Symbol], joins: &JoinFilter, part: u32) -> u32 {
+    let key = |s: &Symbol| unit_key(&text[s.start as usize..(s.start + s.len) as usize]);
+    let n = symbols.len() as u32;
+    let mut end = part + 1;
+    let mut prev_key = key(&symbols[part as usize]);
+    while end < n {
+        let k = key(&symbols[end as usize]);
+        if !joins.may_join(prev_key, k) {
+            break;
+        }
+        prev_key = k;
+        end += 1;
+    }
+    end
+}
+
+/// The merge candidate of symbols `left` and `right` (either may be
+/// [`NONE`]): their pair, if it spells a token.
+#[inline]
+fn bigram(
+    text: &[u8],
+    score: &impl Fn(&[u8]) -> Option<f32>,
+    symbols: &[Symbol],
+    left: u32,
+    right: u32,
+) -> Option<Bigram> {
+    if left == NONE || right == NONE {
+        return None;
+    }
+    let (l, r) = (symbols[left as usize], symbols[right as usize]);
+    let size = l.len + r.len;
+    let pair = &text[l.start as usize..(l.start + size) as usize];
+    score(pair).map(|score| Bigram {
+        score,
+        left,
+        right,
+        size,
+    })
+}
+
+/// llama.cpp's merge loop over the symbols `part..end`: repeatedly merges
+/// the best-scoring pair (leftmost on ties) until no pair is a token.
+#[inline]
+fn merge_part(
+    text: &[u8],
+    score: &impl Fn(&[u8]) -> Option<f32>,
+    symbols: &mut [Symbol],
+    queue: &mut BinaryHeap<Bigram>,
+    (part, end): (u32, u32),
+) {
+    // The part's first pairs are heapified at once (O(n)), reusing the
+    // queue's buffer.
+    let mut first = std::mem::take(queue).into_vec();
+    first.clear();
+    first.extend((part + 1..end).filter_map(|i| bigram(text, score, symbols, i - 1, i)));
+    *queue = BinaryHeap::from(first);
+    while let Some(b) = queue.pop() {
+        let (l, r) = (symbols[b.left as usize], symbols[b.right as usize]);
+        // One side already merged into something else: a stale pair.
+        if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
+            continue;
+        }
+        symbols[b.left as usize].len += r.len;
+        symbols[b.right as usize].len = 0;
+        symbols[b.left as usize].next = r.next;
+        if r.next != NONE {
+            symbols[r.next as usize].prev = b.left;
+        }
+        let prev = symbols[b.left as usize].prev;
+        let next = symbols[b.left as usize].next;
+        if let Some(pair) = bigram(text, score, symbols, prev, b.left) {
+            queue.push(pair);
+        }
+        if let Some(pair) = bigram(text, score, symbols, b.left, next) {
+            queue.push(pair);
+        }
     }
 }
 

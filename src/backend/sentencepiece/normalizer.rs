@@ -514,33 +514,77 @@ impl Normalizer {
             self.normalize_llama(input, out, n2o, matcher);
             return;
         }
-        let space = self.space();
-
         // Fast path: without a charsmap every chunk is copied verbatim, and
         // without whitespace removal chunk boundaries do not matter.
         if n2o.is_none() && self.charsmap.is_none() && !self.remove_extra_whitespaces {
-            out.reserve(input.len() + input.len() / 4 + 8);
-            if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
-                out.extend_from_slice(space);
-            }
-            if self.escape_whitespaces {
-                for &b in input {
-                    if b == b' ' {
-                        out.extend_from_slice(SPACE_MARK);
-                    } else {
-                        out.push(b);
-                    }
-                }
-            } else {
-                out.extend_from_slice(input);
-            }
-            if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
-                out.extend_from_slice(space);
-            }
+            self.normalize_verbatim(input, out);
             return;
         }
+        let (input, consumed) = self.skip_leading_spaces(input, matcher);
+        if input.is_empty() {
+            return;
+        }
+        out.reserve(input.len() + input.len() / 2);
+        if let Some(m) = n2o.as_deref_mut() {
+            m.reserve(input.len() + input.len() / 2);
+        }
+        let space = self.space();
+        if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            push_space(space, out, &mut n2o, consumed);
+        }
+        let mut consumed = self.normalize_body(input, consumed, out, &mut n2o, matcher);
+        if self.remove_extra_whitespaces {
+            while out.ends_with(space) {
+                let length = out.len() - space.len();
+                if let Some(m) = n2o.as_deref_mut() {
+                    consumed = m.get(length).copied().unwrap_or(consumed);
+                    m.truncate(length);
+                }
+                out.truncate(length);
+            }
+        }
+        if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            push_space(space, out, &mut n2o, consumed);
+        }
+        if let Some(m) = n2o {
+            m.push(consumed);
+        }
+    }
 
-        let mut input = input;
+    /// [`normalize`](Self::normalize) without a charsmap, whitespace removal
+    /// or offsets: the input copied with spaces escaped and the dummy prefix
+    /// (or suffix) added.
+    #[inline]
+    fn normalize_verbatim(&self, input: &[u8], out: &mut Vec<u8>) {
+        let space = self.space();
+        out.reserve(input.len() + input.len() / 4 + 8);
+        if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            out.extend_from_slice(space);
+        }
+        if self.escape_whitespaces {
+            for &b in input {
+                if b == b' ' {
+                    out.extend_from_slice(SPACE_MARK);
+                } else {
+                    out.push(b);
+                }
+            }
+        } else {
+            out.extend_from_slice(input);
+        }
+        if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            out.extend_from_slice(space);
+        }
+    }
+
+    /// With whitespace removal, the input after its leading chunks that
+    /// normalize to one space, and the bytes skipped.
+    #[inline]
+    fn skip_leading_spaces<'a>(
+        &self,
+        mut input: &'a [u8],
+        matcher: Option<&PrefixMatcher>,
+    ) -> (&'a [u8], usize) {
         let mut consumed = 0usize;
         if self.remove_extra_whitespaces {
             while !input.is_empty() {
@@ -552,24 +596,23 @@ impl Normalizer {
                 consumed += n;
             }
         }
-        if input.is_empty() {
-            return;
-        }
-        out.reserve(input.len() + input.len() / 2);
-        if let Some(m) = n2o.as_deref_mut() {
-            m.reserve(input.len() + input.len() / 2);
-        }
+        (input, consumed)
+    }
 
-        let add_ws = |out: &mut Vec<u8>, n2o: &mut Option<&mut Vec<usize>>, consumed: usize| {
-            out.extend_from_slice(space);
-            if let Some(m) = n2o.as_deref_mut() {
-                m.extend(std::iter::repeat_n(consumed, space.len()));
-            }
-        };
-
-        if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
-            add_ws(out, &mut n2o, consumed);
-        }
+    /// [`normalize`](Self::normalize)'s chunk loop over `input` (which
+    /// starts `consumed` bytes into the original input): each chunk
+    /// normalized and appended with spaces escaped (repeated spaces merged
+    /// with whitespace removal); returns the bytes consumed in all.
+    #[inline]
+    fn normalize_body(
+        &self,
+        mut input: &[u8],
+        mut consumed: usize,
+        out: &mut Vec<u8>,
+        n2o: &mut Option<&mut Vec<usize>>,
+        matcher: Option<&PrefixMatcher>,
+    ) -> usize {
+        let space = self.space();
         let mut is_prev_space = self.remove_extra_whitespaces;
         // Runs the charsmap leaves as they are, copied whole where no
         // user-defined symbol can start inside them.
@@ -599,7 +642,7 @@ impl Normalizer {
             if !sp.is_empty() {
                 for &b in sp {
                     if b == b' ' {
-                        add_ws(out, &mut n2o, consumed);
+                        push_space(space, out, n2o, consumed);
                     } else {
                         out.push(b);
                         if let Some(m) = n2o.as_deref_mut() {
@@ -615,22 +658,7 @@ impl Normalizer {
                 is_prev_space = false;
             }
         }
-        if self.remove_extra_whitespaces {
-            while out.ends_with(space) {
-                let length = out.len() - space.len();
-                if let Some(m) = n2o.as_deref_mut() {
-                    consumed = m.get(length).copied().unwrap_or(consumed);
-                    m.truncate(length);
-                }
-                out.truncate(length);
-            }
-        }
-        if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
-            add_ws(out, &mut n2o, consumed);
-        }
-        if let Some(m) = n2o {
-            m.push(consumed);
-        }
+        consumed
     }
 
     /// llama.cpp's UGM `normalize` (see the module notes); same contract as
@@ -690,226 +718,17 @@ impl Normalizer {
     }
 }
 
-#[cfg(test)]
-mod llama_tests {
-    use super::*;
-
-    fn run(prefix: bool, merge: bool, text: &str) -> (String, Vec<usize>) {
-        let spec = NormalizerSpec {
-            add_dummy_prefix: prefix,
-            remove_extra_whitespaces: merge,
-            escape_whitespaces: true,
-            ..NormalizerSpec::default()
-        };
-        let n = Normalizer::new(&spec, false, "test")
-            .unwrap()
-            .with_flavor(Flavor::LlamaCpp);
-        let (mut out, mut n2o) = (Vec::new(), Vec::new());
-        n.normalize(text.as_bytes(), &mut out, Some(&mut n2o), None);
-        assert_eq!(n2o.len(), out.len() + 1, "{text:?}");
-        (
-            String::from_utf8(out).unwrap().replace('\u{2581}', "_"),
-            n2o,
-        )
-    }
-
-    /// llama.cpp's `llm_tokenizer_ugm_session::normalize` whitespace pass.
-    #[test]
-    fn whitespace_pass_is_llama_cpps() {
-        // Merging: one mark before every word, no other space, even without
-        // the dummy prefix (sentencepiece would give "a_b" there).
-        assert_eq!(run(false, true, "  a  b  ").0, "_a_b");
-        assert_eq!(run(true, true, "  a  b  ").0, "_a_b");
-        assert_eq!(run(true, true, "   ").0, "");
-        // Not merging: every space is a mark, the prefix goes before the first
-        // non-space byte, and a text of spaces gets no prefix.
-        assert_eq!(run(true, false, "  a b ").0, "___a_b_");
-        assert_eq!(run(true, false, "   ").0, "___");
-        assert_eq!(run(false, false, " a").0, "_a");
-        // Offsets: the prefix mark maps to its word.
-        assert_eq!(run(true, true, " ab").1, vec![1, 1, 1, 1, 2, 3]);
+/// Appends the space symbol `space` to `out`, its offset-map entries all
+/// `at`.
+#[inline]
+fn push_space(space: &[u8], out: &mut Vec<u8>, n2o: &mut Option<&mut Vec<usize>>, at: usize) {
+    out.extend_from_slice(space);
+    if let Some(m) = n2o.as_deref_mut() {
+        m.extend(std::iter::repeat_n(at, space.len()));
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backend::sentencepiece::proto::parse_model;
-
-    /// The normalizer specs of the shared models with a charsmap.
-    fn charsmap_specs() -> Vec<(&'static str, NormalizerSpec)> {
-        ["spm-test_model.model", "spm-test_ja_model.model"]
-            .into_iter()
-            .map(|name| {
-                let data = crate::test_support::spm_fixture(name);
-                (name, parse_model(&data).expect(name).normalizer_spec)
-            })
-            .collect()
-    }
-
-    /// A three-byte char the table leaves as it is has no match at it,
-    /// whatever follows (nothing, another char, a combining mark, the bytes
-    /// that continue some key), and the table keeps most of CJK but not the
-    /// chars NFKC rewrites (invariant `sentencepiece-fast-paths-exact`).
-    #[test]
-    fn identity3_chars_have_no_match() {
-        for (name, spec) in charsmap_specs() {
-            let cm =
-                CharsMap::from_blob(&spec.precompiled_charsmap, "normalizer_spec").expect(name);
-            let tails: Vec<Vec<u8>> = [
-                "", "x", " ", "\u{301}", "\u{3099}", "\u{ff9e}", "\u{4e00}", "\u{0}",
-            ]
-            .iter()
-            .map(|t| t.as_bytes().to_vec())
-            .chain((0x80..=0xBFu8).map(|b| vec![b]))
-            .collect();
-            let mut kept = 0;
-            for c in (0x800..=0xFFFFu32).filter_map(char::from_u32) {
-                let bytes = c.to_string().into_bytes();
-                if !cm.is_identity3(&bytes) {
-                    continue;
-                }
-                kept += 1;
-                for t in &tails {
-                    let key = [&bytes[..], t].concat();
-                    for llama in [false, true] {
-                        assert_eq!(cm.longest_prefix(&key, llama), None, "{name}: {c:?}");
-                    }
-                }
-            }
-            for c in ['\u{4e2d}', '\u{6587}', '\u{3042}', '\u{ac00}'] {
-                assert!(cm.is_identity3(c.to_string().as_bytes()), "{name}: {c:?}");
-            }
-            for c in ['\u{3000}', '\u{ff26}', '\u{f900}', '\u{2460}', '\u{fb01}'] {
-                assert!(!cm.is_identity3(c.to_string().as_bytes()), "{name}: {c:?}");
-            }
-            // Surrogates and overlong forms are never kept.
-            for bad in [[0xED, 0xA0, 0x80], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF]] {
-                assert!(!cm.is_identity3(&bad), "{name}: {bad:?}");
-            }
-            assert!(kept > 50_000, "{name}: {kept}");
-        }
-    }
-
-    /// The ASCII table settles a step only where the walk gives the same
-    /// match: every ASCII byte followed by every byte or by nothing, for
-    /// every shared model with a charsmap and in both flavors' walks.
-    #[test]
-    fn the_ascii_table_agrees_with_the_walk() {
-        let mut maps = 0;
-        for (name, spec) in charsmap_specs() {
-            let cm =
-                CharsMap::from_blob(&spec.precompiled_charsmap, "normalizer_spec").expect(name);
-            maps += 1;
-            let mut settled = 0;
-            // After the ASCII byte: nothing, any one byte, and whole chars
-            // (combining marks, which NFKC joins to a letter before them).
-            let tails: Vec<Vec<u8>> = (0..=255u8)
-                .map(|c| vec![c])
-                .chain([Vec::new()])
-                .chain(
-                    (0x80..0x800u32)
-                        .chain(0x3099..=0x309A)
-                        .chain(0x20D0..0x2100)
-                        .chain(0xFF00..0xFF10)
-                        .filter_map(char::from_u32)
-                        .map(|c| c.to_string().into_bytes()),
-                )
-                .collect();
-            for b in 0..128u8 {
-                let nexts = tails.iter().map(|t| [&[b][..], t].concat());
-                for key in nexts {
-                    let Some(fast) = cm.ascii_prefix(&key) else {
-                        continue;
-                    };
-                    settled += 1;
-                    for llama in [false, true] {
-                        let walk = cm
-                            .longest_prefix(&key, llama)
-                            .filter(|&(len, _)| len == 1)
-                            .map(|(_, v)| v);
-                        assert_eq!(
-                            cm.longest_prefix(&key, llama).map_or(1, |m| m.0),
-                            1,
-                            "{name}: {key:?} matched longer than the table says"
-                        );
-                        assert_eq!(fast, walk, "{name}: {key:?}, llama walk {llama}");
-                    }
-                }
-            }
-            // Most ASCII pairs (of 127 * 129 with an ASCII or no next
-            // byte; a non-ASCII next byte always walks) are settled.
-            assert!(settled > 127 * 100, "{name}: {settled}");
-        }
-        assert_eq!(maps, 2);
-    }
-
-    /// Copying identity runs whole gives the same text and offsets as the
-    /// char-by-char loop (which a user-defined symbol that never matches
-    /// forces), on texts that mix ASCII with what the charsmap rewrites.
-    #[test]
-    fn identity_runs_match_the_char_loop() {
-        let pieces = [
-            "a",
-            "Zq",
-            " ",
-            "   ",
-            "\t",
-            "\n",
-            "\r\n",
-            "\u{0}",
-            "\u{7}",
-            "\u{7f}",
-            "e\u{301}",
-            "<\u{338}",
-            "\u{ff26}",
-            "\u{3000}",
-            "\u{a0}",
-            "\u{2028}",
-            "\u{fb01}",
-            "\u{4e2d}\u{6587}",
-            "\u{ff76}\u{ff9e}",
-            "\u{3042}\u{30fc}\u{30ab}",
-            "\u{f900}",
-            "\u{2460}",
-            "\u{2581}",
-            "\u{fffd}",
-            "\u{e000}",
-            "\u{ffff}",
-            "\u{304b}\u{3099}",
-            "\u{1100}\u{1161}",
-            "\u{ac00}",
-            "\u{2028}\u{4e00}",
-            "1,000",
-            "x\u{200b}y",
-            "\u{1f600}",
-            "~",
-            "'",
-            "\u{2126}",
-            "..",
-        ];
-        for (name, spec) in charsmap_specs() {
-            let never = PrefixMatcher::new([("\u{10fffe}\u{10ffff}".as_bytes(), 0)]);
-            for suffix in [false, true] {
-                let norm = Normalizer::new(&spec, suffix, "normalizer_spec").expect(name);
-                let mut state = 7u64;
-                for n in 0..600 {
-                    let mut text = String::new();
-                    for _ in 0..n % 40 {
-                        state = state
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
-                    }
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
-                    let (mut ma, mut mb) = (Vec::new(), Vec::new());
-                    norm.normalize(text.as_bytes(), &mut a, Some(&mut ma), None);
-                    norm.normalize(text.as_bytes(), &mut b, Some(&mut mb), Some(&never));
-                    assert_eq!((&a, &ma), (&b, &mb), "{name}: {text:?}");
-                    norm.normalize(text.as_bytes(), &mut a, None, None);
-                    assert_eq!(a, b, "{name}: {text:?} without offsets");
-                }
-            }
-        }
-    }
-}
+mod llama_tests;
+#[cfg(test)]
+mod tests;

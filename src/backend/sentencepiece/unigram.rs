@@ -134,6 +134,114 @@ impl UnigramScratch {
     }
 }
 
+/// Where the windowed lattice stands: `best[i]` is position `base + i`,
+/// settled parts are emitted from `flush_from` on, and nodes exist up to
+/// `covered` (exclusive). `check_at` is the position from which either
+/// needs a look: one compare a char.
+struct Window {
+    /// The text's length.
+    size: usize,
+    /// No edge is longer than this.
+    reach: usize,
+    /// Positions between settle points ([`WINDOW`]; `usize::MAX`: none).
+    window: usize,
+    base: usize,
+    covered: usize,
+    flush_from: usize,
+    check_at: usize,
+}
+
+impl Window {
+    /// The next position at which to settle or to grow the nodes.
+    #[inline(always)]
+    fn next_check(&self) -> usize {
+        let grow_from = if self.covered > self.size {
+            usize::MAX
+        } else {
+            self.covered.saturating_sub(self.reach)
+        };
+        self.flush_from.min(grow_from)
+    }
+
+    /// At a check position: emits the settled path up to `starts_at` and
+    /// moves the window there when every path passes through it, and grows
+    /// the nodes as far as an edge from here can end.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn advance<P: Position, S: PieceSink>(
+        &mut self,
+        best: &mut Vec<BestNode<P>>,
+        starts_at: usize,
+        max_frontier: usize,
+        unreached: BestNode<P>,
+        normalized: &[u8],
+        path: &mut Vec<(usize, usize, u32)>,
+        sink: &mut S,
+    ) {
+        // Every path passes through `starts_at` when no edge from
+        // before it ends past it: the path up to it is settled.
+        if starts_at >= self.flush_from && max_frontier <= starts_at {
+            Unigram::emit_settled(best, self.base, starts_at, normalized, path, sink);
+            // Past the frontier every node is still unreached: the
+            // nodes from `starts_at` on move to the front as they are.
+            best.copy_within(starts_at - self.base.., 0);
+            best.truncate(self.covered - starts_at);
+            self.base = starts_at;
+            self.flush_from = self.base.saturating_add(self.window);
+        }
+        // Nodes as far as an edge from here can end.
+        if (starts_at + self.reach).min(self.size) >= self.covered {
+            let to = (starts_at + self.reach + self.window).min(self.size) + 1;
+            best.resize(to - self.base, unreached);
+            self.covered = to;
+        }
+        self.check_at = self.next_check();
+    }
+}
+
+/// sentencepiece's score re-basing: subtracts `offset` (the score at
+/// `starts_at`) from the nodes from `starts_at` to `hi` that are reached.
+#[inline(always)]
+fn rebase<P: Position>(
+    best: &mut [BestNode<P>],
+    base: usize,
+    starts_at: usize,
+    hi: usize,
+    offset: f32,
+) {
+    for (i, node) in best
+        .iter_mut()
+        .enumerate()
+        .take(hi - base + 1)
+        .skip(starts_at - base)
+    {
+        if i == starts_at - base || node.starts_at != P::NONE {
+            node.score -= offset;
+        }
+    }
+}
+
+/// Whether `candidate` replaces the best path ending at `target`.
+#[inline(always)]
+fn better<P: Position>(llama: bool, target: &BestNode<P>, candidate: f64) -> bool {
+    if llama {
+        candidate > f64::from(target.score)
+    } else {
+        target.starts_at == P::NONE || candidate > f64::from(target.score)
+    }
+}
+
+/// A path score plus an edge score: f64 for llama.cpp (compared
+/// unrounded, stored as f32 by the caller), f32 for sentencepiece.
+#[inline(always)]
+fn add(llama: bool, till_here: f64, score: f32) -> f64 {
+    if llama {
+        till_here + f64::from(score)
+    } else {
+        f64::from(score + till_here as f32)
+    }
+}
+
 /// Unigram tables.
 #[derive(Debug, Clone)]
 pub(crate) struct Unigram {
@@ -202,9 +310,79 @@ impl Unigram {
         let n_pieces = vocab.len();
         let llama = self.flavor == Flavor::LlamaCpp;
         best.clear();
-        // llama.cpp starts every position at {unk, 0, -FLT_MAX} and position
-        // 0 at score 0; sentencepiece marks positions as not reached.
-        let unreached = if llama {
+        let unreached = self.unreached_node::<P>(unk_id);
+        // sentencepiece's lattice in a window over `base..` (invariant
+        // `sentencepiece-fast-paths-exact`):
+        // `best[i]` is position `base + i`. llama.cpp's flavor keeps the
+        // whole text, since a position no edge reached there sends the path
+        // back to 0.
+        let window = if llama { usize::MAX } else { self.window };
+        let windowed = window != usize::MAX;
+        // No edge is longer than this.
+        let reach = self.trie.max_key_len().max(4);
+        let mut w = Window {
+            size,
+            reach,
+            window,
+            base: 0,
+            // Settled parts are emitted from `flush_from` on; nodes exist up
+            // to `covered` (exclusive).
+            covered: if windowed {
+                (size + 1).min(window.saturating_mul(2).saturating_add(reach + 1))
+            } else {
+                size + 1
+            },
+            flush_from: window,
+            check_at: 0,
+        };
+        w.check_at = w.next_check();
+        best.resize(w.covered, unreached);
+        best[0].score = 0.0;
+        let mut starts_at = 0usize;
+        let mut max_frontier = 0usize;
+        while starts_at < size {
+            if starts_at >= w.check_at {
+                w.advance(
+                    best,
+                    starts_at,
+                    max_frontier,
+                    unreached,
+                    normalized,
+                    path,
+                    sink,
+                );
+            }
+            let mut till_here = f64::from(best[starts_at - w.base].score);
+            if !llama && !(-SCORE_RESET_THRESHOLD..=SCORE_RESET_THRESHOLD).contains(&till_here) {
+                rebase(
+                    best,
+                    w.base,
+                    starts_at,
+                    max_frontier.min(size),
+                    till_here as f32,
+                );
+                till_here = 0.0;
+            }
+            let mblen = self.relax(
+                vocab,
+                normalized,
+                (starts_at, till_here),
+                (n_pieces, unk_id, llama),
+                &mut best[..],
+                w.base,
+                &mut max_frontier,
+            );
+            starts_at += mblen;
+        }
+        Self::emit_settled(best, w.base, size, normalized, path, sink);
+    }
+
+    /// A position's node before any edge reaches it: llama.cpp starts every
+    /// position at {unk, 0, -FLT_MAX} (and position 0 at score 0, set by the
+    /// caller); sentencepiece marks positions as not reached.
+    #[inline(always)]
+    fn unreached_node<P: Position>(&self, unk_id: u32) -> BestNode<P> {
+        if self.flavor == Flavor::LlamaCpp {
             BestNode {
                 id: unk_id,
                 score: -f32::MAX,
@@ -216,136 +394,66 @@ impl Unigram {
                 score: 0.0,
                 starts_at: P::NONE,
             }
-        };
-        // sentencepiece's lattice in a window over `base..` (invariant
-        // `sentencepiece-fast-paths-exact`):
-        // `best[i]` is position `base + i`. llama.cpp's flavor keeps the
-        // whole text, since a position no edge reached there sends the path
-        // back to 0.
-        let window = if llama { usize::MAX } else { self.window };
-        let windowed = window != usize::MAX;
-        // No edge is longer than this.
-        let reach = self.trie.max_key_len().max(4);
-        let mut base = 0usize;
-        // Settled parts are emitted from `flush_from` on; nodes exist up to
-        // `covered` (exclusive).
-        let mut covered = if windowed {
-            (size + 1).min(window.saturating_mul(2).saturating_add(reach + 1))
-        } else {
-            size + 1
-        };
-        let mut flush_from = window;
-        // The position from which either needs a look: one compare a char.
-        let next_check = |flush_from: usize, covered: usize| {
-            let grow_from = if covered > size {
-                usize::MAX
-            } else {
-                covered.saturating_sub(reach)
-            };
-            flush_from.min(grow_from)
-        };
-        let mut check_at = next_check(flush_from, covered);
-        best.resize(covered, unreached);
-        best[0].score = 0.0;
-        // Whether `candidate` replaces the best path ending at `target`.
-        let better = |target: &BestNode<P>, candidate: f64| {
-            if llama {
-                candidate > f64::from(target.score)
-            } else {
-                target.starts_at == P::NONE || candidate > f64::from(target.score)
-            }
-        };
-        // A path score plus an edge score: f64 for llama.cpp (compared
-        // unrounded, stored as f32 below), f32 for sentencepiece.
-        let add = |till_here: f64, score: f32| {
-            if llama {
-                till_here + f64::from(score)
-            } else {
-                f64::from(score + till_here as f32)
-            }
-        };
-        let mut starts_at = 0usize;
-        let mut max_frontier = 0usize;
-        while starts_at < size {
-            if starts_at >= check_at {
-                // Every path passes through `starts_at` when no edge from
-                // before it ends past it: the path up to it is settled.
-                if starts_at >= flush_from && max_frontier <= starts_at {
-                    Self::emit_settled(best, base, starts_at, normalized, path, sink);
-                    // Past the frontier every node is still unreached: the
-                    // nodes from `starts_at` on move to the front as they are.
-                    best.copy_within(starts_at - base.., 0);
-                    best.truncate(covered - starts_at);
-                    base = starts_at;
-                    flush_from = base.saturating_add(window);
-                }
-                // Nodes as far as an edge from here can end.
-                if (starts_at + reach).min(size) >= covered {
-                    let to = (starts_at + reach + window).min(size) + 1;
-                    best.resize(to - base, unreached);
-                    covered = to;
-                }
-                check_at = next_check(flush_from, covered);
-            }
-            let mut till_here = f64::from(best[starts_at - base].score);
-            if !llama && !(-SCORE_RESET_THRESHOLD..=SCORE_RESET_THRESHOLD).contains(&till_here) {
-                let offset = till_here as f32;
-                let hi = max_frontier.min(size);
-                for (i, node) in best
-                    .iter_mut()
-                    .enumerate()
-                    .take(hi - base + 1)
-                    .skip(starts_at - base)
-                {
-                    if i == starts_at - base || node.starts_at != P::NONE {
-                        node.score -= offset;
-                    }
-                }
-                till_here = 0.0;
-            }
-            let rest = &normalized[starts_at..];
-            let mblen = char_len_at(rest);
-            let mut has_single_node = false;
-            self.trie.for_each_prefix(rest, |length, id| {
-                if (id as usize) >= n_pieces {
-                    return true;
-                }
-                let kind = vocab.kind(id);
-                if kind == PieceType::Unused && !llama {
-                    return true;
-                }
-                let key_pos = starts_at + length;
-                max_frontier = max_frontier.max(key_pos);
-                let score = match kind {
-                    PieceType::UserDefined if llama => 0.0,
-                    PieceType::UserDefined => (0.1f64 * f64::from(length as i32 - 1)) as f32,
-                    _ => vocab.score(id),
-                };
-                let candidate = add(till_here, score);
-                let target = &mut best[key_pos - base];
-                if better(target, candidate) {
-                    target.score = candidate as f32;
-                    target.starts_at = P::at(starts_at);
-                    target.id = id;
-                }
-                if length == mblen {
-                    has_single_node = true;
-                }
-                true
-            });
-            if !has_single_node {
-                max_frontier = max_frontier.max(starts_at + mblen);
-                let candidate = add(till_here, self.unk_score);
-                let target = &mut best[starts_at + mblen - base];
-                if better(target, candidate) {
-                    target.score = candidate as f32;
-                    target.starts_at = P::at(starts_at);
-                    target.id = unk_id;
-                }
-            }
-            starts_at += mblen;
         }
-        Self::emit_settled(best, base, size, normalized, path, sink);
+    }
+
+    /// Relaxes every edge from `starts_at` (whose best path scores
+    /// `till_here`): each piece that is a prefix of the rest of the text,
+    /// and the unknown edge of one character when no piece covers exactly
+    /// one. Returns the character's byte length.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn relax<P: Position, V: UnigramVocab>(
+        &self,
+        vocab: &V,
+        normalized: &[u8],
+        (starts_at, till_here): (usize, f64),
+        (n_pieces, unk_id, llama): (usize, u32, bool),
+        best: &mut [BestNode<P>],
+        base: usize,
+        max_frontier: &mut usize,
+    ) -> usize {
+        let rest = &normalized[starts_at..];
+        let mblen = char_len_at(rest);
+        let mut has_single_node = false;
+        self.trie.for_each_prefix(rest, |length, id| {
+            if (id as usize) >= n_pieces {
+                return true;
+            }
+            let kind = vocab.kind(id);
+            if kind == PieceType::Unused && !llama {
+                return true;
+            }
+            let key_pos = starts_at + length;
+            *max_frontier = (*max_frontier).max(key_pos);
+            let score = match kind {
+                PieceType::UserDefined if llama => 0.0,
+                PieceType::UserDefined => (0.1f64 * f64::from(length as i32 - 1)) as f32,
+                _ => vocab.score(id),
+            };
+            let candidate = add(llama, till_here, score);
+            let target = &mut best[key_pos - base];
+            if better(llama, target, candidate) {
+                target.score = candidate as f32;
+                target.starts_at = P::at(starts_at);
+                target.id = id;
+            }
+            if length == mblen {
+                has_single_node = true;
+            }
+            true
+        });
+        if !has_single_node {
+            *max_frontier = (*max_frontier).max(starts_at + mblen);
+            let candidate = add(llama, till_here, self.unk_score);
+            let target = &mut best[starts_at + mblen - base];
+            if better(llama, target, candidate) {
+                target.score = candidate as f32;
+                target.starts_at = P::at(starts_at);
+                target.id = unk_id;
+            }
+        }
+        mblen
     }
 
     /// Emits the best path from `base` to `end` (positions `best` holds
