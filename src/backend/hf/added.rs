@@ -72,6 +72,32 @@ struct Pass {
 }
 
 impl Pass {
+    /// One pass's automaton over its patterns (`texts`, with their rules):
+    /// `Some(None)` for no pattern, `None` where the automaton cannot be built
+    /// (the matcher then stays `tokenizers`').
+    fn build((texts, tokens): (Vec<String>, Vec<TokenRule>)) -> Option<Option<Self>> {
+        if texts.is_empty() {
+            return Some(None);
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Anchored)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&texts)
+            .ok()?;
+        let mut first = [false; 256];
+        for text in &texts {
+            if let Some(&b) = text.as_bytes().first() {
+                first[usize::from(b)] = true;
+            }
+        }
+        Some(Some(Self {
+            automaton,
+            first,
+            tokens,
+        }))
+    }
+
     /// The leftmost-longest match starting at or after `from`.
     fn find(&self, bytes: &[u8], from: usize) -> Option<(usize, usize, TokenRule)> {
         let mut at = from;
@@ -235,32 +261,10 @@ impl AddedMatcher {
             pass.0.push(pattern);
             pass.1.push(TokenRule { id, ..rule });
         }
-        let build = |(texts, tokens): (Vec<String>, Vec<TokenRule>)| -> Option<Option<Pass>> {
-            if texts.is_empty() {
-                return Some(None);
-            }
-            let automaton = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .start_kind(StartKind::Anchored)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&texts)
-                .ok()?;
-            let mut first = [false; 256];
-            for text in &texts {
-                if let Some(&b) = text.as_bytes().first() {
-                    first[usize::from(b)] = true;
-                }
-            }
-            Some(Some(Pass {
-                automaton,
-                first,
-                tokens,
-            }))
-        };
         let [raw, normalized] = passes;
         Some(Self {
-            raw: build(raw)?,
-            normalized: build(normalized)?,
+            raw: Pass::build(raw)?,
+            normalized: Pass::build(normalized)?,
         })
     }
 
