@@ -1,11 +1,7 @@
 use super::super::bpe::BpeScratch;
 use super::{Engine, IdSink, SentencePieceModel};
-use proptest::prelude::*;
-// `cfg(test)` again, though the whole file is a test module: the layer map
-// test (src/layers.rs) reads this file as library code and skips only
-// `#[cfg(test)]` items.
-#[cfg(test)]
 use crate::test_support::{shared_dir, spm_fixture};
+use proptest::prelude::*;
 
 #[test]
 fn model_is_send_and_sync() {

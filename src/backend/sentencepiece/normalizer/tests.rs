@@ -1,9 +1,5 @@
 use super::*;
 use crate::backend::sentencepiece::proto::parse_model;
-// `cfg(test)` again, though the whole file is a test module: the layer map
-// test (src/layers.rs) reads this file as library code and skips only
-// `#[cfg(test)]` items.
-#[cfg(test)]
 use crate::test_support::spm_fixture;
 
 /// The normalizer specs of the shared models with a charsmap.
