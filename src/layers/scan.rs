@@ -550,8 +550,13 @@ pub(super) fn source_files() -> Vec<(String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
     walk(&root, &root, &mut out);
-    let tests = test_module_files(&out);
-    out.retain(|(rel, _)| {
+    without_test_modules(out)
+}
+
+/// `files` less the files of `#[cfg(test)] mod name;` modules and their children.
+fn without_test_modules(mut files: Vec<(String, String)>) -> Vec<(String, String)> {
+    let tests = test_module_files(&files);
+    files.retain(|(rel, _)| {
         !tests.iter().any(|t| {
             rel == t
                 || rel.starts_with(&format!(
@@ -560,7 +565,7 @@ pub(super) fn source_files() -> Vec<(String, String)> {
                 ))
         })
     });
-    out
+    files
 }
 
 /// The files of modules declared `#[cfg(test)] mod name;` (a `tests.rs` beside
@@ -594,6 +599,36 @@ fn test_module_files(files: &[(String, String)]) -> Vec<String> {
         }
     }
     out
+}
+
+#[test]
+fn test_module_files_are_test_code() {
+    // `backend/tests.rs` (declared `#[cfg(test)] mod tests;`) and its child may
+    // import an upper layer; `backend/plain.rs` may not, and stays read.
+    let f = without_test_modules(files(&[
+        ("lib.rs", "mod backend; mod tokenizer;\n"),
+        ("tokenizer.rs", "pub struct Tokenizer;\n"),
+        ("backend/mod.rs", "mod plain;\n#[cfg(test)]\nmod tests;\n"),
+        ("backend/plain.rs", "use crate::tokenizer::Tokenizer;\n"),
+        (
+            "backend/tests.rs",
+            "use crate::tokenizer::Tokenizer;\nmod more;\n",
+        ),
+        (
+            "backend/tests/more.rs",
+            "use crate::tokenizer::Tokenizer;\n",
+        ),
+    ]));
+    let kept: Vec<&str> = f.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        kept,
+        [
+            "lib.rs",
+            "tokenizer.rs",
+            "backend/mod.rs",
+            "backend/plain.rs"
+        ]
+    );
 }
 
 fn files(list: &[(&str, &str)]) -> Vec<(String, String)> {
