@@ -3,6 +3,10 @@
 
 A brace-matching reader (strings and // comments skipped), not a parser: good enough to keep
 the rule.  Usage: python3 scripts/fn_lengths.py [src]"""
+import os
+import re
+import sys
+
 res=[]
 for root,_,files in os.walk(sys.argv[1] if len(sys.argv)>1 else 'src'):
     for f in files:
