@@ -3,37 +3,38 @@
 //! encodings and rank files, Tekken, GGUF `gpt2` vocabularies).
 //!
 //! A word (one pre-token's bytes) is answered in this order:
-//! 1. one byte: the byte's own id;
-//! 2. the thread's direct cache ([`DirectCache`]): words of up to 16 bytes
-//!    and three tokens, one-entry words included, in a table small enough to
-//!    stay in a core's cache (256 KiB);
-//! 3. the whole-word vocabulary probe ([`VocabIndex`]): an entry that spells
-//!    the word is its answer when the model takes entries whole
-//!    (`ignore_merges`, tiktoken) or when the merges rebuild it (decided for
-//!    every entry when the engine is built, in parallel);
-//! 4. the thread's map of words of several tokens ([`WordCache`], up to 64
-//!    bytes);
-//! 5. the merge ([`merge`]), on internal ids ([`Pairs`]).
+//! 1. the thread's word table ([`WordTable`]): words of up to 15 bytes and
+//!    three ids, seeded with every byte and every short entry that is its
+//!    word's answer (the model takes entries whole, with `ignore_merges` and
+//!    in tiktoken, or the merges rebuild it: decided for every entry when
+//!    the engine is built, in parallel), then every short word the thread
+//!    merged;
+//! 2. for a longer word, the whole-word vocabulary probe ([`VocabIndex`]);
+//! 3. the thread's map of the other words ([`WordCache`]: short words of
+//!    more than three ids, long ones up to 64 bytes);
+//! 4. the merge ([`merge`]), on internal ids ([`Pairs`]).
 //!
 //! Invariant *merge-is-reference*: the merge is `tokenizers` 0.x's
 //! `Word::merge_all` (the adjacent pair of lowest rank, leftmost on a tie,
 //! until none is listed), so every answer is the reference's; the probe and
 //! the cache only remember answers the merge gave or the model defines.
 //!
-//! Performance notes: on text seen once the direct cache answers most
-//! words (84 % of English words after a warm-up on other text), so a hit
-//! is one hash and one read of a line that is near; the probe's table
-//! (megabytes) and the merge's pair lookups are where the engine waits on
-//! memory (`docs/perf/byte_engine_2026-12-02.md`). Ids go straight into the
-//! caller's vector, nothing is allocated per word. Short words merge by a
-//! linear scan over their pair ranks (no heap: a word of a few symbols costs
-//! less to rescan than to queue); long ones (a Chinese clause, a run of one
-//! character) on a heap, so time stays `O(n log n)` in the word's length.
+//! Performance notes: after a warm-up on other text, the word table
+//! answers nearly every word of text seen once from its home slot, and its
+//! slot is fetched a chunk ahead (see [`ByteBpe::encode_ranges`]); the merge
+//! runs for the rest (2–3 % of English words), and its pair lookups are
+//! where the engine waits on memory (`docs/perf/byte_engine_2026-12-03.md`).
+//! Ids go straight into the caller's vector, nothing is allocated per word.
+//! Short words merge by a linear scan over their pair ranks (no heap: a
+//! word of a few symbols costs less to rescan than to queue); long ones (a
+//! Chinese clause, a run of one character) on a heap, so time stays
+//! `O(n log n)` in the word's length.
 
 mod key;
 mod merge;
 mod vocab_index;
 mod word_cache;
+mod word_table;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -42,7 +43,8 @@ use crate::backend::thread_scratch::ThreadScratch;
 use key::WordKey;
 use merge::Merger;
 use vocab_index::VocabIndex;
-use word_cache::{DirectCache, WordCache};
+use word_cache::WordCache;
+use word_table::{Found, INLINE_IDS, NOT_SHORT, SHORT_MAX, WordTable};
 
 /// Where the engine writes ids: the crate's `Vec<u32>` or `tokenizers`'
 /// `Vec<PipelineToken>` (the `tokenizer.json` walk's buffer).
@@ -140,18 +142,42 @@ pub(crate) struct ByteBpe {
     unmap: Box<[u32]>,
     /// A pair listed twice keeps its last rank, as the reference's map does.
     pairs: Pairs,
+    /// Entries by their bytes: the answer to a long word that spells one.
     words: VocabIndex,
+    /// Every byte and every short entry that is its word's answer: each
+    /// thread's [`WordTable`] starts as a copy.
+    seed: WordTable,
     scratch: ThreadScratch<Scratch>,
 }
 
-#[derive(Default)]
 struct Scratch {
-    /// Short words of a few tokens.
-    direct: DirectCache,
-    /// The rest (up to [`CACHED_WORD_MAX`] bytes).
+    table: WordTable,
+    /// Short words of more than [`INLINE_IDS`] ids, and long words (up to
+    /// [`CACHED_WORD_MAX`] bytes).
     cache: WordCache,
     merger: Merger,
+    pending: Vec<Pending>,
+    /// Ids of a chunk's hits, before they go out together
+    /// ([`CHUNK`] × [`INLINE_IDS`]).
+    ids: Box<[u32]>,
 }
+
+/// A pre-token waiting for its lookup: its key and hash (taken while the
+/// chunk is gathered, so its slot can be fetched early) and its bytes.
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    key: u128,
+    hash: u64,
+    start: u32,
+    end: u32,
+}
+
+/// Pre-tokens gathered before their lookups: a chunk's slots are prefetched
+/// as it is gathered, hundreds of cycles before they are read.
+const CHUNK: usize = 256;
+
+/// How many words ahead of its lookup a slot is asked into L1.
+const AHEAD: usize = 16;
 
 /// Words longer than this are merged every time: they are clauses or runs
 /// that do not recur, and would crowd the cache.
@@ -190,37 +216,131 @@ impl ByteBpe {
                 })
                 .collect()
         };
+        let byte_words: Vec<[u8; 1]> = (0..=255u8).map(|b| [b]).collect();
+        let seed_words: Vec<(&[u8], u32)> = byte_words
+            .iter()
+            .zip(bytes)
+            .map(|(b, id)| (&b[..], id))
+            .chain(
+                entries
+                    .iter()
+                    .zip(&rebuilt)
+                    .filter(|&(&(t, _), &r)| r && t.len() <= SHORT_MAX)
+                    .map(|(&e, _)| e),
+            )
+            .collect();
+        let seed = WordTable::seeded(seed_words.into_iter())?;
         let words = VocabIndex::build(&entries, &rebuilt)?;
         Some(Self {
             unmap,
             pairs,
             words,
+            seed,
             scratch: ThreadScratch::default(),
         })
+    }
+
+    fn fresh_scratch(&self) -> Scratch {
+        Scratch {
+            table: self.seed.clone(),
+            cache: WordCache::default(),
+            merger: Merger::default(),
+            pending: Vec::with_capacity(CHUNK + AHEAD),
+            ids: vec![0; CHUNK * INLINE_IDS].into_boxed_slice(),
+        }
     }
 
     /// Appends the ids of `word` (raw bytes) to `out`.
     #[cfg(test)]
     pub(crate) fn encode_word<S: IdSink>(&self, word: &[u8], out: &mut S) {
-        self.scratch
-            .with(Scratch::default, |scratch| self.word(word, scratch, out));
+        self.encode_ranges(word, std::iter::once((0, word.len())), out);
     }
 
     /// Appends the ids of each `(start, end)` byte range of `text` to `out`.
-    #[inline]
+    ///
+    /// Performance notes: the ranges are gathered in chunks of [`CHUNK`],
+    /// each with its key and hash, and its slot is prefetched; the lookups
+    /// follow, a slot asked into L1 [`AHEAD`] words before it is read. A
+    /// hit (nearly every word) copies the slot's ids whether or not it hits
+    /// and advances the output by their count only on a hit: no branch on
+    /// the word's length or id count.
     pub(crate) fn encode_ranges<S: IdSink>(
         &self,
         text: &[u8],
         ranges: impl Iterator<Item = (usize, usize)>,
         out: &mut S,
     ) {
-        self.scratch.with(Scratch::default, |scratch| {
-            for (start, end) in ranges {
-                if let Some(word) = text.get(start..end) {
-                    self.word(word, scratch, out);
+        self.scratch.with(
+            || self.fresh_scratch(),
+            |scratch| {
+                let mut pending = std::mem::take(&mut scratch.pending);
+                pending.clear();
+                for (start, end) in ranges {
+                    if start >= end || end > text.len() || end > u32::MAX as usize {
+                        continue;
+                    }
+                    let key = if end - start <= SHORT_MAX {
+                        word_table::short_key(text, start, end)
+                    } else {
+                        NOT_SHORT
+                    };
+                    let hash = word_table::hash(key);
+                    word_table::prefetch(scratch.table.home_ptr(hash), false);
+                    pending.push(Pending {
+                        key,
+                        hash,
+                        start: start as u32,
+                        end: end as u32,
+                    });
+                    if pending.len() == CHUNK {
+                        self.lookups(text, &pending, scratch, out);
+                        pending.clear();
+                    }
+                }
+                self.lookups(text, &pending, scratch, out);
+                scratch.pending = pending;
+            },
+        );
+    }
+
+    /// The ids of a chunk's words, in order (see [`Self::encode_ranges`]).
+    #[inline(never)]
+    fn lookups<S: IdSink>(
+        &self,
+        text: &[u8],
+        pending: &[Pending],
+        scratch: &mut Scratch,
+        out: &mut S,
+    ) {
+        let mut ids = std::mem::take(&mut scratch.ids);
+        for p in pending.iter().take(AHEAD) {
+            word_table::prefetch(scratch.table.home_ptr(p.hash), true);
+        }
+        let mut written = 0;
+        for (i, p) in pending.iter().enumerate() {
+            if let Some(ahead) = pending.get(i + AHEAD) {
+                word_table::prefetch(scratch.table.home_ptr(ahead.hash), true);
+            }
+            let home = scratch.table.home(p.hash);
+            if let (Some(slot), Some(to)) = (
+                scratch.table.slot(home),
+                ids.get_mut(written..written + INLINE_IDS),
+            ) {
+                to.copy_from_slice(slot.ids());
+                if slot.holds(p.key) {
+                    written += slot.count();
+                    continue;
                 }
             }
-        });
+            out.extend_ids(ids.get(..written).unwrap_or_default());
+            written = 0;
+            let word = text
+                .get(p.start as usize..p.end as usize)
+                .unwrap_or_default();
+            self.slow_word(word, *p, scratch, out);
+        }
+        out.extend_ids(ids.get(..written).unwrap_or_default());
+        scratch.ids = ids;
     }
 
     /// Whether the merges alone turn `word` into the one entry that spells it.
@@ -235,37 +355,52 @@ impl ByteBpe {
         merger.merge(word, &self.pairs, &self.unmap) == [id]
     }
 
-    #[inline(always)]
-    fn word<S: IdSink>(&self, word: &[u8], scratch: &mut Scratch, out: &mut S) {
-        match word {
-            [] => return,
-            [b] => {
-                out.push_id(self.unmap[usize::from(*b)]);
+    /// A word its home slot does not answer: a short word past its home
+    /// or new to the thread, or a long word.
+    #[inline(never)]
+    fn slow_word<S: IdSink>(&self, word: &[u8], p: Pending, scratch: &mut Scratch, out: &mut S) {
+        if p.key != NOT_SHORT {
+            let vacant = match scratch.table.find(p.key, p.hash) {
+                Found::At(at) => {
+                    if let Some(slot) = scratch.table.slot(at) {
+                        out.extend_ids(slot.ids().get(..slot.count()).unwrap_or_default());
+                    }
+                    return;
+                }
+                Found::Vacant(at) => at,
+            };
+            // Not in the table: the seed holds every entry that answers
+            // its word, so the word is a merge (or one of more ids than a
+            // slot holds, in the word cache).
+            let key = WordKey::of(word);
+            let hash = key.hash();
+            if let Some(ids) = scratch.cache.get(word, key, hash) {
+                out.extend_ids(ids);
                 return;
             }
-            _ => {}
+
+            let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
+            out.extend_ids(ids);
+            if ids.len() <= INLINE_IDS {
+                scratch.table.insert(vacant, p.key, ids, &self.seed);
+            } else {
+                scratch.cache.insert(word, key, hash, ids);
+            }
+            return;
         }
         let key = WordKey::of(word);
         let hash = key.hash();
-        // The direct cache answers and keeps only words of up to 16 bytes.
-        if let Some(ids) = scratch.direct.get(key, hash) {
-            out.extend_ids(ids);
-            return;
-        }
         if let Some((id, true)) = self.words.get(word, key, hash) {
             out.push_id(id);
-            scratch.direct.insert(key, hash, &[id]);
             return;
         }
         let cached = word.len() <= CACHED_WORD_MAX;
         if cached && let Some(ids) = scratch.cache.get(word, key, hash) {
             out.extend_ids(ids);
-            scratch.direct.insert(key, hash, ids);
             return;
         }
         let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
         out.extend_ids(ids);
-        scratch.direct.insert(key, hash, ids);
         if cached {
             scratch.cache.insert(word, key, hash, ids);
         }

@@ -112,10 +112,11 @@ fn rebuilds_runs_the_merge_even_where_entries_are_taken_whole() {
 }
 
 #[test]
-fn a_long_word_is_never_a_short_one_in_the_direct_cache() {
+fn a_long_word_is_never_a_short_one_in_the_word_table() {
     // A 272-byte word has the length 16 modulo 256 and the first and last
-    // eight bytes of the 16-byte word before it: the direct cache, which
-    // keeps lengths in a byte, must not answer it.
+    // eight bytes of the 16-byte word before it; a 271-byte one the length
+    // 15 modulo 256: the word table, whose keys keep the length in a byte,
+    // must answer neither.
     let bpe = toy(false);
     let (vocab, merges) = toy_tables();
     let short = b"abcdxxxxxxxxabcd".to_vec();
@@ -123,7 +124,14 @@ fn a_long_word_is_never_a_short_one_in_the_direct_cache() {
     long.resize(264, b'x');
     long.extend_from_slice(&short[8..]);
     assert_eq!(long.len(), 272);
-    for word in [&short, &long, &short, &long] {
+    let fifteen = short[..15].to_vec();
+    let mut long15 = fifteen[..8].to_vec();
+    long15.resize(264, b'x');
+    long15.extend_from_slice(&fifteen[8..]);
+    assert_eq!(long15.len(), 271);
+    for word in [
+        &short, &long, &short, &long, &fifteen, &long15, &fifteen, &long15,
+    ] {
         assert_eq!(encode(&bpe, word), reference(&vocab, &merges, word));
     }
 }
@@ -146,5 +154,40 @@ proptest! {
         let want = reference(&vocab, &merges, &word);
         prop_assert_eq!(&encode(&bpe, &word), &want);
         prop_assert_eq!(&encode(&bpe, &word), &want);
+    }
+
+    /// Many words in one call, more than a chunk of them, some repeated,
+    /// some empty or out of the text, near its end (a key read there cannot
+    /// take 16 bytes): the reference's ids, word after word, on a fresh
+    /// engine and a warm one.
+    #[test]
+    fn many_ranges_in_one_call(
+        text in proptest::collection::vec(prop_oneof![
+            Just(b'a'), Just(b'b'), Just(b'c'), Just(b'd'), Just(b'x')], 1..200),
+        cuts in proptest::collection::vec((0usize..220, 0usize..40), 0..700),
+        ignore_merges in any::<bool>(),
+    ) {
+        let bpe = toy(ignore_merges);
+        let (vocab, merges) = toy_tables();
+        let whole = |w: &[u8]| ignore_merges
+            && vocab.iter().any(|(t, _)| t.as_slice() == w);
+        let ranges: Vec<(usize, usize)> = cuts.iter().map(|&(s, n)| (s, s + n)).collect();
+        let mut want = Vec::new();
+        for &(s, e) in &ranges {
+            let Some(word) = text.get(s..e) else { continue };
+            if word.is_empty() {
+                continue;
+            }
+            if whole(word) {
+                want.push(vocab.iter().find(|(t, _)| t.as_slice() == word).unwrap().1);
+            } else {
+                want.extend(reference(&vocab, &merges, word));
+            }
+        }
+        for _ in 0..2 {
+            let mut got: Vec<u32> = Vec::new();
+            bpe.encode_ranges(&text, ranges.iter().copied(), &mut got);
+            prop_assert_eq!(&got, &want);
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! Vocabulary entries by the raw bytes they spell: the engine's whole-word
 //! probe.
 //!
-//! Performance notes: on text seen once this probe runs for every word the
-//! direct cache does not hold, and
-//! its table (megabytes) is mostly out of cache, so a probe costs what its
-//! memory reads cost. Open addressing with the key inside the slot makes a
+//! Performance notes: the encode asks it only for words past the word
+//! table's 15 bytes (the table is seeded with the short entries), and the
+//! CJK cuts ask it whether the merges rebuild an entry. Its table
+//! (megabytes) is mostly out of cache, so a probe costs what its memory
+//! reads cost. Open addressing with the key inside the slot makes a
 //! hit or a miss one cache line, usually: no control bytes apart (as a
 //! `hashbrown` table has), no arena read for words of up to 16 bytes.
 
