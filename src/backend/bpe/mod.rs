@@ -229,8 +229,12 @@ impl ByteBpe {
                     .map(|(&e, _)| e),
             )
             .collect();
-        let seed = WordTable::seeded(seed_words.into_iter())?;
-        let words = VocabIndex::build(&entries, &rebuilt)?;
+        // Two tables of megabytes each, built side by side.
+        let (seed, words) = rayon::join(
+            || WordTable::seeded(seed_words.into_iter()),
+            || VocabIndex::build(&entries, &rebuilt),
+        );
+        let (seed, words) = (seed?, words?);
         Some(Self {
             unmap,
             pairs,
