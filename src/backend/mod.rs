@@ -15,6 +15,7 @@ pub(crate) mod char_cuts;
 pub(crate) mod divergence;
 pub(crate) mod gguf;
 pub(crate) mod hf;
+pub(crate) mod huge_pages;
 pub(crate) mod join_cuts;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;

@@ -32,6 +32,7 @@
 
 mod key;
 mod merge;
+mod pair_table;
 mod vocab_index;
 mod word_cache;
 mod word_table;
@@ -41,7 +42,8 @@ use rustc_hash::FxHashMap;
 
 use crate::backend::thread_scratch::ThreadScratch;
 use key::WordKey;
-use merge::Merger;
+use merge::{LANE_WORD_MAX, Merger};
+use pair_table::PairTable;
 use vocab_index::VocabIndex;
 use word_cache::WordCache;
 use word_table::{Found, INLINE_IDS, NOT_SHORT, SHORT_MAX, WordTable};
@@ -49,15 +51,10 @@ use word_table::{Found, INLINE_IDS, NOT_SHORT, SHORT_MAX, WordTable};
 /// Where the engine writes ids: the crate's `Vec<u32>` or `tokenizers`'
 /// `Vec<PipelineToken>` (the `tokenizer.json` walk's buffer).
 pub(crate) trait IdSink {
-    fn push_id(&mut self, id: u32);
     fn extend_ids(&mut self, ids: &[u32]);
 }
 
 impl IdSink for Vec<u32> {
-    #[inline]
-    fn push_id(&mut self, id: u32) {
-        self.push(id);
-    }
     #[inline]
     fn extend_ids(&mut self, ids: &[u32]) {
         self.extend_from_slice(ids);
@@ -65,10 +62,6 @@ impl IdSink for Vec<u32> {
 }
 
 impl IdSink for Vec<tokenizers::pipeline::PipelineToken> {
-    #[inline]
-    fn push_id(&mut self, id: u32) {
-        self.push(tokenizers::pipeline::PipelineToken::from(id));
-    }
     #[inline]
     fn extend_ids(&mut self, ids: &[u32]) {
         self.extend(
@@ -105,7 +98,7 @@ pub(crate) struct Pairs {
     /// Some pairs of small ids did not fit the grid's `u16` indices and
     /// are in the map (never seen: the grid holds a few percent of its cells).
     grid_spilled: bool,
-    map: FxHashMap<u64, u64>,
+    map: PairTable,
 }
 
 impl Pairs {
@@ -122,10 +115,19 @@ impl Pairs {
                     .unwrap_or(NO_MERGE);
             }
         }
-        self.map
-            .get(&pair_key(left, right))
-            .copied()
-            .unwrap_or(NO_MERGE)
+        self.map.get(pair_key(left, right))
+    }
+
+    /// Asks for the line that [`Pairs::get`] of this pair will read: a
+    /// hint, nothing is read.
+    #[inline]
+    pub(crate) fn prefetch(&self, left: u32, right: u32) {
+        let (l, r) = (left as usize, right as usize);
+        if l < GRID && r < GRID {
+            word_table::prefetch(self.grid.as_ptr().wrapping_add(l * GRID + r), true);
+        } else {
+            self.map.prefetch(pair_key(left, right));
+        }
     }
 }
 
@@ -157,6 +159,13 @@ struct Scratch {
     cache: WordCache,
     merger: Merger,
     pending: Vec<Pending>,
+    /// A chunk's words that their home slots did not answer.
+    misses: Vec<Miss>,
+    /// Their answers (each miss's `span`).
+    answers: Vec<u32>,
+    /// The misses to merge, as byte ranges, and their spans of `answers`.
+    queued: Vec<(u32, u32)>,
+    spans: Vec<(u32, u32)>,
     /// Ids of a chunk's hits, before they go out together
     /// ([`CHUNK`] × [`INLINE_IDS`]).
     ids: Box<[u32]>,
@@ -172,9 +181,40 @@ struct Pending {
     end: u32,
 }
 
+/// A word its home slot did not answer: where its ids go among the
+/// chunk's hits, and their span of `Scratch::answers` once resolved.
+#[derive(Clone, Copy)]
+struct Miss {
+    word: Pending,
+    at: u32,
+    span: (u32, u32),
+    /// Waiting for [`Merger::merge_lanes`].
+    queued: bool,
+}
+
+/// Keeps a miss for [`ByteBpe::resolve`]: out of line, so the lookups'
+/// loop keeps its registers.
+#[cold]
+#[inline(never)]
+fn defer(misses: &mut Vec<Miss>, word: Pending, written: usize) {
+    misses.push(Miss {
+        word,
+        at: written as u32,
+        span: (0, 0),
+        queued: false,
+    });
+}
+
+impl Miss {
+    fn bytes<'t>(&self, text: &'t [u8]) -> &'t [u8] {
+        text.get(self.word.start as usize..self.word.end as usize)
+            .unwrap_or_default()
+    }
+}
+
 /// Pre-tokens gathered before their lookups: a chunk's slots are prefetched
 /// as it is gathered, hundreds of cycles before they are read.
-const CHUNK: usize = 256;
+const CHUNK: usize = 512;
 
 /// How many words ahead of its lookup a slot is asked into L1.
 const AHEAD: usize = 16;
@@ -250,6 +290,10 @@ impl ByteBpe {
             cache: WordCache::default(),
             merger: Merger::default(),
             pending: Vec::with_capacity(CHUNK + AHEAD),
+            misses: Vec::new(),
+            answers: Vec::new(),
+            queued: Vec::new(),
+            spans: Vec::new(),
             ids: vec![0; CHUNK * INLINE_IDS].into_boxed_slice(),
         }
     }
@@ -267,7 +311,10 @@ impl ByteBpe {
     /// follow, a slot asked into L1 [`AHEAD`] words before it is read. A
     /// hit (nearly every word) copies the slot's ids whether or not it hits
     /// and advances the output by their count only on a hit: no branch on
-    /// the word's length or id count.
+    /// the word's length or id count. The chunk's misses are set aside and
+    /// resolved together after its lookups ([`Self::resolve`]), so the new
+    /// words among them merge side by side, and their ids are spliced in
+    /// where they belong.
     pub(crate) fn encode_ranges<S: IdSink>(
         &self,
         text: &[u8],
@@ -317,6 +364,8 @@ impl ByteBpe {
         out: &mut S,
     ) {
         let mut ids = std::mem::take(&mut scratch.ids);
+        let mut misses = std::mem::take(&mut scratch.misses);
+        misses.clear();
         for p in pending.iter().take(AHEAD) {
             word_table::prefetch(scratch.table.home_ptr(p.hash), true);
         }
@@ -336,15 +385,28 @@ impl ByteBpe {
                     continue;
                 }
             }
-            out.extend_ids(ids.get(..written).unwrap_or_default());
-            written = 0;
-            let word = text
-                .get(p.start as usize..p.end as usize)
-                .unwrap_or_default();
-            self.slow_word(word, *p, scratch, out);
+            defer(&mut misses, *p, written);
         }
-        out.extend_ids(ids.get(..written).unwrap_or_default());
+        if misses.is_empty() {
+            out.extend_ids(ids.get(..written).unwrap_or_default());
+        } else {
+            self.resolve(text, &mut misses, scratch);
+            let mut from = 0;
+            for m in &misses {
+                let at = m.at as usize;
+                out.extend_ids(ids.get(from..at).unwrap_or_default());
+                out.extend_ids(
+                    scratch
+                        .answers
+                        .get(m.span.0 as usize..m.span.1 as usize)
+                        .unwrap_or_default(),
+                );
+                from = at;
+            }
+            out.extend_ids(ids.get(from..written).unwrap_or_default());
+        }
         scratch.ids = ids;
+        scratch.misses = misses;
     }
 
     /// Whether the merges alone turn `word` into the one entry that spells it.
@@ -359,54 +421,119 @@ impl ByteBpe {
         merger.merge(word, &self.pairs, &self.unmap) == [id]
     }
 
-    /// A word its home slot does not answer: a short word past its home
-    /// or new to the thread, or a long word.
+    /// The answers of a chunk's words that their home slots did not give,
+    /// into `scratch.answers` (each miss's `span`): those the thread's
+    /// caches or the vocabulary hold first, then the merges, short words
+    /// side by side ([`Merger::merge_lanes`]), and last the caches learn
+    /// the merged words.
     #[inline(never)]
-    fn slow_word<S: IdSink>(&self, word: &[u8], p: Pending, scratch: &mut Scratch, out: &mut S) {
+    fn resolve(&self, text: &[u8], misses: &mut [Miss], scratch: &mut Scratch) {
+        let mut answers = std::mem::take(&mut scratch.answers);
+        let mut queued = std::mem::take(&mut scratch.queued);
+        answers.clear();
+        queued.clear();
+        for m in misses.iter_mut() {
+            let word = m.bytes(text);
+            let from = answers.len() as u32;
+            if self.known(word, m.word, scratch, &mut answers) {
+                m.span = (from, answers.len() as u32);
+            } else if word.len() <= LANE_WORD_MAX {
+                m.queued = true;
+                queued.push((m.word.start, m.word.end));
+            } else {
+                let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
+                answers.extend_from_slice(ids);
+                m.span = (from, answers.len() as u32);
+                Self::learn(word, m.word, &answers[from as usize..], scratch, &self.seed);
+            }
+        }
+        if !queued.is_empty() {
+            let mut spans = std::mem::take(&mut scratch.spans);
+            scratch.merger.merge_lanes(
+                text,
+                &queued,
+                &self.pairs,
+                &self.unmap,
+                &mut answers,
+                &mut spans,
+            );
+            let mut merged = spans.iter();
+            for m in misses.iter_mut().filter(|m| m.queued) {
+                let word = m.bytes(text);
+                let Some(&span) = merged.next() else {
+                    break;
+                };
+                m.span = span;
+                let ids = answers
+                    .get(span.0 as usize..span.1 as usize)
+                    .unwrap_or_default();
+                Self::learn(word, m.word, ids, scratch, &self.seed);
+            }
+            scratch.spans = spans;
+        }
+        scratch.answers = answers;
+        scratch.queued = queued;
+    }
+
+    /// Appends the answer the thread's caches or the vocabulary hold for
+    /// `word` (a home-slot miss) to `answers`; `false` when it must be
+    /// merged.
+    fn known(
+        &self,
+        word: &[u8],
+        p: Pending,
+        scratch: &mut Scratch,
+        answers: &mut Vec<u32>,
+    ) -> bool {
         if p.key != NOT_SHORT {
-            let vacant = match scratch.table.find(p.key, p.hash) {
-                Found::At(at) => {
-                    if let Some(slot) = scratch.table.slot(at) {
-                        out.extend_ids(slot.ids().get(..slot.count()).unwrap_or_default());
-                    }
-                    return;
+            if let Found::At(at) = scratch.table.find(p.key, p.hash) {
+                if let Some(slot) = scratch.table.slot(at) {
+                    answers.extend_from_slice(slot.ids().get(..slot.count()).unwrap_or_default());
                 }
-                Found::Vacant(at) => at,
-            };
+                return true;
+            }
             // Not in the table: the seed holds every entry that answers
             // its word, so the word is a merge (or one of more ids than a
             // slot holds, in the word cache).
             let key = WordKey::of(word);
-            let hash = key.hash();
-            if let Some(ids) = scratch.cache.get(word, key, hash) {
-                out.extend_ids(ids);
-                return;
-            }
-
-            let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
-            out.extend_ids(ids);
-            if ids.len() <= INLINE_IDS {
-                scratch.table.insert(vacant, p.key, ids, &self.seed);
-            } else {
-                scratch.cache.insert(word, key, hash, ids);
-            }
-            return;
+            return match scratch.cache.get(word, key, key.hash()) {
+                Some(ids) => {
+                    answers.extend_from_slice(ids);
+                    true
+                }
+                None => false,
+            };
         }
         let key = WordKey::of(word);
         let hash = key.hash();
         if let Some((id, true)) = self.words.get(word, key, hash) {
-            out.push_id(id);
-            return;
+            answers.push(id);
+            return true;
         }
-        let cached = word.len() <= CACHED_WORD_MAX;
-        if cached && let Some(ids) = scratch.cache.get(word, key, hash) {
-            out.extend_ids(ids);
-            return;
+        if word.len() <= CACHED_WORD_MAX
+            && let Some(ids) = scratch.cache.get(word, key, hash)
+        {
+            answers.extend_from_slice(ids);
+            return true;
         }
-        let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
-        out.extend_ids(ids);
-        if cached {
-            scratch.cache.insert(word, key, hash, ids);
+        false
+    }
+
+    /// Keeps a merged word's answer: a short word of few ids in the word
+    /// table, others (up to [`CACHED_WORD_MAX`] bytes) in the word cache.
+    fn learn(word: &[u8], p: Pending, ids: &[u32], scratch: &mut Scratch, seed: &WordTable) {
+        if p.key != NOT_SHORT && ids.len() <= INLINE_IDS {
+            // Found again: the table may have moved or grown since the
+            // word missed (a word twice in a chunk is learned twice).
+            if let Found::Vacant(at) = scratch.table.find(p.key, p.hash) {
+                scratch.table.insert(at, p.key, ids, seed);
+            }
+        } else if word.len() <= CACHED_WORD_MAX {
+            let key = WordKey::of(word);
+            let hash = key.hash();
+            if scratch.cache.get(word, key, hash).is_none() {
+                scratch.cache.insert(word, key, hash, ids);
+            }
         }
     }
 }
@@ -443,7 +570,7 @@ fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box
     let mut grid = vec![0u16; GRID * GRID].into_boxed_slice();
     let mut grid_values = vec![NO_MERGE];
     let mut grid_spilled = false;
-    let mut map = FxHashMap::with_capacity_and_hasher(values.len(), Default::default());
+    let mut map = Vec::with_capacity(values.len());
     for (key, value) in values {
         let (l, r) = ((key >> 32) as usize, (key as u32) as usize);
         match u16::try_from(grid_values.len()) {
@@ -453,7 +580,7 @@ fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box
             }
             at => {
                 grid_spilled |= at.is_err() && l < GRID && r < GRID;
-                map.insert(key, value);
+                map.push((key, value));
             }
         }
     }
@@ -462,7 +589,7 @@ fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box
             grid,
             grid_values,
             grid_spilled,
-            map,
+            map: PairTable::new(&map),
         },
         unmap.into_boxed_slice(),
     ))

@@ -18,6 +18,8 @@
 //!   linear-probing table: the entry it displaces stays on its own chain),
 //!   so a frequent word's next lookup is answered at home.
 
+use crate::backend::huge_pages::HugeBox;
+
 /// Words of at most this many bytes are keyed inline (the 16th byte of the
 /// key is the length).
 pub(super) const SHORT_MAX: usize = 15;
@@ -105,7 +107,7 @@ pub(super) fn hash(key: u128) -> u64 {
 /// Asks the core to bring `slot`'s line near: a hint, with no effect on
 /// what the program computes.
 #[inline(always)]
-pub(super) fn prefetch(slot: *const Slot, near: bool) {
+pub(super) fn prefetch<T>(slot: *const T, near: bool) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1, _mm_prefetch};
@@ -126,7 +128,7 @@ pub(super) fn prefetch(slot: *const Slot, near: bool) {
 /// See the module docs.
 #[derive(Clone)]
 pub(super) struct WordTable {
-    slots: Box<[Slot]>,
+    slots: HugeBox<Slot>,
     /// `64 - log2(slots.len())`.
     shift: u32,
     taken: usize,
@@ -163,7 +165,7 @@ impl WordTable {
 
     fn with_slots(slots: usize) -> Self {
         Self {
-            slots: vec![Slot::default(); slots].into_boxed_slice(),
+            slots: HugeBox::filled(slots, Slot::default()),
             shift: 64 - slots.trailing_zeros(),
             taken: 0,
         }

@@ -1,0 +1,119 @@
+//! The pairs the grid does not hold: `pair_key` → value, in buckets of
+//! one cache line (four 16-byte slots, keys inline).
+//!
+//! Performance notes: a word seen for the first time asks this table for
+//! most of its pairs, and the table (megabytes) is out of cache. A
+//! `hashbrown` map reads its control bytes and then its slot, two misses
+//! one after the other, and cannot be prefetched by key; a bucket here is
+//! one line, a pair is nearly always in its home bucket (2.5 pairs a
+//! bucket on average), and [`PairTable::prefetch`] asks for that line
+//! before the merge needs it.
+
+use super::NO_MERGE;
+use super::word_table::prefetch;
+use crate::backend::huge_pages::HugeBox;
+
+/// An empty slot's key (no pair packs to it: internal ids stay far below
+/// `u32::MAX`).
+const EMPTY: u64 = u64::MAX;
+
+const SLOTS: usize = 4;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket {
+    keys: [u64; SLOTS],
+    values: [u64; SLOTS],
+}
+
+const EMPTY_BUCKET: Bucket = Bucket {
+    keys: [EMPTY; SLOTS],
+    values: [NO_MERGE; SLOTS],
+};
+
+/// See the module docs.
+pub(super) struct PairTable {
+    buckets: HugeBox<Bucket>,
+    /// `64 - log2(buckets.len())`.
+    shift: u32,
+}
+
+impl PairTable {
+    /// A table of `pairs` (`pair_key` → value; keys distinct).
+    pub(super) fn new(pairs: &[(u64, u64)]) -> Self {
+        let buckets = (pairs.len() * 2 / 5 + 1).next_power_of_two().max(2);
+        let mut table = Self {
+            buckets: HugeBox::filled(buckets, EMPTY_BUCKET),
+            shift: 64 - buckets.trailing_zeros(),
+        };
+        let mask = buckets - 1;
+        for &(key, value) in pairs {
+            if key == EMPTY {
+                continue;
+            }
+            // Four slots a bucket for at most 2.5 pairs a bucket: a free
+            // slot is always found.
+            let mut at = table.home(key);
+            'place: while let Some(bucket) = table.buckets.get_mut(at) {
+                for (k, v) in bucket.keys.iter_mut().zip(&mut bucket.values) {
+                    if *k == EMPTY {
+                        (*k, *v) = (key, value);
+                        break 'place;
+                    }
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        table
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// Asks for `key`'s home bucket: a hint, nothing is read.
+    #[inline(always)]
+    pub(super) fn prefetch(&self, key: u64) {
+        prefetch(self.buckets.as_ptr().wrapping_add(self.home(key)), true);
+    }
+
+    /// The pair's value, or [`NO_MERGE`].
+    #[inline]
+    pub(super) fn get(&self, key: u64) -> u64 {
+        let mask = self.buckets.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            let Some(bucket) = self.buckets.get(at) else {
+                return NO_MERGE;
+            };
+            for (&k, &v) in bucket.keys.iter().zip(&bucket.values) {
+                if k == key {
+                    return v;
+                }
+                if k == EMPTY {
+                    return NO_MERGE;
+                }
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_pair_and_no_other() {
+        let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|i| (i * 7919 + 3, i)).collect();
+        let table = PairTable::new(&pairs);
+        for &(k, v) in &pairs {
+            assert_eq!(table.get(k), v);
+        }
+        for k in (0..10_000u64).map(|i| i * 7919 + 4) {
+            assert_eq!(table.get(k), NO_MERGE);
+        }
+        assert_eq!(PairTable::new(&[]).get(5), NO_MERGE);
+    }
+}
