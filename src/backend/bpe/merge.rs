@@ -1,14 +1,15 @@
 //! The merge by ranks on one word (`tokenizers` 0.x `Word::merge_all`):
 //! the adjacent pair of lowest rank, leftmost on a tie, is joined until no
-//! pair left is listed. Runs on internal ids ([`Pairs`]); the answer is
-//! written in the vocabulary's ids. Words of up to [`LINEAR_MAX`] bytes
+//! pair left is listed. Runs on tokens, internal and vocabulary id
+//! together ([`super::token`]): pairs are looked up by internal id, the
+//! answer is written in the vocabulary's. Words of up to [`LINEAR_MAX`] bytes
 //! rescan their pair values ([`Lane`]), several side by side
 //! ([`Merger::merge_lanes`]); longer ones merge on a heap.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{NO_MERGE, Pairs, product};
+use super::{NO_MERGE, Pairs, internal, token, vocabulary};
 
 /// Words of at most this many bytes merge by rescanning their pair values;
 /// longer ones on a heap (a rescan is `O(n)` a merge).
@@ -28,7 +29,7 @@ const IDLE: usize = usize::MAX;
 /// One word's merge by rescanning its pair values, a step at a time.
 #[derive(Default)]
 struct Lane {
-    ids: Vec<u32>,
+    ids: Vec<u64>,
     /// The value of the pair starting at each id.
     values: Vec<u64>,
     /// Where the last step merged: the values beside it are still to read.
@@ -58,9 +59,9 @@ impl Lane {
     /// the lane's first step.
     fn start(&mut self, word: &[u8], pairs: &Pairs) {
         self.ids.clear();
-        self.ids.extend(word.iter().map(|&b| u32::from(b)));
+        self.ids.extend(word.iter().map(|&b| pairs.byte_token(b)));
         for w in self.ids.windows(2) {
-            pairs.prefetch(w[0], w[1]);
+            pairs.prefetch(internal(w[0]), internal(w[1]));
         }
         self.values.clear();
         self.merged = None;
@@ -78,18 +79,21 @@ impl Lane {
             ..
         } = self;
         if values.is_empty() && ids.len() > 1 {
-            values.extend(ids.windows(2).map(|w| pairs.get(w[0], w[1])));
+            values.extend(
+                ids.windows(2)
+                    .map(|w| pairs.get(internal(w[0]), internal(w[1]))),
+            );
         } else if let Some(at) = merged.take() {
             if at > 0
                 && let (Some(v), Some(&l), Some(&r)) =
                     (values.get_mut(at - 1), ids.get(at - 1), ids.get(at))
             {
-                *v = pairs.get(l, r);
+                *v = pairs.get(internal(l), internal(r));
             }
             if let (Some(v), Some(&l), Some(&r)) =
                 (values.get_mut(at), ids.get(at), ids.get(at + 1))
             {
-                *v = pairs.get(l, r);
+                *v = pairs.get(internal(l), internal(r));
             }
         }
         let mut best = (NO_MERGE, 0);
@@ -105,14 +109,14 @@ impl Lane {
         if at + 1 >= ids.len() {
             return false;
         }
-        ids[at] = product(best.0);
+        ids[at] = token(best.0);
         ids.remove(at + 1);
         values.remove(at);
         if at > 0 {
-            pairs.prefetch(ids[at - 1], ids[at]);
+            pairs.prefetch(internal(ids[at - 1]), internal(ids[at]));
         }
         if let Some(&r) = ids.get(at + 1) {
-            pairs.prefetch(ids[at], r);
+            pairs.prefetch(internal(ids[at]), internal(r));
         }
         *merged = Some(at);
         true
@@ -122,6 +126,7 @@ impl Lane {
 #[derive(Clone, Copy)]
 struct Symbol {
     id: u32,
+    vocabulary: u32,
     prev: u32,
     next: u32,
     alive: bool,
@@ -139,14 +144,11 @@ pub(super) struct Merger {
 
 impl Merger {
     /// The vocabulary ids of `word`, in this merger's buffer.
-    pub(super) fn merge(&mut self, word: &[u8], pairs: &Pairs, unmap: &[u32]) -> &[u32] {
+    pub(super) fn merge(&mut self, word: &[u8], pairs: &Pairs) -> &[u32] {
         if word.len() <= LINEAR_MAX {
             self.linear(word, pairs);
         } else {
             self.heap(word, pairs);
-        }
-        for id in &mut self.ids {
-            *id = unmap.get(*id as usize).copied().unwrap_or(*id);
         }
         &self.ids
     }
@@ -155,7 +157,8 @@ impl Merger {
         let Self { lane, ids, .. } = self;
         lane.start(word, pairs);
         while lane.step(pairs) {}
-        std::mem::swap(ids, &mut lane.ids);
+        ids.clear();
+        ids.extend(lane.ids.iter().map(|&t| vocabulary(t)));
     }
 
     /// The vocabulary ids of each word of `words` (byte ranges of `text`,
@@ -173,7 +176,6 @@ impl Merger {
         text: &[u8],
         words: &[(u32, u32)],
         pairs: &Pairs,
-        unmap: &[u32],
         out: &mut Vec<u32>,
         spans: &mut Vec<(u32, u32)>,
     ) {
@@ -193,11 +195,7 @@ impl Merger {
                     continue;
                 }
                 let from = out.len() as u32;
-                out.extend(
-                    lane.ids
-                        .iter()
-                        .map(|&id| unmap.get(id as usize).copied().unwrap_or(id)),
-                );
+                out.extend(lane.ids.iter().map(|&t| vocabulary(t)));
                 if let Some(span) = spans.get_mut(lane.word) {
                     *span = (from, out.len() as u32);
                 }
@@ -223,6 +221,7 @@ impl Merger {
             let i = i as u32;
             symbols.push(Symbol {
                 id: u32::from(b),
+                vocabulary: vocabulary(pairs.byte_token(b)),
                 prev: if i == 0 { NONE } else { i - 1 },
                 next: if i as usize == last { NONE } else { i + 1 },
                 alive: true,
@@ -246,8 +245,11 @@ impl Merger {
             if pairs.get(left.id, right.id) != value {
                 continue;
             }
-            let merged = product(value);
+            let merged = token(value);
+            let merged_vocabulary = vocabulary(merged);
+            let merged = internal(merged);
             symbols[at].id = merged;
+            symbols[at].vocabulary = merged_vocabulary;
             symbols[at].next = right.next;
             symbols[left.next as usize].alive = false;
             if right.next != NONE {
@@ -270,7 +272,7 @@ impl Merger {
         let mut at = if symbols.is_empty() { NONE } else { 0 };
         while at != NONE {
             let symbol = symbols[at as usize];
-            ids.push(symbol.id);
+            ids.push(symbol.vocabulary);
             at = symbol.next;
         }
     }

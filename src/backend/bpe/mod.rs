@@ -83,8 +83,10 @@ pub(crate) const NO_MERGE: u64 = u64::MAX;
 /// Side of the dense grid of pairs of small internal ids.
 const GRID: usize = 512;
 
-/// The merges on internal ids: `(left, right)` → `rank << 32 | product`
-/// ([`NO_MERGE`] for none), so comparing two values compares their ranks.
+/// The merges on internal ids: `(left, right)` → `rank << 40 | vocabulary
+/// id << 20 | internal id` of the product ([`NO_MERGE`] for none), so
+/// comparing two values compares their ranks, and a merged word's ids need
+/// no second table to be written in the vocabulary's ids.
 ///
 /// Performance notes: a word seen once is merged from its bytes, and each
 /// merge step looks up two pairs; a map of every pair (280,000 for
@@ -99,9 +101,17 @@ pub(crate) struct Pairs {
     /// are in the map (never seen: the grid holds a few percent of its cells).
     grid_spilled: bool,
     map: PairTable,
+    /// Each byte's vocabulary id (its internal id is the byte).
+    byte_ids: [u32; 256],
 }
 
 impl Pairs {
+    /// The token (see [`token`]) that `byte` starts as.
+    #[inline]
+    pub(crate) fn byte_token(&self, byte: u8) -> u64 {
+        u64::from(byte) | u64::from(self.byte_ids[usize::from(byte)]) << 32
+    }
+
     #[inline]
     pub(crate) fn get(&self, left: u32, right: u32) -> u64 {
         let (l, r) = (left as usize, right as usize);
@@ -131,17 +141,35 @@ impl Pairs {
     }
 }
 
-/// The product id of a pair's value.
+/// Bits of a pair value for each of the product's two ids: internal and
+/// vocabulary ids stay under 2^20, ranks under 2^24.
+const ID_BITS: u32 = 20;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+const RANK_BITS: u32 = 64 - 2 * ID_BITS;
+
+/// The product of a pair's value as a token: its internal id in the low
+/// 32 bits (what [`Pairs::get`] takes), its vocabulary id in the high 32.
 #[inline]
-pub(crate) fn product(value: u64) -> u32 {
-    value as u32
+pub(crate) fn token(value: u64) -> u64 {
+    (value & ID_MASK) | ((value >> ID_BITS) & ID_MASK) << 32
+}
+
+/// A token's internal id.
+#[inline]
+pub(crate) fn internal(token: u64) -> u32 {
+    token as u32
+}
+
+/// A token's vocabulary id.
+#[inline]
+pub(crate) fn vocabulary(token: u64) -> u32 {
+    (token >> 32) as u32
 }
 
 /// A byte-level BPE: a word's bytes start as the ids of their one-byte
 /// entries; merges join adjacent ids.
 pub(crate) struct ByteBpe {
     /// Internal id → the vocabulary's id (the 256 bytes first).
-    unmap: Box<[u32]>,
     /// A pair listed twice keeps its last rank, as the reference's map does.
     pairs: Pairs,
     /// Entries by their bytes: the answer to a long word that spells one.
@@ -228,8 +256,9 @@ impl ByteBpe {
     /// bytes and id, `merges` each merge as `[left, right, merged]` ids in
     /// rank order. `ignore_merges`: an entry that spells a whole word is its
     /// answer (tiktoken, and `tokenizer.json` files that say so). `None`
-    /// when a byte has no one-byte entry, or the tables outgrow their
-    /// 32-bit offsets.
+    /// when a byte has no one-byte entry, an id reaches 2^20 or a rank
+    /// 2^24 (the fields of a pair's value), or the tables outgrow their
+    /// 32-bit offsets: the caller's general path then encodes.
     pub(crate) fn build<'a>(
         vocab: impl Iterator<Item = (&'a [u8], u32)> + Clone,
         merges: &[[u32; 3]],
@@ -244,7 +273,7 @@ impl ByteBpe {
         if bytes.contains(&u32::MAX) {
             return None;
         }
-        let (pairs, unmap) = internal_pairs(&bytes, merges)?;
+        let pairs = internal_pairs(&bytes, merges)?;
         let entries: Vec<(&[u8], u32)> = vocab.filter(|(t, _)| t.len() >= 2).collect();
         let rebuilt: Vec<bool> = if ignore_merges {
             vec![true; entries.len()]
@@ -252,7 +281,7 @@ impl ByteBpe {
             entries
                 .par_iter()
                 .map_init(Merger::default, |merger, &(token, id)| {
-                    merger.merge(token, &pairs, &unmap) == [id]
+                    merger.merge(token, &pairs) == [id]
                 })
                 .collect()
         };
@@ -276,7 +305,6 @@ impl ByteBpe {
         );
         let (seed, words) = (seed?, words?);
         Some(Self {
-            unmap,
             pairs,
             words,
             seed,
@@ -418,7 +446,7 @@ impl ByteBpe {
             return false;
         };
         let mut merger = Merger::default();
-        merger.merge(word, &self.pairs, &self.unmap) == [id]
+        merger.merge(word, &self.pairs) == [id]
     }
 
     /// The answers of a chunk's words that their home slots did not give,
@@ -441,7 +469,7 @@ impl ByteBpe {
                 m.queued = true;
                 queued.push((m.word.start, m.word.end));
             } else {
-                let ids = scratch.merger.merge(word, &self.pairs, &self.unmap);
+                let ids = scratch.merger.merge(word, &self.pairs);
                 answers.extend_from_slice(ids);
                 m.span = (from, answers.len() as u32);
                 Self::learn(word, m.word, &answers[from as usize..], scratch, &self.seed);
@@ -449,14 +477,9 @@ impl ByteBpe {
         }
         if !queued.is_empty() {
             let mut spans = std::mem::take(&mut scratch.spans);
-            scratch.merger.merge_lanes(
-                text,
-                &queued,
-                &self.pairs,
-                &self.unmap,
-                &mut answers,
-                &mut spans,
-            );
+            scratch
+                .merger
+                .merge_lanes(text, &queued, &self.pairs, &mut answers, &mut spans);
             let mut merged = spans.iter();
             for m in misses.iter_mut().filter(|m| m.queued) {
                 let word = m.bytes(text);
@@ -538,20 +561,21 @@ impl ByteBpe {
     }
 }
 
-/// The merges on internal ids, and the internal → vocabulary id table.
-/// `None` when there are more ids than fit 32 bits.
-fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box<[u32]>)> {
+/// The merges on internal ids. `None` when an id does not fit
+/// [`ID_BITS`] or a rank [`RANK_BITS`].
+fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<Pairs> {
+    let fits = |id: u64, bits: u32| (id >> bits == 0).then_some(id);
     // Vocabulary id → internal id: the bytes, then each product in the
     // rank order of its first merge.
     let mut internal: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut unmap: Vec<u32> = bytes.to_vec();
     for (b, &id) in bytes.iter().enumerate() {
+        fits(u64::from(id), ID_BITS)?;
         internal.insert(id, b as u32);
     }
     for &[_, _, merged] in merges {
+        let next = internal.len() as u64;
         if let std::collections::hash_map::Entry::Vacant(slot) = internal.entry(merged) {
-            slot.insert(u32::try_from(unmap.len()).ok()?);
-            unmap.push(merged);
+            slot.insert(fits(next, ID_BITS)? as u32);
         }
     }
     // A merge whose part no merge makes (and is no byte) never applies.
@@ -564,8 +588,10 @@ fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box
         ) else {
             continue;
         };
-        let rank = u64::from(u32::try_from(rank).ok()?);
-        values.insert(pair_key(l, r), rank << 32 | u64::from(m));
+        let rank = fits(rank as u64, RANK_BITS)?;
+        let vocabulary = fits(u64::from(merged), ID_BITS)?;
+        let value = rank << (2 * ID_BITS) | vocabulary << ID_BITS | u64::from(m);
+        values.insert(pair_key(l, r), value);
     }
     let mut grid = vec![0u16; GRID * GRID].into_boxed_slice();
     let mut grid_values = vec![NO_MERGE];
@@ -584,15 +610,13 @@ fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Box
             }
         }
     }
-    Some((
-        Pairs {
-            grid,
-            grid_values,
-            grid_spilled,
-            map: PairTable::new(&map),
-        },
-        unmap.into_boxed_slice(),
-    ))
+    Some(Pairs {
+        grid,
+        grid_values,
+        grid_spilled,
+        map: PairTable::new(&map),
+        byte_ids: *bytes,
+    })
 }
 
 #[cfg(test)]

@@ -15,6 +15,22 @@ fn toy(ignore_merges: bool) -> ByteBpe {
 
 type Tables = (Vec<(Vec<u8>, u32)>, Vec<[u32; 3]>);
 
+/// Ids past the pair values' 20-bit fields: no engine (the caller's
+/// general path encodes), rather than wrong ids.
+#[test]
+fn ids_past_the_value_fields_build_no_engine() {
+    let (vocab, merges) = toy_tables();
+    let shift = |i: u32| i + (1 << 20);
+    let vocab: Vec<(Vec<u8>, u32)> = vocab.into_iter().map(|(t, i)| (t, shift(i))).collect();
+    let merges: Vec<[u32; 3]> = merges.into_iter().map(|m| m.map(shift)).collect();
+    let built = ByteBpe::build(
+        vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
+        &merges,
+        false,
+    );
+    assert!(built.is_none());
+}
+
 fn toy_tables() -> Tables {
     let mut vocab: Vec<(Vec<u8>, u32)> = (0u8..=255).map(|b| (vec![b], u32::from(b))).collect();
     let mut merges = Vec::new();
