@@ -11,7 +11,7 @@
 //!    merged;
 //! 2. for a longer word, the whole-word vocabulary probe ([`VocabIndex`]);
 //! 3. the thread's map of the other words ([`WordCache`]: short words of
-//!    more than three ids, long ones up to 64 bytes);
+//!    more than three ids, long ones up to 256 bytes);
 //! 4. the merge ([`merge`]), on internal ids ([`Pairs`]).
 //!
 //! Invariant *merge-is-reference*: the merge is `tokenizers` 0.x's
@@ -23,7 +23,9 @@
 //! answers nearly every word of text seen once from its home slot, and its
 //! slot is fetched a chunk ahead (see [`ByteBpe::encode_ranges`]); the merge
 //! runs for the rest (2–3 % of English words), and its pair lookups are
-//! where the engine waits on memory (`docs/perf/byte_engine_2026-12-03.md`).
+//! where the engine waits on memory: a chunk's new words merge side by
+//! side so those waits overlap, and the tables are on huge pages so they
+//! are not also page walks (`docs/perf/byte_engine_2026-12-03.md`).
 //! Ids go straight into the caller's vector, nothing is allocated per word.
 //! Short words merge by a linear scan over their pair ranks (no heap: a
 //! word of a few symbols costs less to rescan than to queue); long ones (a
@@ -248,8 +250,10 @@ const CHUNK: usize = 512;
 const AHEAD: usize = 16;
 
 /// Words longer than this are merged every time: they are clauses or runs
-/// that do not recur, and would crowd the cache.
-const CACHED_WORD_MAX: usize = 64;
+/// that do not recur, and would crowd the cache. (Code's rule lines, 65
+/// to 256 bytes of `/`, `-` or `*`, recur: merged on a heap each time they
+/// cost about 1.5 % of encoding `corpus/code`.)
+const CACHED_WORD_MAX: usize = 256;
 
 impl ByteBpe {
     /// The engine of a byte-level vocabulary: `vocab` lists each entry's raw

@@ -11,6 +11,10 @@ use super::key::{KEY_BYTES, WordKey};
 /// 65,536; a multi-megabyte prompt's distinct words overflow that).
 const WORDS_MAX: usize = 1 << 18;
 
+/// Bytes of words past the key kept before the cache starts again (words
+/// of up to 256 bytes: a full cache of long words stays under 8 MiB).
+const BYTES_MAX: usize = 8 << 20;
+
 #[derive(Clone, Copy)]
 struct Entry {
     key: WordKey,
@@ -43,7 +47,7 @@ impl WordCache {
     /// Remembers `word`'s ids; a full cache starts again (one clear is
     /// cheaper than tracking ages, and a thread's working set refills it).
     pub(super) fn insert(&mut self, word: &[u8], key: WordKey, hash: u64, ids: &[u32]) {
-        if self.table.len() >= WORDS_MAX {
+        if self.table.len() >= WORDS_MAX || self.bytes.len() + word.len() > BYTES_MAX {
             self.table.clear();
             self.bytes.clear();
             self.ids.clear();
