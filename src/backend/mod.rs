@@ -20,6 +20,7 @@ pub(crate) mod join_cuts;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod mock;
 pub(crate) mod plugin;
+pub(crate) mod prefetch;
 pub(crate) mod sentencepiece;
 pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;

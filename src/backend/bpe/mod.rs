@@ -42,6 +42,7 @@ mod word_table;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::backend::prefetch::prefetch;
 use crate::backend::thread_scratch::ThreadScratch;
 use key::WordKey;
 use merge::{LANE_WORD_MAX, Merger};
@@ -136,7 +137,7 @@ impl Pairs {
     pub(crate) fn prefetch(&self, left: u32, right: u32) {
         let (l, r) = (left as usize, right as usize);
         if l < GRID && r < GRID {
-            word_table::prefetch(self.grid.as_ptr().wrapping_add(l * GRID + r), true);
+            prefetch(self.grid.as_ptr().wrapping_add(l * GRID + r), true);
         } else {
             self.map.prefetch(pair_key(left, right));
         }
@@ -368,7 +369,7 @@ impl ByteBpe {
                         NOT_SHORT
                     };
                     let hash = word_table::hash(key);
-                    word_table::prefetch(scratch.table.home_ptr(hash), false);
+                    prefetch(scratch.table.home_ptr(hash), false);
                     pending.push(Pending {
                         key,
                         hash,
@@ -399,12 +400,12 @@ impl ByteBpe {
         let mut misses = std::mem::take(&mut scratch.misses);
         misses.clear();
         for p in pending.iter().take(AHEAD) {
-            word_table::prefetch(scratch.table.home_ptr(p.hash), true);
+            prefetch(scratch.table.home_ptr(p.hash), true);
         }
         let mut written = 0;
         for (i, p) in pending.iter().enumerate() {
             if let Some(ahead) = pending.get(i + AHEAD) {
-                word_table::prefetch(scratch.table.home_ptr(ahead.hash), true);
+                prefetch(scratch.table.home_ptr(ahead.hash), true);
             }
             let home = scratch.table.home(p.hash);
             if let (Some(slot), Some(to)) = (

@@ -10,8 +10,8 @@
 //! before the merge needs it.
 
 use super::NO_MERGE;
-use super::word_table::prefetch;
 use crate::backend::huge_pages::HugeBox;
+use crate::backend::prefetch::prefetch;
 
 /// An empty slot's key (no pair packs to it: internal ids stay far below
 /// `u32::MAX`).

@@ -104,27 +104,6 @@ pub(super) fn hash(key: u128) -> u64 {
     (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Asks the core to bring `slot`'s line near: a hint, with no effect on
-/// what the program computes.
-#[inline(always)]
-pub(super) fn prefetch<T>(slot: *const T, near: bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1, _mm_prefetch};
-        // SAFETY: a prefetch reads nothing and writes nothing; any address
-        // is allowed, and the SSE it needs is in the x86-64 baseline.
-        unsafe {
-            if near {
-                _mm_prefetch::<_MM_HINT_T0>(slot.cast::<i8>());
-            } else {
-                _mm_prefetch::<_MM_HINT_T1>(slot.cast::<i8>());
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slot, near);
-}
-
 /// See the module docs.
 #[derive(Clone)]
 pub(super) struct WordTable {
@@ -177,7 +156,7 @@ impl WordTable {
         (hash >> self.shift) as usize
     }
 
-    /// The home slot's address, for [`prefetch`].
+    /// The home slot's address, for [`prefetch`](crate::backend::prefetch::prefetch).
     #[inline(always)]
     pub(super) fn home_ptr(&self, hash: u64) -> *const Slot {
         self.slots.as_ptr().wrapping_add(self.home(hash))

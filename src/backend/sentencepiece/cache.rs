@@ -26,6 +26,7 @@
 //! at most about 14 MiB per model (at most four models per thread).
 
 use crate::backend::byte_memo::{ByteMemo, MemoCaps};
+use crate::backend::prefetch::prefetch;
 
 /// Segment keys longer than this are not memoized.
 pub(crate) const MAX_KEY: usize = 64;
@@ -135,20 +136,6 @@ pub(crate) fn key128(buf: &[u8], start: usize, len: usize) -> u128 {
     }
 }
 
-/// A software prefetch of the cache line holding `r`.
-#[inline(always)]
-fn prefetch_read<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch is only a hint; it never faults and has no
-        // architectural effect. `r` is a valid reference anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(r).cast::<i8>()) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
-}
-
 /// First slots of the two sets `key` may live in, in a table of `sets`
 /// sets (two-choice hashing: an entry whose first set is full takes its
 /// second, so at half load almost nothing overflows to the arena).
@@ -251,8 +238,8 @@ impl WordCache {
             return;
         }
         if let (Some(a), Some(b)) = (self.inline.get(p.first), self.inline.get(p.second)) {
-            prefetch_read(a);
-            prefetch_read(b);
+            prefetch(std::ptr::from_ref(a), true);
+            prefetch(std::ptr::from_ref(b), true);
         }
     }
 
