@@ -8,6 +8,7 @@
 //! implements the small public [`plugin::Backend`] instead, which
 //! [`plugin::Plugged`] puts behind these traits.
 
+pub(crate) mod ascii_split;
 pub(crate) mod bpe;
 pub(crate) mod byte_level;
 pub(crate) mod byte_memo;

@@ -16,6 +16,7 @@ use super::{
     spm_route,
 };
 use crate::backend::BuildCancel;
+use crate::backend::ascii_split;
 use crate::backend::join_cuts::JoinCuts;
 use crate::config::TokenizerConfig;
 use crate::contract::family::classify_hf;
@@ -202,6 +203,7 @@ impl HfBackend {
             unicode_steps: steps.unicode_steps,
             added: steps.added,
             regex_split,
+            ascii: value.get("pre_tokenizer").and_then(ascii_grammar),
             whole_pieces: steps.whole_pieces,
             joins: steps.joins,
             lone_replace: steps.lone_replace,
@@ -404,6 +406,38 @@ fn start_staged(pipe: &mut pipe::Pipe, byte_bpe: bool, file_padding: bool, route
         _ if !routes.hold_model => pipe.start(),
         _ => {}
     }
+}
+
+/// The grammar of a pre-tokenizer that is one `Split` of a known pattern
+/// (`Isolated`, not inverted), alone, alone in a `Sequence` or before a
+/// `ByteLevel` that does not split (`use_regex` false): its pieces are the
+/// pattern's matches.
+fn ascii_grammar(pre_tokenizer: &serde_json::Value) -> Option<ascii_split::Grammar> {
+    let split = match pre_tokenizer.get("type")?.as_str()? {
+        "Split" => pre_tokenizer,
+        "Sequence" => match pre_tokenizer.get("pretokenizers")?.as_array()?.as_slice() {
+            // The load's document keeps the `ByteLevel` step elsewhere.
+            [split] => split,
+            [split, byte_level]
+                if byte_level.get("type")?.as_str()? == "ByteLevel"
+                    && !byte_level.get("use_regex")?.as_bool()? =>
+            {
+                split
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let isolated = split.get("type")?.as_str()? == "Split"
+        && split.get("behavior")?.as_str()? == "Isolated"
+        && !split
+            .get("invert")
+            .map_or(Some(false), serde_json::Value::as_bool)?;
+    let pattern = split.get("pattern")?.get("Regex")?.as_str()?;
+    isolated
+        .then(|| ascii_split::Grammar::of(pattern))
+        .flatten()
+        .filter(|g| g.pays())
 }
 
 /// The pre-tokenizer's `fancy-regex` splits (on every text where

@@ -81,6 +81,10 @@ pub(crate) struct HfBackend {
     /// Unicode 17 code points (invariant `unicode-classes-are-reference`); `None`: a shape it does
     /// not cover.
     regex_split: Option<regex_split::RegexSplit>,
+    /// The pre-tokenizer is one `Split` (then a non-splitting `ByteLevel`)
+    /// of a pattern whose ASCII text the crate's masks cut (invariant
+    /// `ascii-pieces-equal-regex`).
+    ascii: Option<crate::backend::ascii_split::Grammar>,
     /// The pre-tokenizer can only split on a char the normalizer replaced
     /// everywhere: each piece is one pre-token (invariant `crate-steps-equal-reference`).
     whole_pieces: bool,

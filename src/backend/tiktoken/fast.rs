@@ -29,6 +29,7 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
 use crate::backend::BuildCancel;
+use crate::backend::ascii_split;
 use crate::backend::bpe::ByteBpe;
 use crate::backend::char_cuts::CharCuts;
 use crate::backend::thread_scratch::ThreadScratch;
@@ -162,6 +163,8 @@ fn stage(cancel: &BuildCancel) -> Result<(), FastError> {
 /// segment, for the engine and, until it is built, for the rank path.
 pub(crate) struct NativeSplit {
     split: Split,
+    /// The masks' pieces of the pattern's ASCII text (invariant `ascii-pieces-equal-regex`).
+    ascii: Option<ascii_split::Grammar>,
     /// cl100k: join the last two pre-tokens of a segment when both are whitespace.
     end_fix: bool,
 }
@@ -179,7 +182,11 @@ impl NativeSplit {
         if split.grammar().is_none() {
             return Err(FastError::Pattern);
         }
-        Ok(Self { split, end_fix })
+        Ok(Self {
+            split,
+            ascii: ascii_split::Grammar::of(native).filter(|g| g.pays()),
+            end_fix,
+        })
     }
 
     /// The pre-tokens of `text` into `spans` (cleared first). `Ok(false)`
@@ -206,9 +213,15 @@ impl NativeSplit {
         scratch: &mut PreTokenizerScratch,
         spans: &mut Vec<Span>,
     ) -> Result<(), String> {
-        self.split
-            .pre_tokenize(text, scratch, spans)
-            .map_err(|e| e.to_string())?;
+        let mut native = |text: &str, spans: &mut Vec<Span>| {
+            self.split
+                .pre_tokenize(text, scratch, spans)
+                .map_err(|e| e.to_string())
+        };
+        match self.ascii {
+            Some(grammar) => ascii_split::split(grammar, text, spans, native)?,
+            None => native(text, spans)?,
+        }
         if self.end_fix {
             fix_end(text, spans);
         }

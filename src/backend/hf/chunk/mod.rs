@@ -572,10 +572,23 @@ impl HfBackend {
             None if self.whole_pieces => {
                 scratch.spans.push(Span::new(0, text_len));
             }
-            None => pipe
-                .get_pre_tokenizer()
-                .pre_tokenize(text, &mut scratch.pre, &mut scratch.spans)
-                .map_err(err)?,
+            None => {
+                let pre = &mut scratch.pre;
+                let mut native = |text: &str, spans: &mut Vec<Span>| {
+                    pipe.get_pre_tokenizer()
+                        .pre_tokenize(text, pre, spans)
+                        .map_err(err)
+                };
+                match self.ascii {
+                    Some(grammar) => crate::backend::ascii_split::split(
+                        grammar,
+                        text,
+                        &mut scratch.spans,
+                        native,
+                    )?,
+                    None => native(text, &mut scratch.spans)?,
+                }
+            }
         }
         Ok(())
     }
