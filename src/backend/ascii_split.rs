@@ -204,7 +204,12 @@ fn piece_end(grammar: Grammar, bytes: &[u8], at: usize) -> usize {
     let c = class(bytes, at);
     let next = class(bytes, at + 1);
     let prefixed = c & (LETTER | DIGIT | NEWLINE) == 0 && next & LETTER != 0;
-    let digits = |at: usize| run(bytes, at + 1, DIGIT).min(at + grammar.digits());
+    // At most `digits` bytes: a long number is cut a group at a time,
+    // never scanned to its end once a group.
+    let digits = |at: usize| {
+        let most = bytes.len().min(at + grammar.digits());
+        run(bytes.get(..most).unwrap_or_default(), at + 1, DIGIT)
+    };
     match grammar {
         Grammar::Words { .. } => {
             if c & LETTER != 0 {
@@ -858,6 +863,36 @@ mod tests {
                     scanned(grammar, text.as_bytes()),
                     want,
                     "{grammar:?} {text:?}"
+                );
+            }
+        }
+    }
+
+    /// A number of a mebibyte is cut three digits at a time without
+    /// scanning to its end for each group (that was quadratic: a minute
+    /// for `make_adversarial.py`'s `word-digits.txt`).
+    #[test]
+    fn long_numbers_split_in_one_pass() {
+        let digits: String = (0..1 << 20)
+            .map(|i| char::from(b'0' + (i % 10) as u8))
+            .collect();
+        for text in [
+            digits.clone(),
+            format!("x{digits} y"),
+            digits.replace("890", "8 90"),
+        ] {
+            for grammar in [
+                Grammar::Words { digits: 3 },
+                Grammar::CaseWords {
+                    digits: 3,
+                    contractions: true,
+                },
+            ] {
+                let got = masked(grammar, text.as_bytes());
+                assert_eq!(got, scanned(grammar, text.as_bytes()));
+                assert!(
+                    got.iter()
+                        .all(|&(s, e)| e - s <= 3 || !text.as_bytes()[s].is_ascii_digit())
                 );
             }
         }
