@@ -14,7 +14,11 @@
 //! starts the masks do not settle (a run of four digits or more where
 //! numbers group by three, a blank line's whitespace between two
 //! newlines) are cut again by the piece-at-a-time [`scan`], between safe
-//! boundaries around them.
+//! boundaries around them. The blocks are classified and their starts
+//! derived in one pass (a block behind the classification; the fills
+//! carry a bit between blocks), and the pieces come from the start bits
+//! into a reserved vector: 0.8 ns a byte on ASCII code and prose against
+//! the native grammar's 1.0–1.1 (cl100k family) and 2.0–2.1 (o200k).
 //!
 //! Invariant `ascii-pieces-equal-regex`: on ASCII text each [`Grammar`]'s
 //! pieces are its regex's (`pieces_match_the_regex` and
@@ -80,15 +84,6 @@ impl Grammar {
             .iter()
             .find(|(known, _)| *known == pattern)
             .map(|&(_, g)| g)
-    }
-
-    /// Whether the masks beat the native grammar on this family, so the
-    /// callers route it here: measured (`docs/perf/byte_engine_2026-12-03.md`,
-    /// third session), o200k's case-split grammar is the native grammar's
-    /// slowest and gains 8–13 % end to end, while on the cl100k family
-    /// the two are level (−4 to +2 %) and it stays native.
-    pub(crate) fn pays(self) -> bool {
-        matches!(self, Self::CaseWords { .. })
     }
 
     fn digits(self) -> usize {
@@ -435,24 +430,37 @@ fn before(x: u64, next: u64) -> u64 {
 }
 
 /// The bytes of `runs` reachable from a `seeds` byte through `runs` (each
-/// seed is in `runs`), word by word with the carry between words.
-fn fill(runs: impl Iterator<Item = (u64, u64)>, out: &mut Vec<u64>) {
-    out.clear();
-    let mut carry = false;
-    for (runs, seeds) in runs {
-        let (sum, over) = runs.overflowing_add(seeds);
-        let (sum, over_in) = sum.overflowing_add(u64::from(carry));
-        carry = over || over_in;
-        out.push(((sum ^ runs) & runs) | seeds);
+/// seed is in `runs`), one word of a mask spread over words, `carry` from
+/// the word before to the word after.
+#[inline(always)]
+fn fill_step(runs: u64, seeds: u64, carry: &mut bool) -> u64 {
+    let (sum, over) = runs.overflowing_add(seeds);
+    let (sum, over_in) = sum.overflowing_add(u64::from(*carry));
+    *carry = over || over_in;
+    ((sum ^ runs) & runs) | seeds
+}
+
+/// The masks of block `k` of `bytes` (past the end: none).
+#[inline(always)]
+fn block(bytes: &[u8], k: usize) -> Block {
+    let from = k * 64;
+    if let Some(chunk) = bytes
+        .get(from..from + 64)
+        .and_then(|c| <&[u8; 64]>::try_from(c).ok())
+    {
+        return classify(chunk, 64);
     }
+    let rest = bytes.get(from..).unwrap_or_default();
+    let mut chunk = [0u8; 64];
+    if let Some(to) = chunk.get_mut(..rest.len()) {
+        to.copy_from_slice(rest);
+    }
+    classify(&chunk, rest.len())
 }
 
 /// A thread's buffers for [`bulk`].
 #[derive(Default)]
 struct Masks {
-    blocks: Vec<Block>,
-    tails: Vec<u64>,
-    after_newline: Vec<u64>,
     starts: Vec<u64>,
     odd: Vec<u64>,
     /// Each contraction the pieces keep: its quote and length.
@@ -477,61 +485,40 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
     if n == 0 {
         return;
     }
-    m.blocks.clear();
-    let mut chunks = bytes.chunks_exact(64);
-    for chunk in &mut chunks {
-        if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
-            m.blocks.push(classify(block, 64));
-        }
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut block = [0u8; 64];
-        if let Some(to) = block.get_mut(..rest.len()) {
-            to.copy_from_slice(rest);
-        }
-        m.blocks.push(classify(&block, rest.len()));
-    }
-    let none = Block::default();
-    let blocks = &m.blocks;
-    let at = |k: usize| blocks.get(k).copied().unwrap_or(none);
     let (case_words, contractions) = match grammar {
         Grammar::Words { .. } => (false, true),
         Grammar::CaseWords { contractions, .. } => (true, contractions),
     };
-    // A punctuation piece's tail: the newlines after it (o200k: and `/`).
-    fill(
-        (0..blocks.len()).map(|k| {
-            let (b, p) = (at(k), at(k.wrapping_sub(1)));
-            let runs = b.newline | if case_words { b.slash } else { 0 };
-            (runs, b.newline & after(b.punct(), p.punct()))
-        }),
-        &mut m.tails,
-    );
-    // Whitespace runs without a newline that start right after one.
-    fill(
-        (0..blocks.len()).map(|k| {
-            let (b, p) = (at(k), at(k.wrapping_sub(1)));
-            let runs = b.space & !b.newline;
-            (runs, runs & after(b.newline, p.newline))
-        }),
-        &mut m.after_newline,
-    );
     m.starts.clear();
     m.odd.clear();
     m.contractions.clear();
+    let blocks = n.div_ceil(64);
     let last = n - 1;
-    let mut before_punct_starts = 0u64;
-    for k in 0..blocks.len() {
-        let (b, p, nx) = (at(k), at(k.wrapping_sub(1)), at(k + 1));
-        let tail = m.tails.get(k).copied().unwrap_or(0);
-        let tail_before = m.tails.get(k.wrapping_sub(1)).copied().unwrap_or(0);
-        let lone = m.after_newline.get(k).copied().unwrap_or(0);
-        let lone_before = m.after_newline.get(k.wrapping_sub(1)).copied().unwrap_or(0);
+    // One pass, a block behind the classification: a block's starts read
+    // the block after's first byte, and the two fills carry between blocks.
+    let mut p = Block::default();
+    let mut b = block(bytes, 0);
+    let (mut tail_before, mut lone_before, mut before_punct_starts) = (0u64, 0u64, 0u64);
+    let (mut tail_carry, mut lone_carry) = (false, false);
+    for k in 0..blocks {
+        let nx = if k + 1 < blocks {
+            block(bytes, k + 1)
+        } else {
+            Block::default()
+        };
         let letter = b.letter();
         let punct = b.punct();
+        let punct_before = p.punct();
         let inner = b.space & !b.newline;
         let inner_before = p.space & !p.newline;
+        // A punctuation piece's tail: the newlines after it (o200k: and `/`).
+        let tail = fill_step(
+            b.newline | if case_words { b.slash } else { 0 },
+            b.newline & after(punct, punct_before),
+            &mut tail_carry,
+        );
+        // Whitespace runs without a newline that start right after one.
+        let lone = fill_step(inner, inner & after(b.newline, p.newline), &mut lone_carry);
         // The text's last byte has no byte after it.
         let has_next = if last / 64 == k {
             !(1u64 << (last % 64))
@@ -541,7 +528,7 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
         // Punctuation runs (a tail ends one) start a piece, unless a space
         // before takes them (` ?`) or they are a tail's `/`.
         let punct_starts = punct
-            & !after(punct & !tail, p.punct() & !tail_before)
+            & !after(punct & !tail, punct_before & !tail_before)
             & !after(b.blank, p.blank)
             & !tail;
         // Letter runs start a piece, unless the byte before is a prefix
@@ -590,6 +577,8 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
         }
         m.odd.push(odd);
         before_punct_starts = punct_starts;
+        tail_before = tail;
+        lone_before = lone;
         // Contractions are rare: settled a quote at a time.
         let mut quotes = if contractions { b.quote } else { 0 };
         while quotes != 0 {
@@ -615,6 +604,8 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
                 m.contractions.push((i, len));
             }
         }
+        p = b;
+        b = nx;
     }
     for &(i, len) in &m.contractions {
         if case_words {
@@ -659,21 +650,26 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
             from = hi;
         }
     }
-    // The pieces: from each start to the next (the first byte starts one).
-    let mut start = 0u32;
+    // The pieces: from each start to the next (the first byte starts one,
+    // so its bit is dropped and every bit left ends a piece).
+    if let Some(first) = m.starts.first_mut() {
+        *first &= !1;
+    }
+    let pieces: u32 = m.starts.iter().map(|w| w.count_ones()).sum();
+    out.reserve(pieces as usize + 1);
+    let mut start = base;
     for (k, &word) in m.starts.iter().enumerate() {
         let mut word = word;
+        // Offsets fit: the caller's text is under 4 GiB.
+        let at = base + (k * 64) as u32;
         while word != 0 {
-            // Offsets fit: the caller's text is under 4 GiB.
-            let i = (k * 64) as u32 + word.trailing_zeros();
+            let i = at + word.trailing_zeros();
             word &= word - 1;
-            if i > start {
-                out.push(Span::new(base + start, base + i));
-                start = i;
-            }
+            out.push(Span::new(start, i));
+            start = i;
         }
     }
-    out.push(Span::new(base + start, base + n as u32));
+    out.push(Span::new(start, base + n as u32));
 }
 
 // ---------------------------------------------------------------------

@@ -437,7 +437,6 @@ fn ascii_grammar(pre_tokenizer: &serde_json::Value) -> Option<ascii_split::Gramm
     isolated
         .then(|| ascii_split::Grammar::of(pattern))
         .flatten()
-        .filter(|g| g.pays())
 }
 
 /// The pre-tokenizer's `fancy-regex` splits (on every text where

@@ -184,7 +184,7 @@ impl NativeSplit {
         }
         Ok(Self {
             split,
-            ascii: ascii_split::Grammar::of(native).filter(|g| g.pays()),
+            ascii: ascii_split::Grammar::of(native),
             end_fix,
         })
     }
