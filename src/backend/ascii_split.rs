@@ -775,11 +775,13 @@ pub(crate) fn split<E>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn regex_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
+    /// The reference: `pattern`'s matches in `text` by `fancy-regex` (the
+    /// tiktoken engine's tests share it).
+    pub(crate) fn regex_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
         fancy_regex::Regex::new(pattern)
             .unwrap()
             .find_iter(text)

@@ -422,13 +422,7 @@ mod tests {
 
     const PATTERNS: [&str; 4] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN];
 
-    fn regex_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
-        fancy_regex::Regex::new(pattern)
-            .unwrap()
-            .find_iter(text)
-            .map(|m| m.map(|m| (m.start(), m.end())).unwrap())
-            .collect()
-    }
+    use crate::backend::ascii_split::tests::regex_pieces;
 
     #[test]
     fn cl100k_trailing_whitespace_is_one_piece() {
