@@ -45,7 +45,7 @@ use rustc_hash::FxHashMap;
 use crate::backend::prefetch::prefetch;
 use crate::backend::thread_scratch::ThreadScratch;
 use key::WordKey;
-use merge::{LANE_WORD_MAX, Merger};
+use merge::Merger;
 use pair_table::PairTable;
 use vocab_index::VocabIndex;
 use word_cache::WordCache;
@@ -194,9 +194,6 @@ struct Scratch {
     misses: Vec<Miss>,
     /// Their answers (each miss's `span`).
     answers: Vec<u32>,
-    /// The misses to merge, as byte ranges, and their spans of `answers`.
-    queued: Vec<(u32, u32)>,
-    spans: Vec<(u32, u32)>,
     /// Ids of a chunk's hits, before they go out together
     /// ([`CHUNK`] × [`INLINE_IDS`]).
     ids: Box<[u32]>,
@@ -219,8 +216,6 @@ struct Miss {
     word: Pending,
     at: u32,
     span: (u32, u32),
-    /// Waiting for [`Merger::merge_lanes`].
-    queued: bool,
 }
 
 /// Keeps a miss for [`ByteBpe::resolve`]: out of line, so the lookups'
@@ -232,7 +227,6 @@ fn defer(misses: &mut Vec<Miss>, word: Pending, written: usize) {
         word,
         at: written as u32,
         span: (0, 0),
-        queued: false,
     });
 }
 
@@ -325,8 +319,6 @@ impl ByteBpe {
             pending: Vec::with_capacity(CHUNK),
             misses: Vec::new(),
             answers: Vec::new(),
-            queued: Vec::new(),
-            spans: Vec::new(),
             ids: vec![0; CHUNK * INLINE_IDS].into_boxed_slice(),
         }
     }
@@ -449,51 +441,22 @@ impl ByteBpe {
 
     /// The answers of a chunk's words that their home slots did not give,
     /// into `scratch.answers` (each miss's `span`): those the thread's
-    /// caches or the vocabulary hold first, then the merges, short words
-    /// side by side ([`Merger::merge_lanes`]), and last the caches learn
-    /// the merged words.
+    /// caches or the vocabulary hold, else the merge's, which the caches
+    /// then learn.
     #[inline(never)]
     fn resolve(&self, text: &[u8], misses: &mut [Miss], scratch: &mut Scratch) {
         let mut answers = std::mem::take(&mut scratch.answers);
-        let mut queued = std::mem::take(&mut scratch.queued);
         answers.clear();
-        queued.clear();
         for m in misses.iter_mut() {
             let word = m.bytes(text);
-            let from = answers.len() as u32;
-            if self.known(word, m.word, scratch, &mut answers) {
-                m.span = (from, answers.len() as u32);
-            } else if word.len() <= LANE_WORD_MAX {
-                m.queued = true;
-                queued.push((m.word.start, m.word.end));
-            } else {
-                let ids = scratch.merger.merge(word, &self.pairs);
-                answers.extend_from_slice(ids);
-                m.span = (from, answers.len() as u32);
-                Self::learn(word, m.word, &answers[from as usize..], scratch, &self.seed);
+            let from = answers.len();
+            if !self.known(word, m.word, scratch, &mut answers) {
+                scratch.merger.merge_into(word, &self.pairs, &mut answers);
+                Self::learn(word, m.word, &answers[from..], scratch, &self.seed);
             }
-        }
-        if !queued.is_empty() {
-            let mut spans = std::mem::take(&mut scratch.spans);
-            scratch
-                .merger
-                .merge_lanes(text, &queued, &self.pairs, &mut answers, &mut spans);
-            let mut merged = spans.iter();
-            for m in misses.iter_mut().filter(|m| m.queued) {
-                let word = m.bytes(text);
-                let Some(&span) = merged.next() else {
-                    break;
-                };
-                m.span = span;
-                let ids = answers
-                    .get(span.0 as usize..span.1 as usize)
-                    .unwrap_or_default();
-                Self::learn(word, m.word, ids, scratch, &self.seed);
-            }
-            scratch.spans = spans;
+            m.span = (from as u32, answers.len() as u32);
         }
         scratch.answers = answers;
-        scratch.queued = queued;
     }
 
     /// Appends the answer the thread's caches or the vocabulary hold for
