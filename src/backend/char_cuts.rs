@@ -81,7 +81,15 @@ pub(crate) fn next_cjk_lead(bytes: &[u8], from: usize) -> usize {
     let from = from.min(bytes.len());
     let rest = bytes.get(from..).unwrap_or_default();
     let mut blocks = rest.chunks_exact(32);
-    let any = |block: &[u8]| -> bool { block.iter().fold(false, |any, &b| any | is_cjk_lead(b)) };
+    let any = |block: &[u8]| -> bool {
+        // Most text is ASCII: a block of no byte past 0x7F (four words
+        // tested at once) holds no lead byte.
+        let high = block
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
+            .fold(0, |acc, w| acc | w);
+        high & 0x8080_8080_8080_8080 != 0 && block.iter().any(|&b| is_cjk_lead(b))
+    };
     let mut at = from;
     for block in blocks.by_ref() {
         if any(block) {
