@@ -488,16 +488,18 @@ impl ByteBpe {
                 None => false,
             };
         }
+        // A long word met before is the cache's (most are); one that is a
+        // vocabulary entry is the index's the first time.
         let key = WordKey::of(word);
         let hash = key.hash();
-        if let Some((id, true)) = self.words.get(word, key, hash) {
-            answers.push(id);
-            return true;
-        }
         if word.len() <= CACHED_WORD_MAX
             && let Some(ids) = scratch.cache.get(word, key, hash)
         {
             answers.extend_from_slice(ids);
+            return true;
+        }
+        if let Some((id, true)) = self.words.get(word, key, hash) {
+            answers.push(id);
             return true;
         }
         false
