@@ -114,19 +114,19 @@ const PARTIAL_TAILS: u16 = 1 << 10;
 ///
 /// Performance note: a boundary is one load of each char's `info` and of
 /// the tail's `heads` signature, all indexed by char, so the chars a text
-/// uses stay in cache; only a boundary whose signature bit is set searches
-/// the tail's sorted heads. A hash set probe per boundary first made the
-/// check cost more than the model's encode, and a 128 KB filter indexed by
-/// the pair missed the cache on most boundaries. A one-load signature
-/// filter in front of the rules saved 10 % on Llama-3 and cost 3–8 % on
-/// Qwen3 and DeepSeek-V3, whose heads fill the signatures (`docs/decisions/byte_level_engine.md`
-/// (entry 353)).
+/// uses stay in cache; only a boundary whose signature bit is set probes
+/// the set of rules ([`PairSet`]). A `std` hash set probe per boundary
+/// first made the check cost more than the model's encode, and a 128 KB
+/// filter indexed by the pair missed the cache on most boundaries (on a
+/// host with 512 KiB of L2). A one-load signature filter in front of the
+/// rules saved 10 % on Llama-3 and cost 3–8 % on Qwen3 and DeepSeek-V3,
+/// whose heads fill the signatures (`docs/decisions/byte_level_engine.md`
+/// (entry 353)). The set in place of a sorted list of heads per tail:
+/// Chinese seen once 1.07× on DeepSeek-V3, 1.06× on Qwen3, 1.03× on
+/// Llama-3 (`docs/perf/byte_engine_2026-12-07.md`).
 pub(crate) struct CharCuts {
-    /// `(tail, head)` rules between two whole chars: the heads of tail `i`
-    /// (`cp - FIRST`) are `whole_heads[whole_starts[i]..whole_starts[i + 1]]`,
-    /// sorted.
-    whole_starts: Box<[u32]>,
-    whole_heads: Box<[u16]>,
+    /// `(tail, head)` rules between two whole chars (`cp - FIRST` each).
+    whole: PairSet,
     /// Per char (`cp - FIRST`): the lead bytes of the partial heads a rule
     /// pairs with it as a whole tail, and the flags above.
     info: Box<[u16]>,
@@ -162,8 +162,7 @@ impl CharCuts {
     ) -> Option<Self> {
         let mut pairs: Vec<(u16, u16)> = Vec::new();
         let mut cuts = Self {
-            whole_starts: Box::default(),
-            whole_heads: Box::default(),
+            whole: PairSet::default(),
             info: vec![0; COUNT].into_boxed_slice(),
             heads: vec![0; COUNT].into_boxed_slice(),
             partial_to_head: FxHashMap::default(),
@@ -190,15 +189,7 @@ impl CharCuts {
         }
         pairs.sort_unstable();
         pairs.dedup();
-        let mut starts = vec![0u32; COUNT + 1];
-        for &(tail, _) in &pairs {
-            starts[usize::from(tail) + 1] += 1;
-        }
-        for i in 0..COUNT {
-            starts[i + 1] += starts[i];
-        }
-        cuts.whole_starts = starts.into_boxed_slice();
-        cuts.whole_heads = pairs.iter().map(|&(_, head)| head).collect();
+        cuts.whole = PairSet::new(&pairs);
         any.then_some(cuts)
     }
 
@@ -255,13 +246,7 @@ impl CharCuts {
         if ib & WHOLE_HEAD == 0 || heads & head_bit(b) == 0 {
             return false;
         }
-        match (self.whole_starts.get(i), self.whole_starts.get(i + 1)) {
-            (Some(&from), Some(&to)) => self
-                .whole_heads
-                .get(from as usize..to as usize)
-                .is_none_or(|heads| heads.binary_search(&(j as u16)).is_ok()),
-            _ => true,
-        }
+        self.whole.contains(i as u16, j as u16)
     }
 
     /// The fewest bytes of a pre-token with a boundary to cut: two CJK
@@ -307,6 +292,70 @@ impl CharCuts {
             at += next.map_or_else(|| utf8_len(word[at]), |_| 3);
         }
         out.push(Span::new(base + from as u32, base + word.len() as u32));
+    }
+}
+
+/// A set of `(tail, head)` pairs of char slots: open addressing on one
+/// `u32` a pair, half full, so a boundary is one probe, nearly always one
+/// line. (A sorted list of heads per tail, searched by halves, was a chain
+/// of dependent loads at every boundary of Chinese text: 27 % of a
+/// DeepSeek-V3 encode, whose common chars pair with hundreds of heads.)
+#[derive(Default)]
+struct PairSet {
+    /// `tail << 16 | head`, plus one (0 is an empty slot).
+    keys: Box<[u32]>,
+    /// `32 - log2(keys.len())`.
+    shift: u32,
+}
+
+impl PairSet {
+    fn new(pairs: &[(u16, u16)]) -> Self {
+        let len = (pairs.len() * 2).next_power_of_two().max(2);
+        let mut set = Self {
+            keys: vec![0; len].into_boxed_slice(),
+            shift: 32 - len.trailing_zeros(),
+        };
+        let mask = len - 1;
+        for &(tail, head) in pairs {
+            let key = Self::key(tail, head);
+            let mut at = set.home(key);
+            while let Some(slot) = set.keys.get_mut(at) {
+                if *slot == 0 || *slot == key {
+                    *slot = key;
+                    break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        set
+    }
+
+    #[inline(always)]
+    fn key(tail: u16, head: u16) -> u32 {
+        (u32::from(tail) << 16 | u32::from(head)) + 1
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B9) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn contains(&self, tail: u16, head: u16) -> bool {
+        let key = Self::key(tail, head);
+        let mask = self.keys.len().wrapping_sub(1);
+        let mut at = self.home(key);
+        // Half full: an empty slot ends every chain.
+        while let Some(&slot) = self.keys.get(at) {
+            if slot == key {
+                return true;
+            }
+            if slot == 0 {
+                return false;
+            }
+            at = (at + 1) & mask;
+        }
+        false
     }
 }
 
