@@ -431,6 +431,25 @@ mod tests {
         assert_eq!(next_cjk_lead(b"abc", 9), 3);
     }
 
+    #[test]
+    fn pair_set_holds_its_pairs_and_no_other() {
+        let pairs: Vec<(u16, u16)> = (0..5_000u16)
+            .map(|i| (i % 97, i.wrapping_mul(31) % 28_000))
+            .collect();
+        let set = PairSet::new(&pairs);
+        for &(t, h) in &pairs {
+            assert!(set.contains(t, h), "{t} {h}");
+        }
+        let held: std::collections::HashSet<(u16, u16)> = pairs.iter().copied().collect();
+        for t in 0..200u16 {
+            for h in (0..28_000u16).step_by(13) {
+                assert_eq!(set.contains(t, h), held.contains(&(t, h)), "{t} {h}");
+            }
+        }
+        assert!(!PairSet::default().contains(1, 2));
+        assert!(!PairSet::new(&[]).contains(0, 0));
+    }
+
     fn cuts(entries: &[&str], rebuilt: Option<Rebuilds<'_>>) -> CharCuts {
         CharCuts::build(entries.iter().map(|e| e.as_bytes()), rebuilt).expect("CJK entries")
     }

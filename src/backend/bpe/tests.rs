@@ -207,3 +207,48 @@ proptest! {
         }
     }
 }
+
+/// Letters `a`–`z` and every other byte as itself; every pair of letters
+/// merges (676 products, most past the grid's 512 internal ids), then 400
+/// pairs of those products: merged words ask the pair table and its filter
+/// for pairs it holds and pairs it does not.
+fn large_tables() -> Tables {
+    let mut vocab: Vec<(Vec<u8>, u32)> = (0u8..=255).map(|b| (vec![b], u32::from(b))).collect();
+    let mut merges = Vec::new();
+    let mut two = Vec::new();
+    for x in b'a'..=b'z' {
+        for y in b'a'..=b'z' {
+            let id = vocab.len() as u32;
+            vocab.push((vec![x, y], id));
+            merges.push([u32::from(x), u32::from(y), id]);
+            two.push(id);
+        }
+    }
+    for i in 0..400 {
+        let (l, r) = (two[i], two[(i * 7 + 300) % two.len()]);
+        let text = [vocab[l as usize].0.clone(), vocab[r as usize].0.clone()].concat();
+        if vocab.iter().any(|(t, _)| *t == text) {
+            continue;
+        }
+        let id = vocab.len() as u32;
+        vocab.push((text, id));
+        merges.push([l, r, id]);
+    }
+    (vocab, merges)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// Pairs of ids past the grid: the reference's ids, cold and warm.
+    #[test]
+    fn pairs_past_the_grid_equal_the_reference(
+        word in proptest::collection::vec(b'a'..=b'z', 0..40),
+    ) {
+        let (vocab, merges) = large_tables();
+        let bpe = ByteBpe::build(vocab.iter().map(|(t, i)| (t.as_slice(), *i)), &merges, false)
+            .unwrap();
+        let want = reference(&vocab, &merges, &word);
+        prop_assert_eq!(&encode(&bpe, &word), &want);
+        prop_assert_eq!(&encode(&bpe, &word), &want);
+    }
+}
