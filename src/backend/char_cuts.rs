@@ -115,15 +115,16 @@ const PARTIAL_TAILS: u16 = 1 << 10;
 /// Performance note: a boundary is one load of each char's `info` and of
 /// the tail's `heads` signature, all indexed by char, so the chars a text
 /// uses stay in cache; only a boundary whose signature bit is set probes
-/// the set of rules ([`PairSet`]). A `std` hash set probe per boundary
-/// first made the check cost more than the model's encode, and a 128 KB
-/// filter indexed by the pair missed the cache on most boundaries (on a
-/// host with 512 KiB of L2). A one-load signature filter in front of the
-/// rules saved 10 % on Llama-3 and cost 3–8 % on Qwen3 and DeepSeek-V3,
-/// whose heads fill the signatures (`docs/decisions/byte_level_engine.md`
-/// (entry 353)). The set in place of a sorted list of heads per tail:
-/// Chinese seen once 1.07× on DeepSeek-V3, 1.06× on Qwen3, 1.03× on
-/// Llama-3 (`docs/perf/byte_engine_2026-12-07.md`).
+/// the rules. A hash set probe per boundary first made the check cost more
+/// than the model's encode, and a 128 KB filter indexed by the pair missed
+/// the cache on most boundaries. A one-load signature filter in front of
+/// the rules saved 10 % on Llama-3 and cost 3–8 % on Qwen3 and
+/// DeepSeek-V3, whose heads fill the signatures
+/// (`docs/decisions/byte_level_engine.md` (entry 353)). The rules are now
+/// one open-addressing set of pairs ([`PairSet`]), in place of a sorted
+/// list of heads per tail searched by halves: Chinese seen once 1.07× on
+/// DeepSeek-V3, 1.06× on Qwen3, 1.03× on Llama-3
+/// (`docs/perf/byte_engine_2026-12-07.md`).
 pub(crate) struct CharCuts {
     /// `(tail, head)` rules between two whole chars (`cp - FIRST` each).
     whole: PairSet,

@@ -336,9 +336,9 @@ impl ByteBpe {
     /// lookups follow. A hit (nearly every word) copies the slot's ids
     /// whether or not it hits and advances the output by their count only
     /// on a hit: no branch on the word's length or id count. The chunk's
-    /// misses are set aside and resolved together after its lookups
-    /// ([`Self::resolve`]), so the new words among them merge side by
-    /// side, and their ids are spliced in where they belong.
+    /// misses are set aside and resolved after its lookups
+    /// ([`Self::resolve`]), so the lookups' loop keeps its registers, and
+    /// their ids are spliced in where they belong.
     pub(crate) fn encode_ranges<S: IdSink>(
         &self,
         text: &[u8],
