@@ -133,8 +133,8 @@ impl Merger {
 /// merge is the leftmost minimum of one short array, and a merge rewrites
 /// two values. Both pairs a merge makes are asked for before the list is
 /// updated, and most are in the grid (L1/L2); the rest are the pair
-/// table's, mostly absent pairs that [`Pairs::get`]'s filter answers
-/// without reading the table. Eight words merged side by side, one step
+/// table's, mostly absent pairs that the table's filter answers without
+/// reading its lines (`pair_table.rs`). Eight words merged side by side, one step
 /// each in turn (to overlap the table's misses), measured 9–12 % slower
 /// on code seen once: the lanes' state went through memory at every step.
 #[inline(always)]
