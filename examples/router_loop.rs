@@ -286,7 +286,8 @@ async fn serve(tokenizer: &Tokenizer, i: usize, reply: &str) -> Result<Served, B
     generated.extend(tokenizer.eos_token_ids().first());
     // Every third request stops on a string taken from the middle of its
     // reply; the others run to EOS.
-    let stop = (i % 3 == 0)
+    let stop = i
+        .is_multiple_of(3)
         .then(|| {
             let mid = reply
                 .char_indices()

@@ -303,7 +303,7 @@ fn clear(bits: &mut [u64], at: usize) {
 // The masks.
 
 /// One 64-byte block's class masks (bit `i`: byte `i` of the block).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 struct Block {
     /// Bytes of the text (the last block may be short).
     valid: u64,
@@ -325,6 +325,72 @@ impl Block {
     /// `[^\s\p{L}\p{N}]`.
     fn punct(&self) -> u64 {
         self.valid & !(self.letter() | self.digit | self.space)
+    }
+}
+
+/// How a block's bytes are classified: one instruction set's compares.
+/// [`bulk_with`] is compiled once per classifier, each copy with its
+/// instruction set enabled, so the classifier inlines into the pass.
+trait Classify {
+    /// The masks of `chunk` (ASCII; bytes past `len` are not the text's).
+    fn classify(chunk: &[u8; 64], len: usize) -> Block;
+}
+
+/// The baseline: SSE2 on x86-64, a byte at a time elsewhere.
+struct Baseline;
+
+impl Classify for Baseline {
+    #[inline(always)]
+    fn classify(chunk: &[u8; 64], len: usize) -> Block {
+        classify(chunk, len)
+    }
+}
+
+/// AVX-512BW: a block is one register and each class one compare into a
+/// mask register (SSE2 takes four loads, and a compare and a `movemask`
+/// per class and quarter).
+#[cfg(target_arch = "x86_64")]
+struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl Classify for Avx512 {
+    #[inline(always)]
+    fn classify(chunk: &[u8; 64], len: usize) -> Block {
+        // SAFETY: `Avx512` is used only in `bulk_avx512`, which runs only
+        // where AVX-512BW was detected.
+        unsafe { classify_avx512(chunk, len) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+fn classify_avx512(chunk: &[u8; 64], len: usize) -> Block {
+    use std::arch::x86_64::{
+        __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
+        _mm512_set1_epi8, _mm512_sub_epi8,
+    };
+    // SAFETY: `chunk` is 64 bytes, and the load has no alignment requirement.
+    let v = unsafe { _mm512_loadu_si512(chunk.as_ptr().cast::<__m512i>()) };
+    let valid = if len >= 64 { u64::MAX } else { (1 << len) - 1 };
+    // `lo..lo + n` as one unsigned compare of the bytes less `lo`.
+    let within = |lo: u8, n: u8| {
+        _mm512_cmplt_epu8_mask(
+            _mm512_sub_epi8(v, _mm512_set1_epi8(lo as i8)),
+            _mm512_set1_epi8(n as i8),
+        ) & valid
+    };
+    let is = |b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8)) & valid;
+    let blank = is(b' ');
+    Block {
+        valid,
+        upper: within(b'A', 26),
+        lower: within(b'a', 26),
+        digit: within(b'0', 10),
+        space: within(0x09, 5) | blank,
+        newline: is(b'\n') | is(b'\r'),
+        blank,
+        quote: is(b'\''),
+        slash: is(b'/'),
     }
 }
 
@@ -442,20 +508,20 @@ fn fill_step(runs: u64, seeds: u64, carry: &mut bool) -> u64 {
 
 /// The masks of block `k` of `bytes` (past the end: none).
 #[inline(always)]
-fn block(bytes: &[u8], k: usize) -> Block {
+fn block<C: Classify>(bytes: &[u8], k: usize) -> Block {
     let from = k * 64;
     if let Some(chunk) = bytes
         .get(from..from + 64)
         .and_then(|c| <&[u8; 64]>::try_from(c).ok())
     {
-        return classify(chunk, 64);
+        return C::classify(chunk, 64);
     }
     let rest = bytes.get(from..).unwrap_or_default();
     let mut chunk = [0u8; 64];
     if let Some(to) = chunk.get_mut(..rest.len()) {
         to.copy_from_slice(rest);
     }
-    classify(&chunk, rest.len())
+    C::classify(&chunk, rest.len())
 }
 
 /// A thread's buffers for [`bulk`].
@@ -475,12 +541,37 @@ thread_local! {
 /// offset by `base`.
 fn bulk(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>) {
     MASKS.with(|masks| match masks.try_borrow_mut() {
-        Ok(mut masks) => bulk_with(grammar, bytes, base, out, &mut masks),
-        Err(_) => bulk_with(grammar, bytes, base, out, &mut Masks::default()),
+        Ok(mut masks) => bulk_fastest(grammar, bytes, base, out, &mut masks),
+        Err(_) => bulk_fastest(grammar, bytes, base, out, &mut Masks::default()),
     });
 }
 
-fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: &mut Masks) {
+/// [`bulk_with`] on the widest classifier this core has (`std` caches the
+/// detection).
+fn bulk_fastest(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: &mut Masks) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: AVX-512BW was just detected.
+        return unsafe { bulk_avx512(grammar, bytes, base, out, m) };
+    }
+    bulk_with::<Baseline>(grammar, bytes, base, out, m);
+}
+
+/// [`bulk_with`] compiled with AVX-512BW, so [`Avx512`] inlines into it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+fn bulk_avx512(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: &mut Masks) {
+    bulk_with::<Avx512>(grammar, bytes, base, out, m);
+}
+
+#[inline(always)]
+fn bulk_with<C: Classify>(
+    grammar: Grammar,
+    bytes: &[u8],
+    base: u32,
+    out: &mut Vec<Span>,
+    m: &mut Masks,
+) {
     let n = bytes.len();
     if n == 0 {
         return;
@@ -497,12 +588,12 @@ fn bulk_with(grammar: Grammar, bytes: &[u8], base: u32, out: &mut Vec<Span>, m: 
     // One pass, a block behind the classification: a block's starts read
     // the block after's first byte, and the two fills carry between blocks.
     let mut p = Block::default();
-    let mut b = block(bytes, 0);
+    let mut b = block::<C>(bytes, 0);
     let (mut tail_before, mut lone_before, mut before_punct_starts) = (0u64, 0u64, 0u64);
     let (mut tail_carry, mut lone_carry) = (false, false);
     for k in 0..blocks {
         let nx = if k + 1 < blocks {
-            block(bytes, k + 1)
+            block::<C>(bytes, k + 1)
         } else {
             Block::default()
         };
@@ -827,6 +918,88 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// The masks' pieces of `text` by every classifier this core runs
+    /// (the baseline first).
+    fn masked_by_each(grammar: Grammar, text: &[u8]) -> Vec<Vec<(usize, usize)>> {
+        let run = |pass: &dyn Fn(&mut Vec<Span>, &mut Masks)| {
+            let mut spans = Vec::new();
+            pass(&mut spans, &mut Masks::default());
+            spans
+                .iter()
+                .map(|s| (s.start as usize, s.end as usize))
+                .collect()
+        };
+        let mut each = vec![run(&|out, m| {
+            bulk_with::<Baseline>(grammar, text, 0, out, m)
+        })];
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: AVX-512BW was just detected.
+            each.push(run(&|out, m| unsafe {
+                bulk_avx512(grammar, text, 0, out, m)
+            }));
+        }
+        each
+    }
+
+    /// A block's masks a byte at a time from [`CLASS`]: what every
+    /// classifier must give.
+    fn classified_by_table(chunk: &[u8; 64], len: usize) -> Block {
+        let mut block = Block {
+            valid: if len >= 64 { u64::MAX } else { (1 << len) - 1 },
+            ..Block::default()
+        };
+        for (i, &b) in chunk.iter().enumerate().take(len) {
+            let c = CLASS[usize::from(b)];
+            let on = |m: &mut u64, yes: bool| *m |= u64::from(yes) << i;
+            on(&mut block.upper, c & UPPER != 0);
+            on(&mut block.lower, c & LOWER != 0);
+            on(&mut block.digit, c & DIGIT != 0);
+            on(&mut block.space, c & SPACE != 0);
+            on(&mut block.newline, c & NEWLINE != 0);
+            on(&mut block.blank, b == b' ');
+            on(&mut block.quote, b == b'\'');
+            on(&mut block.slash, b == b'/');
+        }
+        block
+    }
+
+    /// A classifier's function.
+    type ClassifyFn = fn(&[u8; 64], usize) -> Block;
+
+    /// Every classifier this core runs, by name.
+    fn classifiers() -> Vec<(&'static str, ClassifyFn)> {
+        let mut each: Vec<(&'static str, ClassifyFn)> = vec![("baseline", Baseline::classify)];
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512bw") {
+            each.push(("avx512bw", Avx512::classify));
+        }
+        each
+    }
+
+    /// Every ASCII byte at every position of a block, whole and cut short
+    /// (the bytes past a short block's length are zeros, as `block` pads).
+    #[test]
+    fn every_classifier_equals_the_class_table() {
+        for (name, classify) in classifiers() {
+            for shift in 0..128usize {
+                let mut chunk = [0u8; 64];
+                for (i, b) in chunk.iter_mut().enumerate() {
+                    *b = ((i * 37 + shift) % 128) as u8;
+                }
+                for len in [64, 63, 33, 17, 1, 0] {
+                    let mut cut = chunk;
+                    cut[len..].fill(0);
+                    assert_eq!(
+                        classify(&cut, len),
+                        classified_by_table(&cut, len),
+                        "{name}: shift {shift}, length {len}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_grammar_is_recognized() {
         for &(pattern, grammar) in PATTERNS {
@@ -906,11 +1079,15 @@ pub(crate) mod tests {
                     "{}{body}{body}",
                     "a ".repeat(pad / 2) + &"x".repeat(pad % 2)
                 );
+                let want = regex_pieces(pattern, &text);
                 assert_eq!(
                     masked(grammar, text.as_bytes()),
-                    regex_pieces(pattern, &text),
+                    want,
                     "{grammar:?} pad {pad}"
                 );
+                for got in masked_by_each(grammar, text.as_bytes()) {
+                    assert_eq!(got, want, "{grammar:?} pad {pad}");
+                }
             }
         }
     }
@@ -1005,6 +1182,9 @@ pub(crate) mod tests {
             let (pattern, grammar) = PATTERNS[which];
             let want = scanned(grammar, text.as_bytes());
             prop_assert_eq!(masked(grammar, text.as_bytes()), want.clone());
+            for got in masked_by_each(grammar, text.as_bytes()) {
+                prop_assert_eq!(got, want.clone());
+            }
             prop_assert_eq!(want, regex_pieces(pattern, &text));
         }
     }

@@ -141,10 +141,10 @@ pub(crate) fn plan_chunks(
             continue;
         }
         let lo = prev.max(t.saturating_sub(radius));
-        if let Some(edge) = find_edge(text, &spec.edges, t, lo, t.saturating_add(radius)) {
-            if edge > prev {
-                starts.push(edge);
-            }
+        if let Some(edge) = find_edge(text, &spec.edges, t, lo, t.saturating_add(radius))
+            && edge > prev
+        {
+            starts.push(edge);
         }
     }
     let slack = window_slack(spec);

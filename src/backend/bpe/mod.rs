@@ -238,11 +238,12 @@ impl Miss {
 }
 
 /// Pre-tokens gathered before their lookups: a chunk's slots are fetched
-/// into L1 as it is gathered, hundreds of cycles before they are read. (A
-/// chunk's slots, 512 lines at most, fit a 32 KiB L1 only just: 256 or 128
-/// words a chunk measured no faster, and fetched into L2 with a second
-/// fetch into L1 16 words ahead of each lookup, 3–9 % slower.)
-const CHUNK: usize = 512;
+/// into L1 as it is gathered, hundreds of cycles before they are read. (256
+/// lines, a third of a 48 KiB L1: 2–3 % faster than 512 words a chunk on
+/// an Intel Xeon, where 512 had measured best on an AMD EPYC with a 32 KiB
+/// L1; fetched into L2 with a second fetch into L1 16 words ahead of each
+/// lookup, no faster on either.)
+const CHUNK: usize = 256;
 
 /// Words longer than this are merged every time: they are clauses or runs
 /// that do not recur, and would crowd the cache. (Code's rule lines, 65

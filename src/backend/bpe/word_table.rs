@@ -205,11 +205,11 @@ impl WordTable {
         }
         let mut grown = Self::with_slots(self.slots.len() * 2);
         for slot in self.slots.iter().filter(|s| s.key != 0) {
-            if let Found::Vacant(at) = grown.find(slot.key, hash(slot.key)) {
-                if let Some(to) = grown.slots.get_mut(at) {
-                    *to = *slot;
-                    grown.taken += 1;
-                }
+            if let Found::Vacant(at) = grown.find(slot.key, hash(slot.key))
+                && let Some(to) = grown.slots.get_mut(at)
+            {
+                *to = *slot;
+                grown.taken += 1;
             }
         }
         *self = grown;

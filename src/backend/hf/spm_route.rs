@@ -528,10 +528,10 @@ fn run(syms: &mut Vec<u32>, key: impl Fn(u32, u32) -> Option<(u64, u32)>) -> Opt
     loop {
         let mut best: Option<(u64, usize, u32)> = None;
         for i in 0..syms.len().saturating_sub(1) {
-            if let Some((k, p)) = key(syms[i], syms[i + 1]) {
-                if best.is_none_or(|(bk, _, _)| k < bk) {
-                    best = Some((k, i, p));
-                }
+            if let Some((k, p)) = key(syms[i], syms[i + 1])
+                && best.is_none_or(|(bk, _, _)| k < bk)
+            {
+                best = Some((k, i, p));
             }
         }
         let Some((_, i, p)) = best else {

@@ -261,11 +261,11 @@ impl WordCache {
         };
         // The less loaded of the two sets (the first on a tie).
         let at = if free(j) > free(i) { j } else { i };
-        if let Some(set) = table.get_mut(at..at + WAYS) {
-            if let Some(e) = set.iter().position(|s| s.klen == 0) {
-                set[e] = slot;
-                return (true, true);
-            }
+        if let Some(set) = table.get_mut(at..at + WAYS)
+            && let Some(e) = set.iter().position(|s| s.klen == 0)
+        {
+            set[e] = slot;
+            return (true, true);
         }
         match table.get_mut(i..i + WAYS) {
             Some(set) if evict => {

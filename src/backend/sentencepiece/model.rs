@@ -492,18 +492,18 @@ impl SentencePieceModel {
         if let Some(first) = windows.head.first_mut() {
             first.0 = 0;
         }
-        if windows.tail_first == Some(0) {
-            if let Some(first) = windows.tail.first_mut() {
-                first.0 = 0;
-            }
+        if windows.tail_first == Some(0)
+            && let Some(first) = windows.tail.first_mut()
+        {
+            first.0 = 0;
         }
         if let Some(last) = windows.tail.last_mut() {
             last.1 = text.len();
         }
-        if windows.head.len() == ids.len() {
-            if let Some(last) = windows.head.last_mut() {
-                last.1 = text.len();
-            }
+        if windows.head.len() == ids.len()
+            && let Some(last) = windows.head.last_mut()
+        {
+            last.1 = text.len();
         }
         floor_to_chars(text, windows.head.iter_mut().chain(windows.tail.iter_mut()));
         true

@@ -216,10 +216,11 @@ impl CharsMap {
                     // Overlong forms and surrogates decode to code points
                     // outside these; `valid_decode` does not copy them.
                     let valid = cp >= 0x800 && !(0xD800..0xE000).contains(&cp);
-                    if valid && next(n2, b2) == Some(None) {
-                        if let Some(w) = bits.get_mut(cp / 64) {
-                            *w |= 1 << (cp % 64);
-                        }
+                    if valid
+                        && next(n2, b2) == Some(None)
+                        && let Some(w) = bits.get_mut(cp / 64)
+                    {
+                        *w |= 1 << (cp % 64);
                     }
                 }
             }
@@ -349,10 +350,10 @@ fn validate(units: &[u32], max_value: usize) -> bool {
             if has_leaf(u) && units.get(i ^ offset(u)).is_none_or(|&l| label(l) <= 0xFF) {
                 return false;
             }
-        } else if let Some(limit) = limit {
-            if unit_value(u) as i64 >= i64::from(limit) {
-                return false;
-            }
+        } else if let Some(limit) = limit
+            && unit_value(u) as i64 >= i64::from(limit)
+        {
+            return false;
         }
     }
     true
@@ -465,10 +466,10 @@ impl Normalizer {
         input: &'a [u8],
         matcher: Option<&PrefixMatcher>,
     ) -> (&'a [u8], usize) {
-        if let Some(m) = matcher {
-            if let Some((len, _)) = m.find(input) {
-                return (&input[..len], len);
-            }
+        if let Some(m) = matcher
+            && let Some((len, _)) = m.find(input)
+        {
+            return (&input[..len], len);
         }
         if let Some(cm) = &self.charsmap {
             if let Some(found) = cm.ascii_prefix(input) {
@@ -478,10 +479,11 @@ impl Normalizer {
                 };
             }
             let llama = self.flavor == Flavor::LlamaCpp;
-            if let Some((len, value)) = cm.longest_prefix(input, llama) {
-                if len <= input.len() && value < cm.normalized.len() {
-                    return (cm.replacement(value), len);
-                }
+            if let Some((len, value)) = cm.longest_prefix(input, llama)
+                && len <= input.len()
+                && value < cm.normalized.len()
+            {
+                return (cm.replacement(value), len);
             }
         }
         let (valid, len) = valid_decode(input);

@@ -283,10 +283,10 @@ impl Trie {
                 Some(&c) if c != NONE => n = c,
                 _ => return,
             }
-            if let Some(v) = self.value(n) {
-                if !f(3, v) {
-                    return;
-                }
+            if let Some(v) = self.value(n)
+                && !f(3, v)
+            {
+                return;
             }
             skip = 3;
         }
@@ -295,10 +295,10 @@ impl Trie {
                 Some(c) => n = c,
                 None => return,
             }
-            if let Some(v) = self.value(n) {
-                if !f(i + 1, v) {
-                    return;
-                }
+            if let Some(v) = self.value(n)
+                && !f(i + 1, v)
+            {
+                return;
             }
         }
     }

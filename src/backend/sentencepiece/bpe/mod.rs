@@ -305,10 +305,10 @@ impl Bpe {
     /// followed / preceded by anything inside a piece cannot be adjacent.
     #[inline(always)]
     fn adjacent_cp(&self, a: u32, a_cp: usize, b: u32, b_cp: usize) -> bool {
-        if let (Some(&fa), Some(&fb)) = (self.bmp_flags.get(a_cp), self.bmp_flags.get(b_cp)) {
-            if fa & RIGHT == 0 || fb & LEFT == 0 {
-                return false;
-            }
+        if let (Some(&fa), Some(&fb)) = (self.bmp_flags.get(a_cp), self.bmp_flags.get(b_cp))
+            && (fa & RIGHT == 0 || fb & LEFT == 0)
+        {
+            return false;
         }
         self.adjacent(a, b)
     }

@@ -39,30 +39,31 @@ impl Bpe {
         let mut prev_len = 0usize;
         while pos < n {
             let b = buf[pos];
-            if use_matcher && self.ud_lead[usize::from(b)] {
-                if let Some((len, id)) = matcher.find(&buf[pos..]) {
-                    self.flush(
-                        vocab,
-                        buf,
-                        base,
-                        seg_start,
-                        pos,
-                        cache.as_deref_mut(),
-                        work,
-                        sink,
-                    );
-                    let frozen = Sym {
-                        start: pos,
-                        len: len as u32,
-                        id,
-                        frozen: true,
-                    };
-                    self.emit(vocab, buf, base, &frozen, sink);
-                    pos += len;
-                    seg_start = pos;
-                    prev_len = 0;
-                    continue;
-                }
+            if use_matcher
+                && self.ud_lead[usize::from(b)]
+                && let Some((len, id)) = matcher.find(&buf[pos..])
+            {
+                self.flush(
+                    vocab,
+                    buf,
+                    base,
+                    seg_start,
+                    pos,
+                    cache.as_deref_mut(),
+                    work,
+                    sink,
+                );
+                let frozen = Sym {
+                    start: pos,
+                    len: len as u32,
+                    id,
+                    frozen: true,
+                };
+                self.emit(vocab, buf, base, &frozen, sink);
+                pos += len;
+                seg_start = pos;
+                prev_len = 0;
+                continue;
             }
             let (l, code, cp) = if b < 0x80 {
                 (1, u32::from(b), usize::from(b))
@@ -199,10 +200,10 @@ impl Bpe {
             _ => (buf, start, key.len()),
         };
         let mkey = kbuf.get(kstart..kstart + klen).unwrap_or_default();
-        if let (true, Some(cache)) = (cacheable, cache.as_deref()) {
-            if Self::replay_segment(vocab, buf, base, start, cache, (kbuf, kstart, klen), sink) {
-                return;
-            }
+        if let (true, Some(cache)) = (cacheable, cache.as_deref())
+            && Self::replay_segment(vocab, buf, base, start, cache, (kbuf, kstart, klen), sink)
+        {
+            return;
         }
         self.seed_symbols(buf, start, end, w.seg);
         if w.seg.len() > SMALL_SEGMENT {
@@ -388,10 +389,10 @@ impl Bpe {
         let a = syms.get(l as usize)?;
         let b = syms.get(r as usize)?;
         let (key, merged) = self.pair(a, b)?;
-        if let Some(rm) = rev.as_deref_mut() {
-            if vocab.kind(merged) == PieceType::Unused {
-                rm.insert(merged, ((a.start, a.len), (b.start, b.len)));
-            }
+        if let Some(rm) = rev.as_deref_mut()
+            && vocab.kind(merged) == PieceType::Unused
+        {
+            rm.insert(merged, ((a.start, a.len), (b.start, b.len)));
         }
         Some(Entry {
             key,

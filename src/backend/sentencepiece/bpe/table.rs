@@ -154,10 +154,10 @@ impl Bpe {
         for (&code, &id) in &self.chars {
             let bytes = code.to_be_bytes();
             let start = bytes.iter().position(|&b| b != 0).unwrap_or(3);
-            if let Some(cp) = bmp_cp(&bytes[start..]) {
-                if let Some(slot) = bmp_id.get_mut(cp) {
-                    *slot = id;
-                }
+            if let Some(cp) = bmp_cp(&bytes[start..])
+                && let Some(slot) = bmp_id.get_mut(cp)
+            {
+                *slot = id;
             }
         }
         bmp_id

@@ -177,12 +177,10 @@ impl Specials {
         if self.unk == NO_ID && !byte_fallback {
             return Err(SpmError::MissingUnknown);
         }
-        if byte_fallback {
-            if let Some(missing) = self.byte_found.iter().position(|&f| !f) {
-                return Err(SpmError::MissingBytePieces {
-                    missing: missing as u8,
-                });
-            }
+        if byte_fallback && let Some(missing) = self.byte_found.iter().position(|&f| !f) {
+            return Err(SpmError::MissingBytePieces {
+                missing: missing as u8,
+            });
         }
         Ok(())
     }

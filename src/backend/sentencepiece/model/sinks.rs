@@ -148,10 +148,10 @@ impl SpanWindows {
     fn extend_last(&mut self, index: usize, qe: usize, map: &mut PosMap<'_>) {
         let qs = self.last_start;
         let end = map.at(qe);
-        if self.last_in.0 {
-            if let Some(last) = self.head.last_mut() {
-                last.1 = end;
-            }
+        if self.last_in.0
+            && let Some(last) = self.head.last_mut()
+        {
+            last.1 = end;
         }
         if self.last_in.1 {
             if let Some(last) = self.tail.last_mut() {
