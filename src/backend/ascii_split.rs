@@ -455,6 +455,13 @@ fn classify_sse2(chunk: &[u8; 64], len: usize) -> Block {
 /// byte at a time where SSE2 is not there.
 #[cfg(not(target_arch = "x86_64"))]
 fn classify(chunk: &[u8; 64], len: usize) -> Block {
+    classify_by_table(chunk, len)
+}
+
+/// The masks of `chunk` a byte at a time from [`CLASS`]: the classifier
+/// of other targets, and what the vector ones are tested against.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn classify_by_table(chunk: &[u8; 64], len: usize) -> Block {
     let mut block = Block {
         valid: if len >= 64 { u64::MAX } else { (1 << len) - 1 },
         ..Block::default()
@@ -942,28 +949,6 @@ pub(crate) mod tests {
         each
     }
 
-    /// A block's masks a byte at a time from [`CLASS`]: what every
-    /// classifier must give.
-    fn classified_by_table(chunk: &[u8; 64], len: usize) -> Block {
-        let mut block = Block {
-            valid: if len >= 64 { u64::MAX } else { (1 << len) - 1 },
-            ..Block::default()
-        };
-        for (i, &b) in chunk.iter().enumerate().take(len) {
-            let c = CLASS[usize::from(b)];
-            let on = |m: &mut u64, yes: bool| *m |= u64::from(yes) << i;
-            on(&mut block.upper, c & UPPER != 0);
-            on(&mut block.lower, c & LOWER != 0);
-            on(&mut block.digit, c & DIGIT != 0);
-            on(&mut block.space, c & SPACE != 0);
-            on(&mut block.newline, c & NEWLINE != 0);
-            on(&mut block.blank, b == b' ');
-            on(&mut block.quote, b == b'\'');
-            on(&mut block.slash, b == b'/');
-        }
-        block
-    }
-
     /// A classifier's function.
     type ClassifyFn = fn(&[u8; 64], usize) -> Block;
 
@@ -992,7 +977,7 @@ pub(crate) mod tests {
                     cut[len..].fill(0);
                     assert_eq!(
                         classify(&cut, len),
-                        classified_by_table(&cut, len),
+                        classify_by_table(&cut, len),
                         "{name}: shift {shift}, length {len}"
                     );
                 }
