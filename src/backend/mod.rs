@@ -23,6 +23,7 @@ pub(crate) mod mock;
 pub(crate) mod plugin;
 pub(crate) mod prefetch;
 pub(crate) mod sentencepiece;
+pub(crate) mod special_scan;
 pub(crate) mod thread_scratch;
 pub(crate) mod tiktoken;
 pub(crate) mod word_cuts;

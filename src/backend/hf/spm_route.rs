@@ -10,7 +10,7 @@
 //! merges pass [`check_merges`]; DESIGN.md invariant `spm-route-same-merges` give the
 //! argument. Anything else stays on the general path.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use crate::backend::special_scan::SpecialScan;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -28,7 +28,7 @@ const MAX_PIECE_CHARS: usize = 128;
 pub(crate) struct SpmRoute {
     pub(crate) model: SentencePieceModel,
     /// Added tokens (all special, matched on the raw text) and their ids.
-    added: Option<(AhoCorasick, Vec<u32>)>,
+    added: Option<SpecialScan>,
 }
 
 /// Why a file stays on the general path.
@@ -87,21 +87,19 @@ impl SpmRoute {
             .map(|((piece, &kind), &score)| SynthPiece { piece, score, kind })
             .collect();
         let model = synth::bpe_byte_fallback(&pieces, unk).map_err(|e| e.to_string())?;
-        let added = if added_texts.is_empty() {
-            None
-        } else {
-            let matcher = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&added_texts)
-                .map_err(|e| format!("added-token matcher: {e}"))?;
-            Some((matcher, added_ids))
-        };
+        let added = SpecialScan::new(
+            added_texts
+                .iter()
+                .map(String::as_str)
+                .zip(added_ids.iter().copied()),
+        )
+        .map_err(|e| format!("added-token matcher: {e}"))?;
         Ok(Self { model, added })
     }
 
     /// Whether `text` holds an added token's text.
     pub(crate) fn has_added(&self, text: &str) -> bool {
-        self.added.as_ref().is_some_and(|(m, _)| m.is_match(text))
+        self.added.as_ref().is_some_and(|scan| scan.is_match(text))
     }
 
     /// Appends the ids of `text` to `ids`: added tokens split out first when
@@ -109,11 +107,11 @@ impl SpmRoute {
     pub(crate) fn encode(&self, text: &str, parse: bool, ids: &mut Vec<u32>) {
         let encode = |s: &str, ids: &mut Vec<u32>| self.model.encode_append(s, ids);
         let mut pos = 0;
-        if parse && let Some((matcher, added_ids)) = &self.added {
-            for m in matcher.find_iter(text) {
-                encode(&text[pos..m.start()], ids);
-                ids.push(added_ids[m.pattern().as_usize()]);
-                pos = m.end();
+        if parse && let Some(scan) = &self.added {
+            for m in scan.find_iter(text) {
+                encode(&text[pos..m.start], ids);
+                ids.push(m.id);
+                pos = m.end;
             }
         }
         encode(&text[pos..], ids);

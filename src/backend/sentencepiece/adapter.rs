@@ -1,7 +1,7 @@
 //! The facade's view of a [`SentencePieceModel`]: BOS/EOS from the config
 //! beside the file, the special-token policy, typed errors.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use crate::backend::special_scan::SpecialScan;
 
 use super::model::SpanWindows;
 use super::{ModelType, SentencePieceModel, SpmError};
@@ -20,7 +20,7 @@ pub(crate) struct SpmBackend {
     special_tokens: SpecialTokens,
     /// Control and unknown pieces (`<s>`, `[INST]`, `<unk>`), matched in the
     /// text with the `Parse` policy as tokenizer.json's added tokens are.
-    control_matcher: Option<(AhoCorasick, Vec<u32>)>,
+    control_matcher: Option<SpecialScan>,
     prefix: Vec<u32>,
     suffix: Vec<u32>,
     split: SplitSpec,
@@ -61,15 +61,12 @@ impl SpmBackend {
             .collect();
         special_tokens.additional = controls.iter().filter_map(|&id| piece(Some(id))).collect();
         let control_matcher = if policy == SpecialTokenPolicy::Parse && !controls.is_empty() {
-            let texts: Vec<&str> = controls
-                .iter()
-                .filter_map(|&id| model.id_to_piece(id))
-                .collect();
-            let matcher = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&texts)
-                .map_err(|e| Error::backend(NAME, format!("control-piece matcher: {e}")))?;
-            Some((matcher, controls))
+            SpecialScan::new(
+                controls
+                    .iter()
+                    .filter_map(|&id| Some((model.id_to_piece(id)?, id))),
+            )
+            .map_err(|e| Error::backend(NAME, format!("control-piece matcher: {e}")))?
         } else {
             None
         };
@@ -150,14 +147,14 @@ impl SpmBackend {
             }
         };
         let mut pos = 0;
-        if parse && let Some((matcher, control_ids)) = &self.control_matcher {
-            for m in matcher.find_iter(text) {
-                encode(pos, m.start(), ids, &mut offsets);
-                ids.push(control_ids[m.pattern().as_usize()]);
+        if parse && let Some(scan) = &self.control_matcher {
+            for m in scan.find_iter(text) {
+                encode(pos, m.start, ids, &mut offsets);
+                ids.push(m.id);
                 if let Some(o) = offsets.as_mut() {
-                    o.push((m.start(), m.end()));
+                    o.push((m.start, m.end));
                 }
-                pos = m.end();
+                pos = m.end;
             }
         }
         encode(pos, text.len(), ids, &mut offsets);
@@ -278,7 +275,7 @@ impl Encoder for SpmBackend {
         let controls = self
             .control_matcher
             .as_ref()
-            .is_some_and(|(matcher, _)| matcher.is_match(text));
+            .is_some_and(|scan| scan.is_match(text));
         if !request.all_offsets
             && !controls
             && let Some(chunk) = window_chunk(&self.model, text, request)

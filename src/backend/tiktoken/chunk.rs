@@ -69,18 +69,17 @@ impl TiktokenBackend {
         };
         let mut start = 0;
         if self.policy == SpecialTokenPolicy::Parse
-            && let Some(matcher) = &self.special_matcher
+            && let Some(scan) = &self.special_scan
         {
-            for m in matcher.find_iter(text) {
-                self.chunk_ordinary(&text[start..m.start()], start, &mut st)?;
-                let id = self.special_pattern_ids[m.pattern().as_usize()];
-                if st.touches(m.start(), m.end()) {
+            for m in scan.find_iter(text) {
+                self.chunk_ordinary(&text[start..m.start], start, &mut st)?;
+                if st.touches(m.start, m.end) {
                     st.known.push(st.ids.len());
-                    st.spans.push((m.start(), m.end()));
-                    st.bounds.extend([m.start(), m.end()]);
+                    st.spans.push((m.start, m.end));
+                    st.bounds.extend([m.start, m.end]);
                 }
-                st.ids.push(id);
-                start = m.end();
+                st.ids.push(m.id);
+                start = m.end;
             }
         }
         self.chunk_ordinary(&text[start..], start, &mut st)?;

@@ -22,12 +22,12 @@ pub(crate) mod ranks;
 #[cfg(test)]
 mod tests;
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use crate::backend::byte_level;
+use crate::backend::special_scan::SpecialScan;
 use crate::backend::{BuildCancel, BuildGuard, DecodeStyle, Decoder, Encoder, Tokenizer};
 use crate::contract::family::is_known_pattern;
 use crate::contract::{ChunkEncoding, ChunkRequest, EdgeRule, SplitFamily, SplitSpec};
@@ -102,9 +102,7 @@ pub(crate) struct TiktokenBackend {
     /// Special token text → id (the first of a shared id's names wins
     /// nothing here: every name encodes to its id).
     special_ids: FxHashMap<String, u32>,
-    special_matcher: Option<AhoCorasick>,
-    /// Id of each special-matcher pattern.
-    special_pattern_ids: Vec<u32>,
+    special_scan: Option<SpecialScan>,
     special_flags: Vec<bool>,
     special_tokens: SpecialTokens,
     policy: SpecialTokenPolicy,
@@ -207,19 +205,6 @@ fn token_table(
         special_ids,
         special_flags,
     })
-}
-
-/// The aho-corasick matcher that splits out special tokens, and the id of
-/// each of its patterns; none without specials.
-fn special_matcher(specials: &[(String, u32)]) -> Result<(Option<AhoCorasick>, Vec<u32>)> {
-    if specials.is_empty() {
-        return Ok((None, Vec::new()));
-    }
-    let matcher = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(specials.iter().map(|(t, _)| t.as_str()))
-        .map_err(|e| Error::backend(NAME, format!("special-token matcher: {e}")))?;
-    Ok((Some(matcher), specials.iter().map(|(_, id)| *id).collect()))
 }
 
 /// The roles' tokens (where their text is a token) and every special token,
@@ -347,7 +332,8 @@ impl TiktokenBackend {
             special_ids,
             special_flags,
         } = token_table(&ranks, &specials, vocab_size)?;
-        let (special_matcher, special_pattern_ids) = special_matcher(&specials)?;
+        let special_scan = SpecialScan::new(specials.iter().map(|(t, id)| (t.as_str(), *id)))
+            .map_err(|e| Error::backend(NAME, format!("special-token matcher: {e}")))?;
         let special_tokens = special_tokens(&ranks, &special_ids, &roles, &specials);
         let split = split_spec(&ranks, &specials, &pattern, add_bos);
         // Patterns without a grammar, and rank files the byte-level engine
@@ -363,8 +349,7 @@ impl TiktokenBackend {
             bytes,
             spans,
             special_ids,
-            special_matcher,
-            special_pattern_ids,
+            special_scan,
             special_flags,
             special_tokens,
             policy,
@@ -450,15 +435,14 @@ impl TiktokenBackend {
         mut on_segment: impl FnMut(&[u32], Option<(usize, usize)>),
     ) -> Result<()> {
         let mut start = 0;
-        if parse && let Some(matcher) = &self.special_matcher {
-            for m in matcher.find_iter(text) {
+        if parse && let Some(scan) = &self.special_scan {
+            for m in scan.find_iter(text) {
                 let before = ids.len();
-                self.encode_segment(&text[start..m.start()], ids)?;
+                self.encode_segment(&text[start..m.start], ids)?;
                 on_segment(&ids[before..], None);
-                let id = self.special_pattern_ids[m.pattern().as_usize()];
-                ids.push(id);
-                on_segment(&[], Some((m.start(), m.end())));
-                start = m.end();
+                ids.push(m.id);
+                on_segment(&[], Some((m.start, m.end)));
+                start = m.end;
             }
         }
         let before = ids.len();
