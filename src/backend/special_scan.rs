@@ -36,12 +36,15 @@ pub(crate) struct SpecialScan {
 }
 
 impl SpecialScan {
-    /// A scan for `tokens` (text, id); `None` for no tokens. Errs with
+    /// A scan for `tokens` (text, id), empty texts left out; `None` for no
+    /// tokens. Errs with
     /// Aho-Corasick's message where the automaton cannot be built.
     pub(crate) fn new<'t>(
         tokens: impl IntoIterator<Item = (&'t str, u32)>,
     ) -> Result<Option<Self>, String> {
-        let (texts, ids): (Vec<&str>, Vec<u32>) = tokens.into_iter().unzip();
+        // An empty text would match between any two bytes, inside a char too.
+        let (texts, ids): (Vec<&str>, Vec<u32>) =
+            tokens.into_iter().filter(|(t, _)| !t.is_empty()).unzip();
         if texts.is_empty() {
             return Ok(None);
         }
@@ -187,6 +190,15 @@ mod tests {
                 assert_eq!(got, reference(tokens, text), "{tokens:?} on {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn empty_texts_never_match() {
+        let tokens = [("", 1), ("<|a|>", 2)];
+        let s = SpecialScan::new(tokens).unwrap().unwrap();
+        let got: Vec<_> = s.find_iter("é<|a|>").map(|m| (m.start, m.id)).collect();
+        assert_eq!(got, [(2, 2)]);
+        assert!(SpecialScan::new([("", 1)]).unwrap().is_none());
     }
 
     #[test]
