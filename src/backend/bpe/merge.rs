@@ -1,15 +1,37 @@
 //! The merge by ranks on one word (`tokenizers` 0.x `Word::merge_all`):
 //! the adjacent pair of lowest rank, leftmost on a tie, is joined until no
 //! pair left is listed. Runs on tokens, internal and vocabulary id
-//! together ([`super::token`]): pairs are looked up by internal id, the
-//! answer is written in the vocabulary's. Words of up to [`STACK_MAX`]
+//! ids: pairs are looked up by internal id and answer a code that names
+//! their product ([`super::Pairs`]), the answer is written in the
+//! vocabulary's ids. Words of up to [`STACK_MAX`]
 //! bytes merge on the stack, rescanning their pair values
 //! ([`stack_merge`]); longer ones merge on a heap.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{NO_MERGE, Pairs, internal, token, vocabulary};
+use super::atoms::Atoms;
+use super::{NO_MERGE, Pairs, product};
+
+/// A symbol a word starts as: a byte (its internal id is the byte), or an
+/// atom's internal id ([`Atoms::symbols`]).
+trait Start: Copy {
+    fn id(self) -> u32;
+}
+
+impl Start for u8 {
+    #[inline(always)]
+    fn id(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl Start for u32 {
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self
+    }
+}
 
 /// Words of at most this many bytes merge on the stack: a rescan of their
 /// pair values is `O(n)` a merge, a heap's `O(log n)` costs more below.
@@ -24,7 +46,6 @@ const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy)]
 struct Symbol {
     id: u32,
-    vocabulary: u32,
     prev: u32,
     next: u32,
     alive: bool,
@@ -34,32 +55,56 @@ struct Symbol {
 #[derive(Default)]
 pub(super) struct Merger {
     ids: Vec<u32>,
+    /// A word's start with atoms ([`Atoms::symbols`]).
+    start: Vec<u32>,
     symbols: Vec<Symbol>,
-    queue: BinaryHeap<Reverse<(u64, u32)>>,
+    queue: BinaryHeap<Reverse<(u32, u32)>>,
 }
 
 impl Merger {
     /// The vocabulary ids of `word`, in this merger's buffer.
-    pub(super) fn merge(&mut self, word: &[u8], pairs: &Pairs) -> &[u32] {
+    pub(super) fn merge(&mut self, word: &[u8], pairs: &Pairs, atoms: Option<&Atoms>) -> &[u32] {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
-        self.merge_into(word, pairs, &mut ids);
+        self.merge_into(word, pairs, atoms, &mut ids);
         self.ids = ids;
         &self.ids
     }
 
-    /// Appends the vocabulary ids of `word` to `out`.
-    pub(super) fn merge_into(&mut self, word: &[u8], pairs: &Pairs, out: &mut Vec<u32>) {
+    /// Appends the vocabulary ids of `word` to `out`, starting from the
+    /// atoms it holds (invariant *atoms-merge-as-bytes*).
+    pub(super) fn merge_into(
+        &mut self,
+        word: &[u8],
+        pairs: &Pairs,
+        atoms: Option<&Atoms>,
+        out: &mut Vec<u32>,
+    ) {
+        if let Some(atoms) = atoms
+            && word.iter().any(|&b| b >= 0xE3)
+        {
+            let mut start = std::mem::take(&mut self.start);
+            if atoms.symbols(word, &mut start) {
+                self.merge_start(&start, pairs, out);
+                self.start = start;
+                return;
+            }
+            self.start = start;
+        }
+        self.merge_start(word, pairs, out);
+    }
+
+    fn merge_start<S: Start>(&mut self, word: &[S], pairs: &Pairs, out: &mut Vec<u32>) {
         if word.len() <= STACK_SHORT {
-            stack_merge::<STACK_SHORT>(word, pairs, out);
+            stack_merge::<STACK_SHORT, S>(word, pairs, out);
         } else if word.len() <= STACK_MAX {
-            stack_merge::<STACK_MAX>(word, pairs, out);
+            stack_merge::<STACK_MAX, S>(word, pairs, out);
         } else {
             self.heap(word, pairs, out);
         }
     }
 
-    fn heap(&mut self, word: &[u8], pairs: &Pairs, out: &mut Vec<u32>) {
+    fn heap<S: Start>(&mut self, word: &[S], pairs: &Pairs, out: &mut Vec<u32>) {
         let Self { symbols, queue, .. } = self;
         symbols.clear();
         queue.clear();
@@ -68,15 +113,14 @@ impl Merger {
             // Positions fit: a pre-token is at most `u32::MAX` bytes.
             let i = i as u32;
             symbols.push(Symbol {
-                id: u32::from(b),
-                vocabulary: vocabulary(pairs.byte_token(b)),
+                id: b.id(),
                 prev: if i == 0 { NONE } else { i - 1 },
                 next: if i as usize == last { NONE } else { i + 1 },
                 alive: true,
             });
         }
         for (i, w) in word.windows(2).enumerate() {
-            let value = pairs.get(u32::from(w[0]), u32::from(w[1]));
+            let value = pairs.get(w[0].id(), w[1].id());
             if value != NO_MERGE {
                 queue.push(Reverse((value, i as u32)));
             }
@@ -93,11 +137,8 @@ impl Merger {
             if pairs.get(left.id, right.id) != value {
                 continue;
             }
-            let merged = token(value);
-            let merged_vocabulary = vocabulary(merged);
-            let merged = internal(merged);
+            let merged = product(value);
             symbols[at].id = merged;
-            symbols[at].vocabulary = merged_vocabulary;
             symbols[at].next = right.next;
             symbols[left.next as usize].alive = false;
             if right.next != NONE {
@@ -119,14 +160,14 @@ impl Merger {
         let mut at = if symbols.is_empty() { NONE } else { 0 };
         while at != NONE {
             let symbol = symbols[at as usize];
-            out.push(symbol.vocabulary);
+            out.push(pairs.vocabulary(symbol.id));
             at = symbol.next;
         }
     }
 }
 
-/// Appends the vocabulary ids of `word` (1 to `N` bytes, `N` under 255) to
-/// `out`, merged in arrays on the stack.
+/// Appends the vocabulary ids of `word` (1 to `N` symbols, `N` under 255)
+/// to `out`, merged in arrays on the stack.
 ///
 /// Performance notes: `values[i]` is the pair starting at symbol `i`
 /// (symbols never move; a joined one is skipped by `next`), so the next
@@ -138,23 +179,23 @@ impl Merger {
 /// each in turn (to overlap the table's misses), measured 9–12 % slower
 /// on code seen once: the lanes' state went through memory at every step.
 #[inline(always)]
-fn stack_merge<const N: usize>(word: &[u8], pairs: &Pairs, out: &mut Vec<u32>) {
+fn stack_merge<const N: usize, S: Start>(word: &[S], pairs: &Pairs, out: &mut Vec<u32>) {
     let n = word.len();
     if n == 0 || n > N {
         return;
     }
-    let mut ids = [0u64; N];
+    let mut ids = [0u32; N];
     let mut values = [NO_MERGE; N];
     let mut next = [0u8; N];
     let mut prev = [0u8; N];
     for (i, &b) in word.iter().enumerate() {
-        ids[i] = pairs.byte_token(b);
+        ids[i] = b.id();
         next[i] = (i + 1) as u8;
         // The first symbol's `prev` wraps to 255, past any word.
         prev[i] = (i as u8).wrapping_sub(1);
     }
     for (value, pair) in values.iter_mut().zip(word.windows(2)) {
-        *value = pairs.get(u32::from(pair[0]), u32::from(pair[1]));
+        *value = pairs.get(pair[0].id(), pair[1].id());
     }
     loop {
         let (mut best, mut at) = (NO_MERGE, 0);
@@ -166,7 +207,7 @@ fn stack_merge<const N: usize>(word: &[u8], pairs: &Pairs, out: &mut Vec<u32>) {
         if best == NO_MERGE {
             break;
         }
-        let joined = token(best);
+        let joined = product(best);
         let dead = usize::from(next[at]);
         if dead >= n {
             break;
@@ -174,27 +215,27 @@ fn stack_merge<const N: usize>(word: &[u8], pairs: &Pairs, out: &mut Vec<u32>) {
         let right = usize::from(next[dead]);
         let left = usize::from(prev[at]);
         if right < n {
-            pairs.prefetch(internal(joined), internal(ids[right]));
+            pairs.prefetch(joined, ids[right]);
         }
         if left < n {
-            pairs.prefetch(internal(ids[left]), internal(joined));
+            pairs.prefetch(ids[left], joined);
         }
         ids[at] = joined;
         next[at] = right as u8;
         values[dead] = NO_MERGE;
         values[at] = if right < n {
             prev[right] = at as u8;
-            pairs.get(internal(joined), internal(ids[right]))
+            pairs.get(joined, ids[right])
         } else {
             NO_MERGE
         };
         if left < n {
-            values[left] = pairs.get(internal(ids[left]), internal(joined));
+            values[left] = pairs.get(ids[left], joined);
         }
     }
     let mut i = 0;
     while i < n {
-        out.push(vocabulary(ids[i]));
+        out.push(pairs.vocabulary(ids[i]));
         i = usize::from(next[i]);
     }
 }

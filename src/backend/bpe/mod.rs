@@ -32,6 +32,7 @@
 //! Chinese clause, a run of one character) on a heap, so time stays
 //! `O(n log n)` in the word's length.
 
+mod atoms;
 mod key;
 mod merge;
 mod pair_table;
@@ -40,10 +41,11 @@ mod word_cache;
 mod word_table;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::backend::prefetch::prefetch;
 use crate::backend::thread_scratch::ThreadScratch;
+use atoms::Atoms;
 use key::WordKey;
 use merge::Merger;
 use pair_table::PairTable;
@@ -81,52 +83,47 @@ pub(crate) fn pair_key(left: u32, right: u32) -> u64 {
 }
 
 /// A pair that no merge joins.
-pub(crate) const NO_MERGE: u64 = u64::MAX;
+pub(crate) const NO_MERGE: u32 = u32::MAX;
 
 /// Side of the dense grid of pairs of small internal ids.
 const GRID: usize = 512;
 
-/// The merges on internal ids: `(left, right)` → `rank << 40 | vocabulary
-/// id << 20 | internal id` of the product ([`NO_MERGE`] for none), so
-/// comparing two values compares their ranks, and a merged word's ids need
-/// no second table to be written in the vocabulary's ids.
+/// Bits of a merge's code below its product: a product may be the result
+/// of at most `1 << SUB_BITS` merges, in ranks that no other product's
+/// first merge falls between.
+const SUB_BITS: u32 = 7;
+
+/// The merges on internal ids: `(left, right)` → the merge's *code*,
+/// `internal id of the product << SUB_BITS | rank - the product's first
+/// rank` ([`NO_MERGE`] for none).
+///
+/// Invariant *code-orders-as-rank*: internal ids number the products in
+/// the rank order of their first merges, and the build checks that the
+/// codes, taken in rank order, increase (every merge list of the shared
+/// tokenizers passes: a product's merges are contiguous in it). So
+/// comparing two codes compares their ranks, and a code names its product
+/// with no second lookup.
 ///
 /// Performance notes: a word seen once is merged from its bytes, and each
 /// merge step looks up two pairs; a map of every pair (280,000 for
-/// Llama-3, 8 MiB) misses the cache on each. Pairs of two small ids (the
-/// frequent merges, by the id order) are read from a grid of `u16`
-/// indices (512 KiB) instead, the rest from the map.
+/// Llama-3, megabytes) misses the cache on each. Pairs of two small ids
+/// (the frequent merges, by the id order) are read from a grid of codes
+/// (1 MiB) instead, the rest from the map. A merged word's ids are
+/// written in the vocabulary's through `vocabulary`.
 pub(crate) struct Pairs {
-    grid: Box<[u16]>,
-    /// `grid` index → value; index 0 is [`NO_MERGE`].
-    grid_values: Vec<u64>,
-    /// Some pairs of small ids did not fit the grid's `u16` indices and
-    /// are in the map (never seen: the grid holds a few percent of its cells).
-    grid_spilled: bool,
+    grid: Box<[u32]>,
     map: PairTable,
-    /// Each byte's vocabulary id (its internal id is the byte).
-    byte_ids: [u32; 256],
+    /// Internal id → vocabulary id.
+    vocabulary: Box<[u32]>,
 }
 
 impl Pairs {
-    /// The token (see [`token`]) that `byte` starts as.
+    /// The merge code of `left` then `right`, or [`NO_MERGE`].
     #[inline]
-    pub(crate) fn byte_token(&self, byte: u8) -> u64 {
-        u64::from(byte) | u64::from(self.byte_ids[usize::from(byte)]) << 32
-    }
-
-    #[inline]
-    pub(crate) fn get(&self, left: u32, right: u32) -> u64 {
+    pub(crate) fn get(&self, left: u32, right: u32) -> u32 {
         let (l, r) = (left as usize, right as usize);
         if l < GRID && r < GRID {
-            let at = self.grid.get(l * GRID + r).copied().unwrap_or(0);
-            if at != 0 || !self.grid_spilled {
-                return self
-                    .grid_values
-                    .get(usize::from(at))
-                    .copied()
-                    .unwrap_or(NO_MERGE);
-            }
+            return self.grid.get(l * GRID + r).copied().unwrap_or(NO_MERGE);
         }
         self.map.get(pair_key(left, right))
     }
@@ -142,31 +139,21 @@ impl Pairs {
             self.map.prefetch(pair_key(left, right));
         }
     }
+
+    /// The vocabulary id of an internal id.
+    #[inline]
+    pub(crate) fn vocabulary(&self, internal: u32) -> u32 {
+        self.vocabulary
+            .get(internal as usize)
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
 }
 
-/// Bits of a pair value for each of the product's two ids: internal and
-/// vocabulary ids stay under 2^20, ranks under 2^24.
-const ID_BITS: u32 = 20;
-const ID_MASK: u64 = (1 << ID_BITS) - 1;
-const RANK_BITS: u32 = 64 - 2 * ID_BITS;
-
-/// The product of a pair's value as a token: its internal id in the low
-/// 32 bits (what [`Pairs::get`] takes), its vocabulary id in the high 32.
+/// The internal id of a merge code's product.
 #[inline]
-pub(crate) fn token(value: u64) -> u64 {
-    (value & ID_MASK) | ((value >> ID_BITS) & ID_MASK) << 32
-}
-
-/// A token's internal id.
-#[inline]
-pub(crate) fn internal(token: u64) -> u32 {
-    token as u32
-}
-
-/// A token's vocabulary id.
-#[inline]
-pub(crate) fn vocabulary(token: u64) -> u32 {
-    (token >> 32) as u32
+pub(crate) fn product(code: u32) -> u32 {
+    code >> SUB_BITS
 }
 
 /// A byte-level BPE: a word's bytes start as the ids of their one-byte
@@ -175,6 +162,8 @@ pub(crate) struct ByteBpe {
     /// Internal id → the vocabulary's id (the 256 bytes first).
     /// A pair listed twice keeps its last rank, as the reference's map does.
     pairs: Pairs,
+    /// The chars a merge starts from whole.
+    atoms: Option<Atoms>,
     /// Entries by their bytes: the answer to a long word that spells one.
     words: VocabIndex,
     /// Every byte and every short entry that is its word's answer: each
@@ -256,9 +245,9 @@ impl ByteBpe {
     /// bytes and id, `merges` each merge as `[left, right, merged]` ids in
     /// rank order. `ignore_merges`: an entry that spells a whole word is its
     /// answer (tiktoken, and `tokenizer.json` files that say so). `None`
-    /// when a byte has no one-byte entry, an id reaches 2^20 or a rank
-    /// 2^24 (the fields of a pair's value), or the tables outgrow their
-    /// 32-bit offsets: the caller's general path then encodes.
+    /// when a byte has no one-byte entry, the merges' codes cannot order as
+    /// their ranks (invariant *code-orders-as-rank*), or the tables outgrow
+    /// their 32-bit offsets: the caller's general path then encodes.
     pub(crate) fn build<'a>(
         vocab: impl Iterator<Item = (&'a [u8], u32)> + Clone,
         merges: &[[u32; 3]],
@@ -273,7 +262,7 @@ impl ByteBpe {
         if bytes.contains(&u32::MAX) {
             return None;
         }
-        let pairs = internal_pairs(&bytes, merges)?;
+        let (pairs, operand_min) = internal_pairs(&bytes, merges)?;
         let entries: Vec<(&[u8], u32)> = vocab.filter(|(t, _)| t.len() >= 2).collect();
         let rebuilt: Vec<bool> = if ignore_merges {
             vec![true; entries.len()]
@@ -281,7 +270,7 @@ impl ByteBpe {
             entries
                 .par_iter()
                 .map_init(Merger::default, |merger, &(token, id)| {
-                    merger.merge(token, &pairs) == [id]
+                    merger.merge(token, &pairs, None) == [id]
                 })
                 .collect()
         };
@@ -304,7 +293,9 @@ impl ByteBpe {
             || VocabIndex::build(&entries, &rebuilt),
         );
         let (seed, words) = (seed?, words?);
+        let atoms = Atoms::build(&entries, &pairs, &operand_min);
         Some(Self {
+            atoms,
             pairs,
             words,
             seed,
@@ -437,7 +428,7 @@ impl ByteBpe {
             return false;
         };
         let mut merger = Merger::default();
-        merger.merge(word, &self.pairs) == [id]
+        merger.merge(word, &self.pairs, None) == [id]
     }
 
     /// The answers of a chunk's words that their home slots did not give,
@@ -452,7 +443,9 @@ impl ByteBpe {
             let word = m.bytes(text);
             let from = answers.len();
             if !self.known(word, m.word, scratch, &mut answers) {
-                scratch.merger.merge_into(word, &self.pairs, &mut answers);
+                scratch
+                    .merger
+                    .merge_into(word, &self.pairs, self.atoms.as_ref(), &mut answers);
                 Self::learn(word, m.word, &answers[from..], scratch, &self.seed);
             }
             m.span = (from as u32, answers.len() as u32);
@@ -525,62 +518,84 @@ impl ByteBpe {
     }
 }
 
-/// The merges on internal ids. `None` when an id does not fit
-/// [`ID_BITS`] or a rank [`RANK_BITS`].
-fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<Pairs> {
-    let fits = |id: u64, bits: u32| (id >> bits == 0).then_some(id);
-    // Vocabulary id → internal id: the bytes, then each product in the
-    // rank order of its first merge.
-    let mut internal: FxHashMap<u32, u32> = FxHashMap::default();
-    for (b, &id) in bytes.iter().enumerate() {
-        fits(u64::from(id), ID_BITS)?;
-        internal.insert(id, b as u32);
-    }
-    for &[_, _, merged] in merges {
-        let next = internal.len() as u64;
-        if let std::collections::hash_map::Entry::Vacant(slot) = internal.entry(merged) {
-            slot.insert(fits(next, ID_BITS)? as u32);
+/// The merges on internal ids. `None` when the codes do not order as the
+/// ranks (invariant *code-orders-as-rank*) or an id outgrows a code.
+fn internal_pairs(bytes: &[u32; 256], merges: &[[u32; 3]]) -> Option<(Pairs, Vec<u32>)> {
+    // A merge whose part no merge makes (and is no byte) never applies. A
+    // pair listed twice keeps its last rank, as the reference's map does.
+    let mut made: FxHashSet<u32> = bytes.iter().copied().collect();
+    made.extend(merges.iter().map(|m| m[2]));
+    let mut ranks: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    for (rank, &[left, right, merged]) in merges.iter().enumerate() {
+        if made.contains(&left) && made.contains(&right) {
+            ranks.insert((left, right), (u32::try_from(rank).ok()?, merged));
         }
     }
-    // A merge whose part no merge makes (and is no byte) never applies.
-    let mut values: FxHashMap<u64, u64> = FxHashMap::default();
-    for (rank, &[left, right, merged]) in merges.iter().enumerate() {
-        let (Some(&l), Some(&r), Some(&m)) = (
+    let mut kept: Vec<(u32, u32, (u32, u32))> = ranks
+        .into_iter()
+        .map(|(pair, (r, m))| (r, m, pair))
+        .collect();
+    kept.sort_unstable();
+    // Vocabulary id → internal id: the bytes, then each product in the
+    // rank order of its first merge (`first`: that rank).
+    let mut internal: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
+    let mut vocabulary: Vec<u32> = bytes.to_vec();
+    for (b, &id) in bytes.iter().enumerate() {
+        internal.insert(id, (b as u32, 0));
+    }
+    for &(rank, merged, _) in &kept {
+        let next = vocabulary.len() as u32;
+        if let std::collections::hash_map::Entry::Vacant(slot) = internal.entry(merged) {
+            slot.insert((next, rank));
+            vocabulary.push(merged);
+        }
+    }
+    if vocabulary.len() as u64 > u64::from(NO_MERGE >> SUB_BITS) {
+        return None;
+    }
+    let mut codes = Vec::with_capacity(kept.len());
+    // Each internal id's lowest code as an operand (for the atoms).
+    let mut operand_min = vec![NO_MERGE; vocabulary.len()];
+    let mut last = None;
+    for &(rank, merged, (left, right)) in &kept {
+        let (Some(&(l, _)), Some(&(r, _)), Some(&(m, first))) = (
             internal.get(&left),
             internal.get(&right),
             internal.get(&merged),
         ) else {
             continue;
         };
-        let rank = fits(rank as u64, RANK_BITS)?;
-        let vocabulary = fits(u64::from(merged), ID_BITS)?;
-        let value = rank << (2 * ID_BITS) | vocabulary << ID_BITS | u64::from(m);
-        values.insert(pair_key(l, r), value);
-    }
-    let mut grid = vec![0u16; GRID * GRID].into_boxed_slice();
-    let mut grid_values = vec![NO_MERGE];
-    let mut grid_spilled = false;
-    let mut map = Vec::with_capacity(values.len());
-    for (key, value) in values {
-        let (l, r) = ((key >> 32) as usize, (key as u32) as usize);
-        match u16::try_from(grid_values.len()) {
-            Ok(at) if l < GRID && r < GRID => {
-                grid[l * GRID + r] = at;
-                grid_values.push(value);
-            }
-            at => {
-                grid_spilled |= at.is_err() && l < GRID && r < GRID;
-                map.push((key, value));
+        let sub = rank.checked_sub(first)?;
+        if sub >> SUB_BITS != 0 {
+            return None;
+        }
+        let code = m << SUB_BITS | sub;
+        if last.is_some_and(|last| last >= code) {
+            return None;
+        }
+        last = Some(code);
+        for side in [l, r] {
+            if let Some(min) = operand_min.get_mut(side as usize) {
+                *min = (*min).min(code);
             }
         }
+        codes.push((pair_key(l, r), code));
     }
-    Some(Pairs {
+    let mut grid = vec![NO_MERGE; GRID * GRID].into_boxed_slice();
+    let mut map = Vec::with_capacity(codes.len());
+    for (key, code) in codes {
+        let (l, r) = ((key >> 32) as usize, (key as u32) as usize);
+        match grid.get_mut(l * GRID + r) {
+            Some(cell) if l < GRID && r < GRID => *cell = code,
+            _ => map.push((key, code)),
+        }
+    }
+    let pairs = Pairs {
         grid,
-        grid_values,
-        grid_spilled,
         map: PairTable::new(&map),
-        byte_ids: *bytes,
-    })
+        vocabulary: vocabulary.into_boxed_slice(),
+    };
+    Some((pairs, operand_min))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The pairs the grid does not hold: `pair_key` → value, in buckets of
-//! one cache line (four 16-byte slots, keys inline).
+//! one cache line (four slots of a key and a code, keys inline).
 //!
 //! Performance notes: a word seen for the first time asks this table for
 //! most of its pairs, and the table (megabytes) is out of cache. A
@@ -28,7 +28,7 @@ const SLOTS: usize = 4;
 #[repr(C, align(64))]
 struct Bucket {
     keys: [u64; SLOTS],
-    values: [u64; SLOTS],
+    values: [u32; SLOTS],
 }
 
 const EMPTY_BUCKET: Bucket = Bucket {
@@ -58,7 +58,7 @@ fn filter_bit(key: u64) -> usize {
 
 impl PairTable {
     /// A table of `pairs` (`pair_key` → value; keys distinct).
-    pub(super) fn new(pairs: &[(u64, u64)]) -> Self {
+    pub(super) fn new(pairs: &[(u64, u32)]) -> Self {
         let buckets = (pairs.len() * 2 / 5 + 1).next_power_of_two().max(2);
         let mut table = Self {
             buckets: HugeBox::filled(buckets, EMPTY_BUCKET),
@@ -108,7 +108,7 @@ impl PairTable {
 
     /// The pair's value, or [`NO_MERGE`].
     #[inline]
-    pub(super) fn get(&self, key: u64) -> u64 {
+    pub(super) fn get(&self, key: u64) -> u32 {
         let bit = filter_bit(key);
         if self.filter.get(bit >> 6).copied().unwrap_or(0) >> (bit & 63) & 1 == 0 {
             return NO_MERGE;
@@ -138,7 +138,9 @@ mod tests {
 
     #[test]
     fn finds_every_pair_and_no_other() {
-        let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|i| (i * 7919 + 3, i)).collect();
+        let pairs: Vec<(u64, u32)> = (0..10_000u32)
+            .map(|i| (u64::from(i) * 7919 + 3, i))
+            .collect();
         let table = PairTable::new(&pairs);
         for &(k, v) in &pairs {
             assert_eq!(table.get(k), v);

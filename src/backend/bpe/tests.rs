@@ -15,20 +15,61 @@ fn toy(ignore_merges: bool) -> ByteBpe {
 
 type Tables = (Vec<(Vec<u8>, u32)>, Vec<[u32; 3]>);
 
-/// Ids past the pair values' 20-bit fields: no engine (the caller's
-/// general path encodes), rather than wrong ids.
+/// Vocabulary ids are not packed in a pair's code: ids past 2^20 encode as
+/// the reference does.
 #[test]
-fn ids_past_the_value_fields_build_no_engine() {
+fn large_vocabulary_ids_equal_the_reference() {
     let (vocab, merges) = toy_tables();
     let shift = |i: u32| i + (1 << 20);
     let vocab: Vec<(Vec<u8>, u32)> = vocab.into_iter().map(|(t, i)| (t, shift(i))).collect();
     let merges: Vec<[u32; 3]> = merges.into_iter().map(|m| m.map(shift)).collect();
-    let built = ByteBpe::build(
+    let bpe = ByteBpe::build(
         vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
         &merges,
         false,
-    );
-    assert!(built.is_none());
+    )
+    .unwrap();
+    for word in [&b"abcd"[..], b"aaaaab", b"dabcdab", b"zz"] {
+        assert_eq!(encode(&bpe, word), reference(&vocab, &merges, word));
+    }
+}
+
+/// A product merged at two ranks with another product's first merge
+/// between them: codes cannot order as the ranks (invariant
+/// *code-orders-as-rank*), so no engine is built (the caller's general
+/// path encodes) rather than wrong ids.
+#[test]
+fn codes_that_do_not_order_as_ranks_build_no_engine() {
+    let mut vocab: Vec<(Vec<u8>, u32)> = (0u8..=255).map(|b| (vec![b], u32::from(b))).collect();
+    for (i, t) in ["ab", "bc", "cd", "abc"].iter().enumerate() {
+        vocab.push((t.as_bytes().to_vec(), 256 + i as u32));
+    }
+    let (a, b, c, d) = (97, 98, 99, 100);
+    let (ab, bc, cd, abc) = (256, 257, 258, 259);
+    let build = |merges: &[[u32; 3]]| {
+        ByteBpe::build(vocab.iter().map(|(t, i)| (t.as_slice(), *i)), merges, false)
+    };
+    // `abc`'s two merges in a row: the codes order as the ranks.
+    let merges = [
+        [b, c, bc],
+        [a, b, ab],
+        [a, bc, abc],
+        [ab, c, abc],
+        [c, d, cd],
+    ];
+    let bpe = build(&merges).unwrap();
+    for word in [&b"abcd"[..], b"abc", b"cdabc"] {
+        assert_eq!(encode(&bpe, word), reference(&vocab, &merges, word));
+    }
+    // `cd`'s first merge between them: no code order is the rank order.
+    let merges = [
+        [b, c, bc],
+        [a, b, ab],
+        [a, bc, abc],
+        [c, d, cd],
+        [ab, c, abc],
+    ];
+    assert!(build(&merges).is_none());
 }
 
 fn toy_tables() -> Tables {
@@ -250,5 +291,95 @@ proptest! {
         let want = reference(&vocab, &merges, &word);
         prop_assert_eq!(&encode(&bpe, &word), &want);
         prop_assert_eq!(&encode(&bpe, &word), &want);
+    }
+}
+
+/// Four CJK chars and `a`, `b`, `x`, `y` (every other byte as itself):
+/// `中` and `国` form alone and join later (atoms); `x` joins the lead byte
+/// of `人` before `人` forms (a head), `y` the last byte of `中` (a tail);
+/// `大` takes part in a merge that ranks below its own last one (no atom).
+fn cjk_tables() -> Tables {
+    let mut vocab: Vec<(Vec<u8>, u32)> = (0u8..=255).map(|b| (vec![b], u32::from(b))).collect();
+    let mut merges = Vec::new();
+    let mut add = |l: &[u8], r: &[u8]| {
+        let id =
+            |v: &Vec<(Vec<u8>, u32)>, t: &[u8]| v.iter().find(|(s, _)| s == t).map(|&(_, i)| i);
+        let mut entry = |t: Vec<u8>| {
+            id(&vocab, &t).unwrap_or_else(|| {
+                let i = vocab.len() as u32;
+                vocab.push((t, i));
+                i
+            })
+        };
+        let (li, ri, mi) = (entry(l.to_vec()), entry(r.to_vec()), entry([l, r].concat()));
+        merges.push([li, ri, mi]);
+    };
+    let (zhong, guo, ren, da) = (
+        "中".as_bytes(),
+        "国".as_bytes(),
+        "人".as_bytes(),
+        "大".as_bytes(),
+    );
+    add(&zhong[..1], &zhong[1..2]);
+    add(&zhong[2..], b"y");
+    add(&zhong[..2], &zhong[2..]);
+    add(&guo[..1], &guo[1..2]);
+    add(&guo[..2], &guo[2..]);
+    add(zhong, guo);
+    add(b"x", &ren[..1]);
+    add(&ren[1..2], &ren[2..]);
+    add(&ren[..1], &ren[1..]);
+    add(&da[1..2], &da[2..]);
+    add(da, b"a");
+    // Below `大`'s last merge: `大ab` merged from its bytes joins `ab`
+    // first, and started as `大` it would join `大a`.
+    add(b"a", b"b");
+    add(&da[..1], &da[1..]);
+    add(ren, zhong);
+    add(b"b", &da[..1]);
+    (vocab, merges)
+}
+
+fn cjk() -> ByteBpe {
+    let (vocab, merges) = cjk_tables();
+    ByteBpe::build(
+        vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
+        &merges,
+        false,
+    )
+    .unwrap()
+}
+
+#[test]
+fn atoms_start_whole_only_where_the_argument_holds() {
+    let bpe = cjk();
+    let atoms = bpe.atoms.as_ref().expect("中, 国 and 人 are atoms");
+    let mut start = Vec::new();
+    let count = |text: &str, start: &mut Vec<u32>| {
+        atoms.symbols(text.as_bytes(), start);
+        start.len()
+    };
+    assert_eq!(count("中国", &mut start), 2);
+    assert_eq!(count("人", &mut start), 1);
+    assert_eq!(count("x人", &mut start), 4, "a head before 人");
+    assert_eq!(count("中y", &mut start), 4, "a tail after 中");
+    assert_eq!(count("中x", &mut start), 2);
+    assert_eq!(count("大", &mut start), 3, "大 is no atom");
+    assert!(!atoms.symbols("大a".as_bytes(), &mut start));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    /// Words of atoms, heads, tails and a char that is no atom, short and
+    /// long (heap): the reference's ids, merged from the bytes.
+    #[test]
+    fn atoms_merge_as_bytes(parts in proptest::collection::vec(prop_oneof![
+        Just("中"), Just("国"), Just("人"), Just("大"), Just("a"), Just("b"), Just("x"),
+        Just("y")], 0..40)) {
+        let bpe = cjk();
+        let (vocab, merges) = cjk_tables();
+        let word = parts.concat();
+        let want = reference(&vocab, &merges, word.as_bytes());
+        prop_assert_eq!(&encode(&bpe, word.as_bytes()), &want);
     }
 }

@@ -289,7 +289,12 @@ impl FastBpe {
         stage(cancel)?;
         // tiktoken takes a piece that is a token whole.
         let model = ByteBpe::build(ranks.iter().map(|(t, &r)| (t.as_slice(), r)), &list, true)
-            .ok_or_else(|| FastError::Build("a byte without a rank, or ranks past 2^20".into()))?;
+            .ok_or_else(|| {
+                FastError::Build(
+                    "a byte without a rank, or merges whose codes do not order as their ranks"
+                        .into(),
+                )
+            })?;
         stage(cancel)?;
         // tiktoken takes a piece that is a token whole (`ignore_merges`):
         // the cuts must know the tokens its merges do not form.
