@@ -1,8 +1,9 @@
-//! Three-byte chars that the merge may start from whole (invariant
-//! *atoms-merge-as-bytes*): a CJK, kana or Hangul char is three symbols
-//! from its bytes and two merges before it meets its neighbours; started
-//! as its entry, a clause of Chinese seen once has a third of the symbols
-//! and of the merges.
+//! Two- and three-byte chars that the merge may start from whole
+//! (invariant *atoms-merge-as-bytes*): a CJK, kana or Hangul char is three
+//! symbols from its bytes and two merges before it meets its neighbours
+//! (a Cyrillic, Greek or Arabic letter two and one); started as its entry,
+//! a clause of Chinese seen once has a third of the symbols and of the
+//! merges.
 //!
 //! # The argument
 //! A char `c` with an entry `C` of its own is an *atom* when
@@ -11,10 +12,10 @@
 //!
 //! and one occurrence of it may start as `C` when also
 //! 3. no entry holds a proper part of `c` together with the bytes next to
-//!    it in the word: no entry ends with `c`'s first byte (or two) after
-//!    bytes that the word has right before `c` (a *head*), and none starts
-//!    with `c`'s last byte (or two) before bytes that the word has right
-//!    after it (a *tail*).
+//!    it in the word: no entry ends with a proper prefix of `c`'s bytes
+//!    after bytes that the word has right before `c` (a *head*), and none
+//!    starts with a proper suffix of them before bytes that the word has
+//!    right after it (a *tail*).
 //!
 //! Every merge makes an entry, so by (3) no merge joins a part of `c` with
 //! a symbol outside it: until `c` is whole its merges are the merges of
@@ -25,20 +26,27 @@
 //! words make the same merges, in the same order, outside `c`. Applied to
 //! each atom of a word in turn, the word's ids are those of its bytes.
 //!
-//! Heads and tails are few (DeepSeek-V3: 18 heads, 298 tails, most of
-//! them Hebrew letters after a continuation byte), so a char's check is a
-//! bit test of its neighbouring byte against the first (last) bytes of its
-//! tails (heads), and a comparison only where that bit is set: 35 of the
-//! 249,485 chars of `corpus/zh` start as bytes for DeepSeek-V3.
+//! Heads and tails are few for CJK (DeepSeek-V3: 18 heads and 298 tails
+//! next to three-byte chars, most of them Hebrew letters after a
+//! continuation byte), so a char's check is a bit test of its neighbouring
+//! byte against the first (last) bytes of its tails (heads), and a
+//! comparison only where that bit is set: 35 of the 249,485 chars of
+//! `corpus/zh` start as bytes for DeepSeek-V3. A char with more than
+//! [`MAX_FRAGMENTS`] is no atom: the two-byte letters of a large
+//! vocabulary have tails that start with the next letter's lead byte, and
+//! checking them cost more than the merges saved (o200k, `corpus/multilingual`:
+//! 0.97× without the cap, 1.0× with it; DeepSeek-V3 1.03×, Qwen3 1.02×,
+//! Llama-3 1.02× over three-byte atoms alone).
 
 use rustc_hash::FxHashMap;
 
 use super::{NO_MERGE, Pairs, product};
 
-/// The first char a three-byte atom may be: U+3000 (lead byte `0xE3`).
-const FIRST: u32 = 0x3000;
-/// Chars U+3000..=U+DFFF: CJK, kana, Hangul (lead bytes `0xE3..=0xED`).
-const COUNT: usize = 0xB000;
+/// The first char an atom may be: U+0080, the first of two bytes.
+const FIRST: u32 = 0x80;
+/// Chars U+0080..=U+DFFF: every two-byte char, and the three-byte ones up
+/// to Hangul (lead bytes `0xC2..=0xED`).
+const COUNT: usize = 0xE000 - FIRST as usize;
 
 /// Bits of an entry of [`Atoms::chars`] for the atom's internal id; the
 /// rule's index is above.
@@ -46,6 +54,9 @@ const ID_BITS: u32 = 24;
 const ID_MASK: u32 = (1 << ID_BITS) - 1;
 /// A char that is no atom.
 const NONE: u32 = u32::MAX;
+
+/// The most heads and tails an atom's occurrences are checked against.
+const MAX_FRAGMENTS: usize = 32;
 
 /// The heads and tails that may make a char's occurrence start as bytes
 /// (see the module docs, (3)).
@@ -111,7 +122,8 @@ impl Atoms {
         rule_index.insert(Rule::default(), 0);
         let mut any = false;
         for &(entry, id) in entries {
-            let Some(cp) = whole_char(entry, 0).filter(|_| entry.len() == 3) else {
+            let Some((cp, len)) = whole_char(entry, 0).filter(|&(_, len)| len == entry.len())
+            else {
                 continue;
             };
             let Some(atom) = formed(entry, pairs, operand_min) else {
@@ -121,7 +133,7 @@ impl Atoms {
                 continue;
             }
             let mut rule = Rule::default();
-            for part in [&entry[..1], &entry[..2]] {
+            for part in (1..len).filter_map(|k| entry.get(..k)) {
                 for &head in heads.get(part).into_iter().flatten() {
                     if let Some(&last) = head.last() {
                         set_bit(&mut rule.before, last);
@@ -129,13 +141,19 @@ impl Atoms {
                     }
                 }
             }
-            for part in [&entry[2..], &entry[1..]] {
+            for part in (1..len).filter_map(|k| entry.get(k..)) {
                 for &tail in tails.get(part).into_iter().flatten() {
                     if let Some(&first) = tail.first() {
                         set_bit(&mut rule.after, first);
                         rule.tails.push(tail.into());
                     }
                 }
+            }
+            // A check of many fragments would cost more than the merges
+            // the atom saves (the letters of some scripts in large
+            // vocabularies: o200k's Cyrillic).
+            if rule.heads.len() + rule.tails.len() > MAX_FRAGMENTS {
+                continue;
             }
             let next = rules.len() as u32;
             let index = *rule_index.entry(rule.clone()).or_insert_with(|| {
@@ -163,12 +181,12 @@ impl Atoms {
         let mut at = 0;
         while let Some(&b) = word.get(at) {
             if is_lead(b)
-                && let Some(cp) = whole_char(word, at)
-                && let Some(atom) = self.starts_whole(word, at, cp)
+                && let Some((cp, len)) = whole_char(word, at)
+                && let Some(atom) = self.starts_whole(word, at, cp, len)
             {
                 out.push(atom);
                 any = true;
-                at += 3;
+                at += len;
             } else {
                 out.push(u32::from(b));
                 at += 1;
@@ -180,7 +198,7 @@ impl Atoms {
     /// The atom of `cp` (at `at` of `word`) when this occurrence may start
     /// whole.
     #[inline]
-    fn starts_whole(&self, word: &[u8], at: usize, cp: u32) -> Option<u32> {
+    fn starts_whole(&self, word: &[u8], at: usize, cp: u32, len: usize) -> Option<u32> {
         let entry = *self.chars.get(cp.checked_sub(FIRST)? as usize)?;
         if entry == NONE {
             return None;
@@ -189,7 +207,7 @@ impl Atoms {
         if rule != 0 {
             let rule = self.rules.get(rule as usize)?;
             let (before, after) = word.split_at(at);
-            let after = after.get(3..)?;
+            let after = after.get(len..)?;
             if before.last().is_some_and(|&b| bit(&rule.before, b))
                 && rule.heads.iter().any(|h| before.ends_with(h))
             {
@@ -205,10 +223,10 @@ impl Atoms {
     }
 }
 
-/// Whether `b` leads a three-byte char an atom may be.
+/// Whether `b` leads a char an atom may be.
 #[inline]
-fn is_lead(b: u8) -> bool {
-    (0xE3..=0xED).contains(&b)
+pub(super) fn is_lead(b: u8) -> bool {
+    (0xC2..=0xED).contains(&b)
 }
 
 #[inline]
@@ -216,22 +234,41 @@ fn is_continuation(b: u8) -> bool {
     b & 0xC0 == 0x80
 }
 
-/// The char whose three bytes start at `at` of `word`, when its lead byte
-/// is one of [`is_lead`]'s.
+/// The char (and its length) whose bytes start at `at` of `word`, when
+/// its lead byte is one of [`is_lead`]'s.
 #[inline]
-fn whole_char(word: &[u8], at: usize) -> Option<u32> {
-    match *word.get(at..at + 3)? {
-        [a, b, c] if is_lead(a) && is_continuation(b) && is_continuation(c) => {
-            Some((u32::from(a & 0x0F) << 12) | (u32::from(b & 0x3F) << 6) | u32::from(c & 0x3F))
+fn whole_char(word: &[u8], at: usize) -> Option<(u32, usize)> {
+    let lead = *word.get(at)?;
+    let cont = |k: usize| word.get(at + k).copied().filter(|&b| is_continuation(b));
+    match lead {
+        0xC2..=0xDF => {
+            let b = cont(1)?;
+            Some(((u32::from(lead & 0x1F) << 6) | u32::from(b & 0x3F), 2))
+        }
+        0xE0..=0xED => {
+            let (b, c) = (cont(1)?, cont(2)?);
+            let cp =
+                (u32::from(lead & 0x0F) << 12) | (u32::from(b & 0x3F) << 6) | u32::from(c & 0x3F);
+            // An overlong encoding is no char.
+            (cp >= 0x800).then_some((cp, 3))
         }
         _ => None,
     }
 }
 
-/// The internal id that the three bytes `char` merge into alone, when
-/// they merge into one (1) and every merge with it as an operand ranks
-/// after their merges (2).
+/// The internal id that the two or three bytes `char` merge into alone,
+/// when they merge into one (1) and every merge with it as an operand
+/// ranks after their merges (2).
 fn formed(char: &[u8], pairs: &Pairs, operand_min: &[u32]) -> Option<u32> {
+    if let &[a, b] = char {
+        let only = pairs.get(u32::from(a), u32::from(b));
+        if only == NO_MERGE {
+            return None;
+        }
+        let atom = product(only);
+        let after = operand_min.get(atom as usize).copied().unwrap_or(NO_MERGE);
+        return (after > only).then_some(atom);
+    }
     let &[a, b, c] = char else { return None };
     let (a, b, c) = (u32::from(a), u32::from(b), u32::from(c));
     let (left, right) = (pairs.get(a, b), pairs.get(b, c));

@@ -81,7 +81,7 @@ impl Merger {
         out: &mut Vec<u32>,
     ) {
         if let Some(atoms) = atoms
-            && word.iter().any(|&b| b >= 0xE3)
+            && word.iter().any(|&b| super::atoms::is_lead(b))
         {
             let mut start = std::mem::take(&mut self.start);
             if atoms.symbols(word, &mut start) {

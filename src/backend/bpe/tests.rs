@@ -294,7 +294,8 @@ proptest! {
     }
 }
 
-/// Four CJK chars and `a`, `b`, `x`, `y` (every other byte as itself):
+/// Four CJK chars, two Cyrillic letters and `a`, `b`, `q`, `x`, `y`, `z`
+/// (every other byte as itself):
 /// `中` and `国` form alone and join later (atoms); `x` joins the lead byte
 /// of `人` before `人` forms (a head), `y` the last byte of `中` (a tail);
 /// `大` takes part in a merge that ranks below its own last one (no atom).
@@ -336,6 +337,14 @@ fn cjk_tables() -> Tables {
     add(b"a", b"b");
     add(&da[..1], &da[1..]);
     add(ren, zhong);
+    // Two-byte letters: `z` joins the lead byte of `а` before `а` forms (a
+    // head), `q` the last byte of `д` (a tail).
+    let (de, a) = ("д".as_bytes(), "а".as_bytes());
+    add(b"z", &a[..1]);
+    add(&de[1..], b"q");
+    add(&de[..1], &de[1..]);
+    add(&a[..1], &a[1..]);
+    add(de, a);
     add(b"b", &da[..1]);
     (vocab, merges)
 }
@@ -366,6 +375,9 @@ fn atoms_start_whole_only_where_the_argument_holds() {
     assert_eq!(count("中x", &mut start), 2);
     assert_eq!(count("大", &mut start), 3, "大 is no atom");
     assert!(!atoms.symbols("大a".as_bytes(), &mut start));
+    assert_eq!(count("да", &mut start), 2);
+    assert_eq!(count("zа", &mut start), 3, "a head before а");
+    assert_eq!(count("дq", &mut start), 3, "a tail after д");
 }
 
 proptest! {
@@ -375,7 +387,7 @@ proptest! {
     #[test]
     fn atoms_merge_as_bytes(parts in proptest::collection::vec(prop_oneof![
         Just("中"), Just("国"), Just("人"), Just("大"), Just("a"), Just("b"), Just("x"),
-        Just("y")], 0..40)) {
+        Just("y"), Just("д"), Just("а"), Just("z"), Just("q")], 0..40)) {
         let bpe = cjk();
         let (vocab, merges) = cjk_tables();
         let word = parts.concat();
