@@ -4,16 +4,20 @@ use proptest::prelude::*;
 /// A vocabulary over `a`–`d` (and every other byte as itself) with merges
 /// that overlap and compete, in rank order.
 fn toy(ignore_merges: bool) -> ByteBpe {
-    let (vocab, merges) = toy_tables();
+    engine(&toy_tables(), ignore_merges)
+}
+
+type Tables = (Vec<(Vec<u8>, u32)>, Vec<[u32; 3]>);
+
+/// The engine of `tables`.
+fn engine((vocab, merges): &Tables, ignore_merges: bool) -> ByteBpe {
     ByteBpe::build(
         vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
-        &merges,
+        merges,
         ignore_merges,
     )
     .unwrap()
 }
-
-type Tables = (Vec<(Vec<u8>, u32)>, Vec<[u32; 3]>);
 
 /// Vocabulary ids are not packed in a pair's code: ids past 2^20 encode as
 /// the reference does.
@@ -350,13 +354,7 @@ fn cjk_tables() -> Tables {
 }
 
 fn cjk() -> ByteBpe {
-    let (vocab, merges) = cjk_tables();
-    ByteBpe::build(
-        vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
-        &merges,
-        false,
-    )
-    .unwrap()
+    engine(&cjk_tables(), false)
 }
 
 #[test]
