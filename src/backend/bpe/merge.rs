@@ -1,10 +1,10 @@
 //! The merge by ranks on one word (`tokenizers` 0.x `Word::merge_all`):
 //! the adjacent pair of lowest rank, leftmost on a tie, is joined until no
-//! pair left is listed. Runs on tokens, internal and vocabulary id
-//! ids: pairs are looked up by internal id and answer a code that names
-//! their product ([`super::Pairs`]), the answer is written in the
-//! vocabulary's ids. Words of up to [`STACK_MAX`]
-//! bytes merge on the stack, rescanning their pair values
+//! pair left is listed. Runs on internal ids: a pair's lookup answers a
+//! code that names its product ([`super::Pairs`]), and the answer is
+//! written in the vocabulary's ids. A word starts as its bytes, or as its
+//! atoms and other bytes ([`Atoms::symbols`]). Words of up to
+//! [`STACK_MAX`] symbols merge on the stack, rescanning their pair codes
 //! ([`stack_merge`]); longer ones merge on a heap.
 
 use std::cmp::Reverse;
