@@ -538,6 +538,8 @@ struct Masks {
     odd: Vec<u64>,
     /// Each contraction the pieces keep: its quote and length.
     contractions: Vec<(usize, usize)>,
+    /// The pieces' ends, after the first piece's start.
+    ends: Vec<u32>,
 }
 
 thread_local! {
@@ -754,20 +756,121 @@ fn bulk_with<C: Classify>(
         *first &= !1;
     }
     let pieces: u32 = m.starts.iter().map(|w| w.count_ones()).sum();
-    out.reserve(pieces as usize + 1);
-    let mut start = base;
-    for (k, &word) in m.starts.iter().enumerate() {
-        let mut word = word;
+    let ends = &mut m.ends;
+    ends.clear();
+    ends.resize(pieces as usize + 2 + ENDS_SLACK, 0);
+    if let Some(first) = ends.first_mut() {
+        *first = base;
+    }
+    let n = 1 + write_ends(&m.starts, base, ends.get_mut(1..).unwrap_or_default());
+    if let Some(last) = ends.get_mut(n) {
+        *last = base + n_bytes(bytes);
+    }
+    out.extend(
+        ends.get(..=n)
+            .unwrap_or_default()
+            .windows(2)
+            .map(|w| Span::new(w[0], w[1])),
+    );
+}
+
+/// Room past the last end that [`write_ends`] may write stale ends into.
+const ENDS_SLACK: usize = 64;
+
+/// The positions of the bits of `starts` (bit `i` of word `k` is byte
+/// `base + 64k + i`), in order, into `ends`, which has room for them and
+/// [`ENDS_SLACK`] more; returns how many.
+fn write_ends(starts: &[u64], base: u32, ends: &mut [u32]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512vbmi2") {
+        // SAFETY: AVX-512 VBMI2 (and so F and BW) was just detected.
+        return unsafe { write_ends_vbmi2(starts, base, ends) };
+    }
+    write_ends_by_bits(starts, base, ends)
+}
+
+/// [`write_ends`] eight bits at a time, whatever a word's count (the slack
+/// takes the stale ones): one branch a word, where a loop over its bits
+/// mispredicts its exit at nearly every word.
+fn write_ends_by_bits(starts: &[u64], base: u32, ends: &mut [u32]) -> usize {
+    const AT_ONCE: usize = 8;
+    let mut n = 0;
+    for (k, &word) in starts.iter().enumerate() {
         // Offsets fit: the caller's text is under 4 GiB.
         let at = base + (k * 64) as u32;
-        while word != 0 {
-            let i = at + word.trailing_zeros();
-            word &= word - 1;
-            out.push(Span::new(start, i));
-            start = i;
+        let count = word.count_ones() as usize;
+        let mut word = word;
+        let mut from = n;
+        while from < n + count {
+            if let Some(to) = ends.get_mut(from..from + AT_ONCE) {
+                for end in to {
+                    *end = at + word.trailing_zeros();
+                    word &= word.wrapping_sub(1);
+                }
+            }
+            from += AT_ONCE;
         }
+        n += count;
     }
-    out.push(Span::new(start, base + n as u32));
+    n
+}
+
+/// [`write_ends`] by AVX-512 VBMI2: a word's bit positions are its byte
+/// indices compressed under it, widened sixteen at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2")]
+fn write_ends_vbmi2(starts: &[u64], base: u32, ends: &mut [u32]) -> usize {
+    use std::arch::x86_64::{
+        __m512i, _mm512_add_epi32, _mm512_castsi512_si128, _mm512_cvtepu8_epi32,
+        _mm512_extracti32x4_epi32, _mm512_maskz_compress_epi8, _mm512_set1_epi32,
+        _mm512_storeu_si512,
+    };
+    const INDEX: [u8; 64] = {
+        let mut index = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            index[i] = i as u8;
+            i += 1;
+        }
+        index
+    };
+    // SAFETY: `INDEX` is 64 bytes, and the load has no alignment requirement.
+    let index = unsafe { std::arch::x86_64::_mm512_loadu_si512(INDEX.as_ptr().cast::<__m512i>()) };
+    let mut n = 0;
+    for (k, &word) in starts.iter().enumerate() {
+        let count = word.count_ones() as usize;
+        let at = _mm512_set1_epi32((base + (k * 64) as u32) as i32);
+        let packed = _mm512_maskz_compress_epi8(word, index);
+        let quarters = [
+            _mm512_cvtepu8_epi32(_mm512_castsi512_si128(packed)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<1>(packed)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<2>(packed)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<3>(packed)),
+        ];
+        for (q, lanes) in quarters.into_iter().enumerate() {
+            if q * 16 >= count.max(1) {
+                break;
+            }
+            if let Some(to) = ends.get_mut(n + q * 16..n + q * 16 + 16) {
+                // SAFETY: `to` is 16 `u32`s, one 64-byte store with no
+                // alignment requirement.
+                unsafe {
+                    _mm512_storeu_si512(
+                        to.as_mut_ptr().cast::<__m512i>(),
+                        _mm512_add_epi32(lanes, at),
+                    )
+                };
+            }
+        }
+        n += count;
+    }
+    n
+}
+
+/// The length of a text the caller accepted (under 4 GiB).
+#[inline(always)]
+fn n_bytes(bytes: &[u8]) -> u32 {
+    bytes.len() as u32
 }
 
 // ---------------------------------------------------------------------
@@ -1139,8 +1242,68 @@ pub(crate) mod tests {
         ]
     }
 
+    /// Every way [`write_ends`] can run on this core: the bit loop, and
+    /// the VBMI2 compress where the core has it.
+    fn ends_by_each(starts: &[u64], base: u32) -> Vec<Vec<u32>> {
+        let room = starts
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>()
+            + ENDS_SLACK;
+        let mut each = Vec::new();
+        let mut ends = vec![0; room];
+        let n = write_ends_by_bits(starts, base, &mut ends);
+        each.push(ends[..n].to_vec());
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512vbmi2") {
+            let mut ends = vec![0; room];
+            // SAFETY: just detected.
+            let n = unsafe { write_ends_vbmi2(starts, base, &mut ends) };
+            each.push(ends[..n].to_vec());
+        }
+        each
+    }
+
+    #[test]
+    fn ends_are_the_start_bits_in_order() {
+        let words = [
+            0,
+            1,
+            1 << 63,
+            u64::MAX,
+            0x5555_5555_5555_5555,
+            0xFFFF_0000_0000_FFFF,
+        ];
+        for (a, &x) in words.iter().enumerate() {
+            for &y in &words[a..] {
+                let starts = [x, y, x ^ y];
+                let want: Vec<u32> = (0..192u32)
+                    .filter(|&i| starts[i as usize / 64] >> (i % 64) & 1 == 1)
+                    .map(|i| 1000 + i)
+                    .collect();
+                for got in ends_by_each(&starts, 1000) {
+                    assert_eq!(got, want, "{x:#x} {y:#x}");
+                }
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2048))]
+        #[test]
+        fn ends_of_random_bits_are_the_bits(
+            starts in proptest::collection::vec(any::<u64>(), 0..12),
+            base in 0u32..1 << 20,
+        ) {
+            let want: Vec<u32> = (0..starts.len() * 64)
+                .filter(|&i| starts[i / 64] >> (i % 64) & 1 == 1)
+                .map(|i| base + i as u32)
+                .collect();
+            for got in ends_by_each(&starts, base) {
+                prop_assert_eq!(&got, &want);
+            }
+        }
+
         #[test]
         fn pieces_match_the_regex(
             parts in proptest::collection::vec(

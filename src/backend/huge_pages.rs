@@ -9,7 +9,7 @@
 //! `madvise` mode only where asked: a table here is its own anonymous
 //! mapping, aligned to 2 MiB and advised `MADV_HUGEPAGE`. Under `never` the
 //! advice is ignored and under `always` it is what happens anyway; a table
-//! under [`HUGE_PAGE`] stays on the heap (`docs/perf/byte_engine_2026-12-03.md`).
+//! under [`MAPPED_MIN`] stays on the heap (`docs/perf/byte_engine_2026-12-03.md`).
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -18,6 +18,12 @@ use memmap2::MmapMut;
 
 /// A huge page's size (x86-64 and aarch64 with 4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
+
+/// Tables from this size get a huge page of their own: the byte-level
+/// engine's 1 MiB grid of pairs and its 512 KiB pair filter are read at
+/// random on every merge step, 256 and 128 small pages, and share the TLB
+/// with the word and pair tables.
+const MAPPED_MIN: usize = 256 << 10;
 
 /// A fixed-length slice of `T` on its own huge-page mapping, or on the
 /// heap when it is small or the mapping cannot be made.
@@ -87,18 +93,20 @@ impl<T: Copy> HugeBox<T> {
     /// `None` for a small table or where no mapping can be made.
     fn mapped(len: usize) -> Option<Self> {
         let bytes = len.checked_mul(size_of::<T>())?;
-        if bytes < HUGE_PAGE || align_of::<T>() > HUGE_PAGE {
+        if bytes < MAPPED_MIN || align_of::<T>() > HUGE_PAGE {
             return None;
         }
-        let mut map = MmapMut::map_anon(bytes.checked_add(HUGE_PAGE)?).ok()?;
+        // Whole huge pages: a table under one still takes a page of its own.
+        let pages = bytes.div_ceil(HUGE_PAGE).checked_mul(HUGE_PAGE)?;
+        let mut map = MmapMut::map_anon(pages.checked_add(HUGE_PAGE)?).ok()?;
         let offset = map.as_ptr().align_offset(HUGE_PAGE);
-        if offset.checked_add(bytes)? > map.len() {
+        if offset.checked_add(pages)? > map.len() {
             return None;
         }
         #[cfg(target_os = "linux")]
         {
             // A hint: where it is refused the table is on small pages.
-            let _ = map.advise_range(memmap2::Advice::HugePage, offset, bytes);
+            let _ = map.advise_range(memmap2::Advice::HugePage, offset, pages);
         }
         let ptr = NonNull::new(map.as_mut_ptr().wrapping_add(offset).cast::<T>())?;
         Some(Self {
@@ -141,7 +149,7 @@ mod tests {
 
     #[test]
     fn small_and_large_tables_hold_what_was_put() {
-        for len in [0, 1, 1000, HUGE_PAGE / 8 + 3] {
+        for len in [0, 1, 1000, MAPPED_MIN / 8 + 1, HUGE_PAGE / 8 + 3] {
             let mut table = HugeBox::filled(len, 7u64);
             assert_eq!(table.len(), len);
             assert!(table.iter().all(|&v| v == 7));

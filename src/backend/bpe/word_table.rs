@@ -31,6 +31,13 @@ pub(super) const INLINE_IDS: usize = 3;
 /// at most [`SHORT_MAX`], an empty slot's key is 0.
 pub(super) const NOT_SHORT: u128 = u128::MAX;
 
+/// Set in a slot's key for a short word of more than [`INLINE_IDS`] ids,
+/// which the word cache holds: the slot says so (no ids), so a short word
+/// the table does not hold is known to be new without a probe of the word
+/// cache. A word's key never has this bit (its top byte is a length), so a
+/// lookup's compare never takes the marker for the word.
+const IN_CACHE: u128 = 1 << 127;
+
 /// A table grows when this share of its slots (in eighths) is taken.
 const LOAD_EIGHTHS: usize = 5;
 
@@ -63,6 +70,12 @@ impl Slot {
     #[inline(always)]
     pub(super) fn holds(&self, key: u128) -> bool {
         self.key == key
+    }
+
+    /// Whether the word is the word cache's (see [`IN_CACHE`]).
+    #[inline(always)]
+    pub(super) fn in_cache(&self) -> bool {
+        self.key & IN_CACHE != 0
     }
 }
 
@@ -113,6 +126,24 @@ pub(super) struct WordTable {
     taken: usize,
 }
 
+/// A copy of a table's slot address and shift, for a loop that prefetches
+/// home slots while it holds no borrow of the table.
+#[derive(Clone, Copy)]
+pub(super) struct Homes {
+    slots: *const Slot,
+    shift: u32,
+}
+
+impl Homes {
+    /// The home slot's address of `hash`, for
+    /// [`prefetch`](crate::backend::prefetch::prefetch) (never read
+    /// through: it may be stale once the table changes).
+    #[inline(always)]
+    pub(super) fn home_ptr(self, hash: u64) -> *const Slot {
+        self.slots.wrapping_add((hash >> self.shift) as usize)
+    }
+}
+
 /// What a lookup past the home slot found.
 pub(super) enum Found {
     /// The word's slot (now its home).
@@ -156,10 +187,13 @@ impl WordTable {
         (hash >> self.shift) as usize
     }
 
-    /// The home slot's address, for [`prefetch`](crate::backend::prefetch::prefetch).
+    /// Where the table's home slots are, until it next changes.
     #[inline(always)]
-    pub(super) fn home_ptr(&self, hash: u64) -> *const Slot {
-        self.slots.as_ptr().wrapping_add(self.home(hash))
+    pub(super) fn homes(&self) -> Homes {
+        Homes {
+            slots: self.slots.as_ptr(),
+            shift: self.shift,
+        }
     }
 
     #[inline(always)]
@@ -167,8 +201,8 @@ impl WordTable {
         self.slots.get(at)
     }
 
-    /// The word's slot, swapped into its home when found past it, or the
-    /// vacancy that ends its chain.
+    /// The word's slot (its ids, or its [`Slot::in_cache`] marker), swapped
+    /// into its home when found past it, or the vacancy that ends its chain.
     pub(super) fn find(&mut self, key: u128, hash: u64) -> Found {
         let mask = self.slots.len() - 1;
         let home = self.home(hash);
@@ -177,7 +211,7 @@ impl WordTable {
             let Some(slot) = self.slots.get(at) else {
                 return Found::Vacant(home);
             };
-            if slot.key == key {
+            if slot.key & !IN_CACHE == key {
                 self.slots.swap(home, at);
                 return Found::At(home);
             }
@@ -188,14 +222,16 @@ impl WordTable {
         }
     }
 
-    /// Keeps a word's ids (at most [`INLINE_IDS`]) at the vacancy
-    /// [`Self::find`] gave; a table past its load grows, and one at its
-    /// largest starts again from `seed`.
+    /// Keeps a word's ids at the vacancy [`Self::find`] gave: its ids, or
+    /// for more than [`INLINE_IDS`] the mark that the word cache holds them.
+    /// A table past its load grows, and one at its largest starts again
+    /// from `seed`.
     pub(super) fn insert(&mut self, at: usize, key: u128, ids: &[u32], seed: &WordTable) {
         if ids.len() > INLINE_IDS {
-            return;
+            self.put(at, key | IN_CACHE, &[]);
+        } else {
+            self.put(at, key, ids);
         }
-        self.put(at, key, ids);
         if self.taken * 8 < self.slots.len() * LOAD_EIGHTHS {
             return;
         }
@@ -205,7 +241,7 @@ impl WordTable {
         }
         let mut grown = Self::with_slots(self.slots.len() * 2);
         for slot in self.slots.iter().filter(|s| s.key != 0) {
-            if let Found::Vacant(at) = grown.find(slot.key, hash(slot.key))
+            if let Found::Vacant(at) = grown.find(slot.key & !IN_CACHE, hash(slot.key & !IN_CACHE))
                 && let Some(to) = grown.slots.get_mut(at)
             {
                 *to = *slot;
@@ -245,6 +281,38 @@ mod tests {
                 assert_eq!((far >> 120) as usize, end - start);
             }
         }
+    }
+
+    #[test]
+    fn a_word_of_many_ids_is_marked_not_held() {
+        let seed = WordTable::seeded([(&b"ab"[..], 7u32)].into_iter()).unwrap();
+        let mut table = seed.clone();
+        let word = b"abcd";
+        let key = short_key(word, 0, word.len());
+        let Found::Vacant(at) = table.find(key, hash(key)) else {
+            panic!("a new word is vacant");
+        };
+        table.insert(at, key, &[1, 2, 3, 4], &seed);
+        // Past every growth, the word is found as the word cache's, and the
+        // lookups' compare never takes the mark for the word.
+        let mut words = 0u32;
+        while table.slots.len() < 1 << 14 {
+            let other = format!("w{words}");
+            let k = short_key(other.as_bytes(), 0, other.len());
+            if let Found::Vacant(at) = table.find(k, hash(k)) {
+                table.insert(at, k, &[words], &seed);
+            }
+            words += 1;
+        }
+        let Found::At(at) = table.find(key, hash(key)) else {
+            panic!("the marked word is found");
+        };
+        let slot = table.slots[at];
+        assert!(slot.in_cache());
+        assert!(!slot.holds(key));
+        assert_eq!(slot.count(), 0);
+        let home = table.slot(table.home(hash(key))).unwrap();
+        assert!(!home.holds(key));
     }
 
     #[test]

@@ -252,7 +252,7 @@ impl HfBackend {
         ids: &mut Vec<u32>,
     ) -> Result<()> {
         tokens.clear();
-        tokens.reserve(text.len() / 4 + 4);
+        tokens.reserve(text.len() / 3 + 4);
         // The chunk encoder's walk (which fixes the folds itself) for every
         // BPE, so sequential encodes and chunks fill one word cache per
         // thread (invariant `pipeline-walk-equals-pipeline`), and for the other models where the

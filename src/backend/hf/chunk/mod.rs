@@ -314,7 +314,7 @@ impl HfBackend {
         };
         let mut out = Out {
             // The sequential encode's estimate (`HfBackend::encode`).
-            tokens: Vec::with_capacity(len.max(request.reserve_bytes) / 4 + 8),
+            tokens: Vec::with_capacity(len.max(request.reserve_bytes) / 3 + 8),
             head: Side::default(),
             tail: Side::default(),
             offsets: Vec::new(),
