@@ -914,14 +914,21 @@ const ASCII_GAP: usize = 64;
 /// The pre-tokens of `text` for `grammar` into `spans` (appended, relative
 /// to `text`, which is under 4 GiB): ASCII regions by the masks, the
 /// regions between safe boundaries that hold another byte by `other` (its
-/// spans relative to the region it is given, appended).
+/// spans relative to the region it is given, appended). `ascii`: the
+/// caller knows `text` is all ASCII (one pass over it answers every step
+/// that looks for other bytes).
 pub(crate) fn split<E>(
     grammar: Grammar,
     text: &str,
+    ascii: bool,
     spans: &mut Vec<Span>,
     mut other: impl FnMut(&str, &mut Vec<Span>) -> Result<(), E>,
 ) -> Result<(), E> {
     let bytes = text.as_bytes();
+    if ascii {
+        bulk(grammar, bytes, 0, spans);
+        return Ok(());
+    }
     let n = bytes.len();
     let mut pos = 0;
     while pos < n {
@@ -993,7 +1000,7 @@ pub(crate) mod tests {
     /// `split` with the regex standing for the native grammar.
     fn pieces(pattern: &str, grammar: Grammar, text: &str) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
-        split::<()>(grammar, text, &mut spans, |region, out| {
+        split::<()>(grammar, text, false, &mut spans, |region, out| {
             out.extend(
                 regex_pieces(pattern, region)
                     .into_iter()

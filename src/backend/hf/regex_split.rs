@@ -308,7 +308,13 @@ impl RegexSplit {
     /// point that `tokenizers`' pre-tokenizer classes differently from the
     /// reference for one of these steps.
     pub(super) fn needs(&self, text: &str) -> bool {
-        self.always || self.lists.iter().any(|list| list.in_text(text))
+        self.needs_in(text, false)
+    }
+
+    /// [`Self::needs`] where the caller knows whether `text` is all ASCII
+    /// (then it holds none of the listed code points).
+    pub(super) fn needs_in(&self, text: &str, ascii: bool) -> bool {
+        self.always || (!ascii && self.lists.iter().any(|list| list.in_text(text)))
     }
 
     /// The pieces of `text` (byte spans into it), or `None` when a regex

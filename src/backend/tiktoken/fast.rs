@@ -191,18 +191,22 @@ impl NativeSplit {
 
     /// The pre-tokens of `text` into `spans` (cleared first). `Ok(false)`
     /// when `text` must be cut by the regex instead: a code point of invariant
-    /// `unicode-classes-are-reference`, or over 4 GiB.
+    /// `unicode-classes-are-reference`, or over 4 GiB. `ascii`: `text` is
+    /// all ASCII (none of those code points, and the masks take it whole).
     pub(crate) fn spans(
         &self,
         text: &str,
+        ascii: bool,
         scratch: &mut PreTokenizerScratch,
         spans: &mut Vec<Span>,
     ) -> Result<bool, String> {
         spans.clear();
-        if u32::try_from(text.len()).is_err() || crate::backend::divergence::needs_regex(text) {
+        if u32::try_from(text.len()).is_err()
+            || (!ascii && crate::backend::divergence::needs_regex(text))
+        {
             return Ok(false);
         }
-        self.cut(text, scratch, spans)?;
+        self.cut(text, ascii, scratch, spans)?;
         Ok(true)
     }
 
@@ -210,6 +214,7 @@ impl NativeSplit {
     fn cut(
         &self,
         text: &str,
+        ascii: bool,
         scratch: &mut PreTokenizerScratch,
         spans: &mut Vec<Span>,
     ) -> Result<(), String> {
@@ -219,7 +224,7 @@ impl NativeSplit {
                 .map_err(|e| e.to_string())
         };
         match self.ascii {
-            Some(grammar) => ascii_split::split(grammar, text, spans, native)?,
+            Some(grammar) => ascii_split::split(grammar, text, ascii, spans, native)?,
             None => native(text, spans)?,
         }
         if self.end_fix {
@@ -359,15 +364,17 @@ impl FastBpe {
         out: &mut Vec<u32>,
         scratch: &mut Scratch,
     ) -> Result<bool, String> {
+        // One pass says whether any step must look for other bytes.
+        let ascii = text.is_ascii();
         if !self
             .split
-            .spans(text, &mut scratch.pre, &mut scratch.spans)?
+            .spans(text, ascii, &mut scratch.pre, &mut scratch.spans)?
         {
             return Ok(false);
         }
         scratch.tokens.clear();
         word_cuts::encode_spans::<String>(
-            self.cuts.as_ref().map(WordCuts::Cjk),
+            self.cuts.as_ref().filter(|_| !ascii).map(WordCuts::Cjk),
             &mut scratch.cuts,
             text,
             &scratch.spans,
@@ -412,7 +419,12 @@ pub(crate) fn native_pieces(pattern: &str, text: &str) -> Vec<(usize, usize)> {
     let split = NativeSplit::new(pattern).expect("a built-in pattern");
     let mut spans = Vec::new();
     split
-        .cut(text, &mut PreTokenizerScratch::default(), &mut spans)
+        .cut(
+            text,
+            text.is_ascii(),
+            &mut PreTokenizerScratch::default(),
+            &mut spans,
+        )
         .expect("pre-tokenize");
     spans
         .iter()

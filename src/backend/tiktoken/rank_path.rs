@@ -129,7 +129,12 @@ impl TiktokenBackend {
         if let Some(native) = &self.native {
             let mut spans = Vec::new();
             if native
-                .spans(segment, &mut PreTokenizerScratch::default(), &mut spans)
+                .spans(
+                    segment,
+                    segment.is_ascii(),
+                    &mut PreTokenizerScratch::default(),
+                    &mut spans,
+                )
                 .map_err(|e| Error::backend(NAME, format!("pre-tokenizing: {e}")))?
             {
                 for span in &spans {

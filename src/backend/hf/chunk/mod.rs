@@ -141,6 +141,8 @@ struct Piece<'p> {
     /// pre-tokenizer's prefix space, invariant `crate-steps-equal-reference`): they stand for no
     /// text.
     shift: usize,
+    /// The piece is all ASCII: no step looks for other bytes in it.
+    ascii: bool,
 }
 
 impl Piece<'_> {
@@ -510,11 +512,14 @@ impl HfBackend {
                 } else {
                     (text, 0)
                 };
-                self.pre_tokenize(pipe, text, scratch)?;
+                // One pass says whether any step must look for other bytes.
+                let ascii = text.is_ascii();
+                self.pre_tokenize(pipe, text, ascii, scratch)?;
                 let piece = Piece {
                     text,
                     base: npos,
                     shift,
+                    ascii,
                 };
                 self.encode_piece(&piece, &to_full, map.as_mut(), windows, scratch, out)?;
             }
@@ -547,11 +552,13 @@ impl HfBackend {
         Ok(())
     }
 
-    /// The pre-tokens of one piece of normalized text, into `scratch.spans`.
+    /// The pre-tokens of one piece of normalized text (`ascii`: all ASCII),
+    /// into `scratch.spans`.
     fn pre_tokenize(
         &self,
         pipe: &tokenizers::pipeline::PipelineTokenizer,
         text: &str,
+        ascii: bool,
         scratch: &mut Scratch,
     ) -> Result<()> {
         let Ok(text_len) = u32::try_from(text.len()) else {
@@ -563,7 +570,7 @@ impl HfBackend {
         match self
             .regex_split
             .as_ref()
-            .filter(|r| r.needs(text))
+            .filter(|r| r.needs_in(text, ascii))
             .and_then(|r| r.split(text))
         {
             Some(spans) => scratch.spans.extend(spans),
@@ -583,6 +590,7 @@ impl HfBackend {
                     Some(grammar) => crate::backend::ascii_split::split(
                         grammar,
                         text,
+                        ascii,
                         &mut scratch.spans,
                         native,
                     )?,
@@ -616,6 +624,8 @@ impl HfBackend {
             };
             let cuts = match &self.joins {
                 Some(joins) => Some(WordCuts::Joins(joins)),
+                // CJK cuts start at CJK lead bytes, which ASCII has none of.
+                None if piece.ascii => None,
                 None => self.vocab.cuts.as_ref().map(WordCuts::Cjk),
             };
             word_cuts::encode_spans(
