@@ -19,10 +19,10 @@ use memmap2::MmapMut;
 /// A huge page's size (x86-64 and aarch64 with 4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Tables from this size get a huge page of their own: the byte-level
-/// engine's 1 MiB grid of pairs and its 512 KiB pair filter are read at
-/// random on every merge step, 256 and 128 small pages, and share the TLB
-/// with the word and pair tables.
+/// Tables from this size get huge pages of their own, rounded up to whole
+/// pages: the byte-level engine's 4 MiB grid of pairs and its 512 KiB pair
+/// filter are read at random on every merge step (1,024 and 128 small
+/// pages), and share the TLB with the word and pair tables.
 const MAPPED_MIN: usize = 256 << 10;
 
 /// A fixed-length slice of `T` on its own huge-page mapping, or on the
