@@ -241,7 +241,8 @@ impl WordTable {
         }
         let mut grown = Self::with_slots(self.slots.len() * 2);
         for slot in self.slots.iter().filter(|s| s.key != 0) {
-            if let Found::Vacant(at) = grown.find(slot.key & !IN_CACHE, hash(slot.key & !IN_CACHE))
+            let key = slot.key & !IN_CACHE;
+            if let Found::Vacant(at) = grown.find(key, hash(key))
                 && let Some(to) = grown.slots.get_mut(at)
             {
                 *to = *slot;
