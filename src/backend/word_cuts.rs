@@ -8,7 +8,7 @@
 //! again alike (`docs/perf/byte_engine_2026-12-02.md`, "Memos"), and text
 //! sent again is the job of the handle's caches.
 
-use tokenizers::pipeline::{PipelineToken, Span};
+use tokenizers::pipeline::Span;
 
 use crate::backend::char_cuts::{CharCuts, holds_cjk_lead, next_cjk_lead};
 use crate::backend::join_cuts::JoinCuts;
@@ -37,13 +37,13 @@ impl CutScratch {
 /// cuts apply to is cut, and its pieces are encoded with the spans around
 /// it in one call. The ids are the same as `model` on `spans` (invariant `cut-where-no-entry-joins`
 /// and 358).
-pub(crate) fn encode_spans<E>(
+pub(crate) fn encode_spans<O, E>(
     cuts: Option<WordCuts<'_>>,
     scratch: &mut CutScratch,
     text: &str,
     spans: &[Span],
-    out: &mut Vec<PipelineToken>,
-    mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    out: &mut O,
+    mut model: impl FnMut(&[Span], &mut O) -> Result<(), E>,
 ) -> Result<(), E> {
     match cuts {
         None => model(spans, out),
@@ -62,13 +62,13 @@ pub(crate) enum WordCuts<'a> {
 }
 
 /// [`encode_spans`] with CJK cuts.
-fn encode_cjk<E>(
+fn encode_cjk<O, E>(
     cuts: &CharCuts,
     scratch: &mut CutScratch,
     text: &str,
     spans: &[Span],
-    out: &mut Vec<PipelineToken>,
-    mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    out: &mut O,
+    mut model: impl FnMut(&[Span], &mut O) -> Result<(), E>,
 ) -> Result<(), E> {
     let bytes = text.as_bytes();
     // No CJK lead byte lies before `clear_to` (after the last span looked
@@ -119,13 +119,13 @@ fn encode_cjk<E>(
 
 /// [`encode_spans`] with a character BPE's cuts: each span cut where no
 /// entry joins (invariant `cut-where-no-entry-joins`).
-fn encode_joined<E>(
+fn encode_joined<O, E>(
     cuts: &JoinCuts,
     scratch: &mut CutScratch,
     text: &str,
     spans: &[Span],
-    out: &mut Vec<PipelineToken>,
-    mut model: impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    out: &mut O,
+    mut model: impl FnMut(&[Span], &mut O) -> Result<(), E>,
 ) -> Result<(), E> {
     let bytes = text.as_bytes();
     let pieces = &mut scratch.pieces;
@@ -137,10 +137,10 @@ fn encode_joined<E>(
 }
 
 /// What is queued in `pieces`, encoded.
-fn flush<E>(
+fn flush<O, E>(
     pieces: &[Span],
-    out: &mut Vec<PipelineToken>,
-    model: &mut impl FnMut(&[Span], &mut Vec<PipelineToken>) -> Result<(), E>,
+    out: &mut O,
+    model: &mut impl FnMut(&[Span], &mut O) -> Result<(), E>,
 ) -> Result<(), E> {
     if pieces.is_empty() {
         return Ok(());
@@ -162,7 +162,7 @@ mod tests {
         text: &str,
         spans: &[Span],
     ) -> (Vec<u32>, Vec<Vec<Span>>) {
-        let (mut out, mut calls) = (Vec::new(), Vec::new());
+        let (mut out, mut calls): (Vec<u32>, _) = (Vec::new(), Vec::new());
         encode_spans(
             cuts.map(WordCuts::Cjk),
             scratch,
@@ -172,17 +172,13 @@ mod tests {
             |sp, o| {
                 calls.push(sp.to_vec());
                 for s in sp {
-                    o.extend(
-                        text[s.range()]
-                            .chars()
-                            .map(|c| PipelineToken::from(u32::from(c))),
-                    );
+                    o.extend(text[s.range()].chars().map(u32::from));
                 }
                 Ok::<(), ()>(())
             },
         )
         .expect("stand-in model");
-        (PipelineToken::cast_slice(&out).to_vec(), calls)
+        (out, calls)
     }
 
     /// Text with a few CJK clauses among many plain pre-tokens, and CJK

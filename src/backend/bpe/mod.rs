@@ -214,15 +214,65 @@ struct Miss {
 }
 
 /// Keeps a miss for [`ByteBpe::resolve`]: out of line, so the lookups'
-/// loop keeps its registers.
+/// loop keeps its registers. A merge starts by looking up the word's byte
+/// pairs: their lines are asked for now, while the chunk's other lookups
+/// run.
 #[cold]
 #[inline(never)]
-fn defer(misses: &mut Vec<Miss>, word: Pending, written: usize) {
+fn defer(misses: &mut Vec<Miss>, word: Pending, written: usize, text: &[u8], pairs: &Pairs) {
+    let bytes = text
+        .get(word.start as usize..word.end as usize)
+        .unwrap_or_default();
+    for pair in bytes.windows(2).take(PREFETCHED_PAIRS) {
+        pairs.prefetch(u32::from(pair[0]), u32::from(pair[1]));
+    }
     misses.push(Miss {
         word,
         at: written as u32,
         span: (0, 0),
     });
+}
+
+/// Fills `pending` with the next words of `ranges` (at most [`CHUNK`]),
+/// each with its key and hash, and asks for each one's home slot; the
+/// count gathered (under [`CHUNK`]: the ranges are done). A loop of its
+/// own, with no call in it, so its state stays in registers.
+#[inline(never)]
+fn gather<I: Iterator<Item = (usize, usize)>>(
+    text: &[u8],
+    mut ranges: I,
+    homes: word_table::Homes,
+    pending: &mut [Pending],
+) -> (usize, I) {
+    let mut n = 0;
+    while let Some(p) = pending.get_mut(n) {
+        let (start, end) = loop {
+            match ranges.next() {
+                None => return (n, ranges),
+                Some((start, end))
+                    if start < end && end <= text.len() && end <= u32::MAX as usize =>
+                {
+                    break (start, end);
+                }
+                Some(_) => {}
+            }
+        };
+        let key = if end - start <= SHORT_MAX {
+            word_table::short_key(text, start, end)
+        } else {
+            NOT_SHORT
+        };
+        let hash = word_table::hash(key);
+        prefetch(homes.home_ptr(hash), true);
+        *p = Pending {
+            key,
+            hash,
+            start: start as u32,
+            end: end as u32,
+        };
+        n += 1;
+    }
+    (n, ranges)
 }
 
 impl Miss {
@@ -239,6 +289,9 @@ impl Miss {
 /// L1; fetched into L2 with a second fetch into L1 16 words ahead of each
 /// lookup, no faster on either.)
 const CHUNK: usize = 256;
+
+/// The byte pairs of a missed word whose lines [`defer`] asks for.
+const PREFETCHED_PAIRS: usize = 8;
 
 /// Words longer than this are merged every time: they are clauses or runs
 /// that do not recur, and would crowd the cache. (Code's rule lines, 65
@@ -347,37 +400,16 @@ impl ByteBpe {
             || self.fresh_scratch(),
             |scratch| {
                 let mut pending = std::mem::take(&mut scratch.pending);
-                let mut n = 0;
-                // The table's slots and shift in registers: a lookup's
-                // chunk may grow the table, so they are read again after it.
-                let mut homes = scratch.table.homes();
-                for (start, end) in ranges {
-                    if start >= end || end > text.len() || end > u32::MAX as usize {
-                        continue;
-                    }
-                    let key = if end - start <= SHORT_MAX {
-                        word_table::short_key(text, start, end)
-                    } else {
-                        NOT_SHORT
-                    };
-                    let hash = word_table::hash(key);
-                    prefetch(homes.home_ptr(hash), true);
-                    if let Some(p) = pending.get_mut(n) {
-                        *p = Pending {
-                            key,
-                            hash,
-                            start: start as u32,
-                            end: end as u32,
-                        };
-                    }
-                    n += 1;
-                    if n == CHUNK {
-                        self.lookups(text, &pending, scratch, out);
-                        n = 0;
-                        homes = scratch.table.homes();
+                let mut ranges = ranges;
+                loop {
+                    let n;
+                    (n, ranges) = gather(text, ranges, scratch.table.homes(), &mut pending);
+                    let chunk = pending.get(..n).unwrap_or_default();
+                    self.lookups(text, chunk, scratch, out);
+                    if n < CHUNK {
+                        break;
                     }
                 }
-                self.lookups(text, pending.get(..n).unwrap_or_default(), scratch, out);
                 scratch.pending = pending;
             },
         );
@@ -396,19 +428,25 @@ impl ByteBpe {
         let mut misses = std::mem::take(&mut scratch.misses);
         misses.clear();
         let mut written = 0;
+        // The table does not change before the misses are resolved: its
+        // slots and shift stay in registers.
+        let (slots, shift) = scratch.table.view();
         for p in pending {
-            let home = scratch.table.home(p.hash);
-            if let (Some(slot), Some(to)) = (
-                scratch.table.slot(home),
-                ids.get_mut(written..written + INLINE_IDS),
-            ) {
+            let home = (p.hash >> shift) as usize;
+            if let (Some(slot), Some(to)) =
+                (slots.get(home), ids.get_mut(written..written + INLINE_IDS))
+            {
                 to.copy_from_slice(slot.ids());
                 if slot.holds(p.key) {
                     written += slot.count();
                     continue;
                 }
             }
-            defer(&mut misses, *p, written);
+            // A short word past its home slot is found, or placed, further
+            // along its chain: the next line, asked for before the chunk's
+            // other lookups.
+            prefetch(slots.as_ptr().wrapping_add((home | 1) + 1), true);
+            defer(&mut misses, *p, written, text, &self.pairs);
         }
         if misses.is_empty() {
             out.extend_ids(ids.get(..written).unwrap_or_default());
@@ -452,7 +490,26 @@ impl ByteBpe {
     fn resolve(&self, text: &[u8], misses: &mut [Miss], scratch: &mut Scratch) {
         let mut answers = std::mem::take(&mut scratch.answers);
         answers.clear();
+        // Long words met before first, in a loop of lookups only: each one's
+        // probe of the word cache is independent of the last, so their
+        // misses overlap. (An answer's place in `answers` is its span's.)
         for m in misses.iter_mut() {
+            let word = m.bytes(text);
+            if m.word.key != NOT_SHORT || word.len() > CACHED_WORD_MAX {
+                continue;
+            }
+            let key = WordKey::of(word);
+            if let Some(ids) = scratch.cache.get(word, key, key.hash()) {
+                let from = answers.len();
+                answers.extend_from_slice(ids);
+                m.span = (from as u32, answers.len() as u32);
+            }
+        }
+        for m in misses.iter_mut() {
+            // Answered above (every answer has an id).
+            if m.span.1 > m.span.0 {
+                continue;
+            }
             let word = m.bytes(text);
             let from = answers.len();
             if let Err(Unknown(vacancy)) = self.known(word, m.word, scratch, &mut answers) {

@@ -102,11 +102,19 @@ pub(super) fn short_key(text: &[u8], start: usize, end: usize) -> u128 {
     if let Some(Ok(bytes)) = text.get(start..start + 16).map(<[u8; 16]>::try_from) {
         return (u128::from_le_bytes(bytes) & KEEP[len & 15]) | tag;
     }
+    short_key_at_end(text, start, end) | tag
+}
+
+/// [`short_key`]'s bytes for a word in the text's last 15 bytes: out of
+/// line, so the gathering loop keeps its registers.
+#[cold]
+#[inline(never)]
+fn short_key_at_end(text: &[u8], start: usize, end: usize) -> u128 {
     let mut bytes = [0u8; 16];
-    if let (Some(to), Some(from)) = (bytes.get_mut(..len), text.get(start..end)) {
+    if let (Some(to), Some(from)) = (bytes.get_mut(..end - start), text.get(start..end)) {
         to.copy_from_slice(from);
     }
-    u128::from_le_bytes(bytes) | tag
+    u128::from_le_bytes(bytes)
 }
 
 /// A key's hash: its halves folded and multiplied once; tables index by
@@ -194,6 +202,12 @@ impl WordTable {
             slots: self.slots.as_ptr(),
             shift: self.shift,
         }
+    }
+
+    /// The slots and the shift that takes a hash to its home slot.
+    #[inline(always)]
+    pub(super) fn view(&self) -> (&[Slot], u32) {
+        (&self.slots, self.shift)
     }
 
     #[inline(always)]

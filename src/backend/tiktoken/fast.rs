@@ -24,7 +24,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use tokenizers::SplitDelimiterBehavior;
-use tokenizers::pipeline::{PipelineToken, PreTokenizer, PreTokenizerScratch, Span};
+use tokenizers::pipeline::{PreTokenizer, PreTokenizerScratch, Span};
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
 use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
@@ -250,7 +250,6 @@ struct Scratch {
     spans: Vec<Span>,
     /// The CJK cuts' (invariant `cut-where-no-entry-joins`).
     cuts: CutScratch,
-    tokens: Vec<PipelineToken>,
 }
 
 impl FastBpe {
@@ -340,7 +339,6 @@ impl FastBpe {
             pre: PreTokenizerScratch::default(),
             spans: Vec::new(),
             cuts: CutScratch::default(),
-            tokens: Vec::new(),
         };
         let run = |scratch: &mut Scratch| {
             let result = self.encode_with(text, out, scratch);
@@ -348,8 +346,7 @@ impl FastBpe {
                 on_pieces(&scratch.spans);
             }
             // Large buffers are not kept past a huge input.
-            if scratch.tokens.capacity() > 1 << 20 {
-                scratch.tokens = Vec::new();
+            if scratch.spans.capacity() > 1 << 20 {
                 scratch.spans = Vec::new();
                 scratch.cuts.release_pieces();
             }
@@ -372,25 +369,28 @@ impl FastBpe {
         {
             return Ok(false);
         }
-        scratch.tokens.clear();
-        word_cuts::encode_spans::<String>(
+        word_cuts::encode_spans::<_, String>(
             self.cuts.as_ref().filter(|_| !ascii).map(WordCuts::Cjk),
             &mut scratch.cuts,
             text,
             &scratch.spans,
-            &mut scratch.tokens,
+            out,
             |spans, out| {
-                let ranges = spans.iter().map(|s| {
-                    let r = s.range();
-                    (r.start, r.end)
-                });
-                self.model.encode_ranges(text.as_bytes(), ranges, out);
+                self.model
+                    .encode_ranges(text.as_bytes(), span_ranges(spans), out);
                 Ok(())
             },
         )?;
-        out.extend_from_slice(PipelineToken::cast_slice(&scratch.tokens));
         Ok(true)
     }
+}
+
+/// The byte ranges of `spans`, as the engine takes them.
+fn span_ranges(spans: &[Span]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    spans.iter().map(|s| {
+        let r = s.range();
+        (r.start, r.end)
+    })
 }
 
 /// cl100k's `\s++$`: a segment's trailing whitespace is one piece where the
