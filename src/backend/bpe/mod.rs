@@ -214,17 +214,29 @@ struct Miss {
 }
 
 /// Keeps a miss for [`ByteBpe::resolve`]: out of line, so the lookups'
-/// loop keeps its registers. A merge starts by looking up the word's byte
-/// pairs: their lines are asked for now, while the chunk's other lookups
-/// run.
+/// loop keeps its registers. A short word past its `home` slot is found,
+/// or placed, further along its chain, and a new one's merge starts by
+/// looking up its byte pairs: those lines are asked for now, while the
+/// chunk's other lookups run. (A long word is mostly the word cache's.)
 #[cold]
 #[inline(never)]
-fn defer(misses: &mut Vec<Miss>, word: Pending, written: usize, text: &[u8], pairs: &Pairs) {
-    let bytes = text
-        .get(word.start as usize..word.end as usize)
-        .unwrap_or_default();
-    for pair in bytes.windows(2).take(PREFETCHED_PAIRS) {
-        pairs.prefetch(u32::from(pair[0]), u32::from(pair[1]));
+fn defer(
+    misses: &mut Vec<Miss>,
+    word: Pending,
+    written: usize,
+    text: &[u8],
+    pairs: &Pairs,
+    slots: &[word_table::Slot],
+    home: usize,
+) {
+    if word.key != NOT_SHORT {
+        prefetch(slots.as_ptr().wrapping_add((home | 1) + 1), true);
+        let bytes = text
+            .get(word.start as usize..word.end as usize)
+            .unwrap_or_default();
+        for pair in bytes.windows(2).take(PREFETCHED_PAIRS) {
+            pairs.prefetch(u32::from(pair[0]), u32::from(pair[1]));
+        }
     }
     misses.push(Miss {
         word,
@@ -380,6 +392,20 @@ impl ByteBpe {
         self.encode_ranges(word, std::iter::once((0, word.len())), out);
     }
 
+    /// Appends the ids of each pre-token span of `text` to `out`.
+    pub(crate) fn encode_spans<S: IdSink>(
+        &self,
+        text: &[u8],
+        spans: &[tokenizers::pipeline::Span],
+        out: &mut S,
+    ) {
+        let ranges = spans.iter().map(|s| {
+            let r = s.range();
+            (r.start, r.end)
+        });
+        self.encode_ranges(text, ranges, out);
+    }
+
     /// Appends the ids of each `(start, end)` byte range of `text` to `out`.
     ///
     /// Performance notes: the ranges are gathered in chunks of [`CHUNK`],
@@ -442,11 +468,7 @@ impl ByteBpe {
                     continue;
                 }
             }
-            // A short word past its home slot is found, or placed, further
-            // along its chain: the next line, asked for before the chunk's
-            // other lookups.
-            prefetch(slots.as_ptr().wrapping_add((home | 1) + 1), true);
-            defer(&mut misses, *p, written, text, &self.pairs);
+            defer(&mut misses, *p, written, text, &self.pairs, slots, home);
         }
         if misses.is_empty() {
             out.extend_ids(ids.get(..written).unwrap_or_default());

@@ -393,3 +393,55 @@ proptest! {
         prop_assert_eq!(&encode(&bpe, word.as_bytes()), &want);
     }
 }
+
+/// Chunks of exactly, one under and one past [`CHUNK`] words, with long
+/// words new in a chunk and met again in the same chunk and in later ones
+/// (the word cache's pass ahead of the merges, then the merges' own
+/// probes), and short words new and met again: the reference's ids, on a
+/// fresh engine and on a warm one.
+#[test]
+fn chunk_edges_and_long_words_met_again_equal_the_reference() {
+    let (vocab, merges) = large_tables();
+    let bpe = ByteBpe::build(
+        vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
+        &merges,
+        false,
+    )
+    .unwrap();
+    let words: Vec<&[u8]> = vec![
+        b"abcdefghijklmnopqrstu",
+        b"ab",
+        b"zyxwvutsrqponmlkjihgfe",
+        b"abcdefghijklmnopqrstu",
+        b"qqqq",
+        b"mnbvcxzlkjhgfdsapoiuytrewq",
+    ];
+    for count in [CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 2 * CHUNK + 3] {
+        let mut text = Vec::new();
+        let mut ranges = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..count {
+            let word = words[i % words.len()];
+            ranges.push((text.len(), text.len() + word.len()));
+            text.extend_from_slice(word);
+            want.extend(reference(&vocab, &merges, word));
+        }
+        for fresh in [true, false] {
+            let engine;
+            let bpe = if fresh {
+                engine = ByteBpe::build(
+                    vocab.iter().map(|(t, i)| (t.as_slice(), *i)),
+                    &merges,
+                    false,
+                )
+                .unwrap();
+                &engine
+            } else {
+                &bpe
+            };
+            let mut got: Vec<u32> = Vec::new();
+            bpe.encode_ranges(&text, ranges.iter().copied(), &mut got);
+            assert_eq!(got, want, "{count} words, fresh engine: {fresh}");
+        }
+    }
+}

@@ -376,21 +376,12 @@ impl FastBpe {
             &scratch.spans,
             out,
             |spans, out| {
-                self.model
-                    .encode_ranges(text.as_bytes(), span_ranges(spans), out);
+                self.model.encode_spans(text.as_bytes(), spans, out);
                 Ok(())
             },
         )?;
         Ok(true)
     }
-}
-
-/// The byte ranges of `spans`, as the engine takes them.
-fn span_ranges(spans: &[Span]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    spans.iter().map(|s| {
-        let r = s.range();
-        (r.start, r.end)
-    })
 }
 
 /// cl100k's `\s++$`: a segment's trailing whitespace is one piece where the

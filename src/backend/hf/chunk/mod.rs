@@ -202,11 +202,7 @@ impl HfBackend {
         out: &mut Vec<PipelineToken>,
     ) -> Result<()> {
         if let Some(bpe) = &self.byte_bpe {
-            let ranges = spans.iter().map(|s| {
-                let r = s.range();
-                (r.start, r.end)
-            });
-            bpe.encode_ranges(text.as_bytes(), ranges, out);
+            bpe.encode_spans(text.as_bytes(), spans, out);
             return Ok(());
         }
         if let Some(model) = self.pipe.interim().and_then(|i| i.model.as_ref()) {
