@@ -2,7 +2,8 @@
 """Single-thread encode throughput of this crate against the Python peers: text seen once.
 
     pip install tiktoken==0.14.0 tokenizers==0.23.3 sentencepiece==0.2.3 gigatoken==0.10.0 \
-        fastokens==0.3.5 riptoken==0.2.4 tokie==0.1.4 kitoken==0.11.1 bpe-openai==0.1.4
+        fastokens==0.3.5 riptoken==0.2.4 tokie==0.1.4 kitoken==0.11.1 bpe-openai==0.1.4 \
+        mistral-common==1.13.1
     cargo build --release --features tools --bin throughput
     python3 scripts/bench_peers.py [--shared ../shared] [--piece 8192,65536] [--rounds 3] \
         [--round-bytes 262144] [--only o200k_base,llama3] [--categories en-prose,zh,mixed] \
@@ -48,7 +49,8 @@ prompt text is.
   wall time by 30 % is marked "mt".
 - Exactness. Each piece's ids are hashed (sha256 of little-endian u32s) and
   compared with the reference's: tiktoken for encodings and rank files,
-  tokenizers for tokenizer.json, sentencepiece for .model. A peer whose ids
+  tokenizers for tokenizer.json, sentencepiece for .model, mistral-common
+  for tekken.json. A peer whose ids
   differ on any piece of a cell is marked inexact there and never counts as
   the fastest exact peer; if this crate's ids differ anywhere the script
   says so and exits with status 1. Converting a peer's result to a list of
@@ -120,6 +122,7 @@ PEER_PACKAGES = [
     "kitoken",
     "tokenizers",
     "sentencepiece",
+    "mistral-common",
 ]
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -137,6 +140,14 @@ TOKENIZERS = {
         "fixtures/tiktoken/llama3-tokenizer.model",
     ),
     "llama3": ("meta-llama/Meta-Llama-3-8B-Instruct", "hf", None),
+    # Mistral's tekken.json against mistral-common's Tekkenizer (tiktoken
+    # inside), and the tokenizer.json peers on Mistral-Nemo's file: the same
+    # vocabulary, pattern and ids.
+    "tekken": (
+        "fixtures/mistral/tekken_240911.json",
+        "tekken",
+        "fixtures/mistral/tekken_240911.json",
+    ),
     "qwen3": ("Qwen/Qwen3-8B", "hf", None),
     "deepseek-v3": ("deepseek-ai/DeepSeek-V3", "hf", None),
     "gpt-oss": ("openai/gpt-oss-20b", "hf", None),
@@ -167,6 +178,13 @@ TOKENIZERS = {
     ),
 }
 SMOKE_TOKENIZERS = "o200k_base,llama3"
+# The tokenizer.json with tekken.json's vocabulary, for the peers that read no tekken.json.
+TEKKEN_JSON_PEER = "mistralai/Mistral-Nemo-Instruct-2407"
+
+
+def setattr_ret(obj, attr, value):
+    setattr(obj, attr, value)
+    return obj
 SMOKE_CATEGORIES = "en-prose,mixed"
 
 
@@ -390,6 +408,23 @@ def peer_builders(name, kind, shared, crate_source, ref_file):
         out["fastokens"] = fastokens_peer
         out["tokie"] = tokie_peer
         out["kitoken"] = kitoken_peer
+    elif kind == "tekken":
+        path = shared / ref_file
+
+        def mistral_common_peer():
+            from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+            return Peer(
+                "mistral-common",
+                lambda: Tekkenizer.from_file(str(path)),
+                lambda t, s: t.encode(s, bos=False, eos=False),
+                reference=True,
+            )
+
+        out["mistral-common"] = mistral_common_peer
+        for label, build in peer_builders(name, "hf", shared, TEKKEN_JSON_PEER, None).items():
+            # The reference stays mistral-common's.
+            out[label] = (lambda b: lambda: setattr_ret(b(), "reference", False))(build)
     elif kind == "spm":
         path = shared / ref_file
 

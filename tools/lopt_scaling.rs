@@ -7,8 +7,12 @@
 //! ```sh
 //! cargo run --release --features tools --bin lopt_scaling -- [--threads 2,4,8,16] \
 //!     [--sizes 524288,2097152] [--variants auto,t1,t2,t4] [--budget-ms 600] \
-//!     [--cold-pool] SRC...
+//!     [--cold-pool] [--paired] SRC...
 //! ```
+//!
+//! `--paired` gives each round's sides one slice and adds each variant's
+//! median per-round ratio (`paired_x`); the ceiling is then the same texts
+//! one after another against all at once.
 //!
 //! Variants: `auto` is the handle's default policy (`ParallelMode::Auto`),
 //! `tK` forces `K × threads` chunks, `bK` chunks of `K` KiB, `oK` is `auto`
@@ -105,6 +109,7 @@ struct Args {
     variants: Vec<Variant>,
     budget_ms: f64,
     cold_pool: bool,
+    paired: bool,
     sources: Vec<String>,
 }
 
@@ -126,6 +131,7 @@ fn args() -> Args {
         variants: vec![Variant::Auto, Variant::PerThread(1), Variant::PerThread(2)],
         budget_ms: 600.0,
         cold_pool: false,
+        paired: false,
         sources: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -142,6 +148,7 @@ fn args() -> Args {
             "--variants" => a.variants = list(&value(), Variant::parse),
             "--budget-ms" => a.budget_ms = value().parse().unwrap_or(600.0),
             "--cold-pool" => a.cold_pool = true,
+            "--paired" => a.paired = true,
             _ => a.sources.push(arg),
         }
     }
@@ -197,6 +204,7 @@ fn main() {
                     &args.variants,
                     args.budget_ms,
                     !args.cold_pool,
+                    args.paired,
                 );
             }
         }
@@ -213,6 +221,7 @@ fn run(
     variants: &[Variant],
     budget_ms: f64,
     warm_pool: bool,
+    paired: bool,
 ) {
     let threads = pool.current_num_threads();
     // Warm-up text only: every timed encode below takes a fresh slice.
@@ -247,27 +256,43 @@ fn run(
     let rounds = ((budget_ms / seq_ms0.max(1e-3)) as usize).clamp(5, 41);
     let mut slice = || slices.next(size).to_owned();
     let mut seq = Vec::new();
+    // With `paired`, each round's sides share one slice, and each variant's
+    // speedup is also the median of its per-round ratios: the rounds'
+    // slices differ in kind (code, prose, Chinese), which the medians of
+    // separate slices leave in the ratio.
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); handles.len()];
     let mut par: Vec<Vec<f64>> = vec![Vec::new(); handles.len()];
     let mut reports: Vec<Option<ParallelReport>> = vec![None; handles.len()];
     let mut identical = vec![true; handles.len()];
     for round in 0..rounds {
         // Rotate the order so no side always finds the caches another warmed.
         let order = round % (handles.len() + 1);
+        let shared = paired.then(&mut slice);
+        let (mut seq_round, mut par_round) = (0.0, vec![0.0; handles.len()]);
         for k in 0..=handles.len() {
             let which = (k + order) % (handles.len() + 1);
-            let s = &slice();
+            let own;
+            let s = match &shared {
+                Some(s) => s,
+                None => {
+                    own = slice();
+                    &own
+                }
+            };
             if which == handles.len() {
                 let t = Instant::now();
                 let e = tok
                     .encode_with(s, &common::sequential())
                     .unwrap_or_else(|e| fail(&e));
-                seq.push(ms(t));
+                seq_round = ms(t);
+                seq.push(seq_round);
                 std::hint::black_box(e);
             } else {
                 let h = &handles[which];
                 let t = Instant::now();
                 let e = h.encode(s, false).unwrap_or_else(|e| fail(&e));
-                par[which].push(ms(t));
+                par_round[which] = ms(t);
+                par[which].push(par_round[which]);
                 if round == 0 {
                     let want = tok
                         .encode_with(s, &common::sequential())
@@ -279,6 +304,11 @@ fn run(
                     let e = h.encode_with(s, &split).unwrap_or_else(|e| fail(&e));
                     reports[which] = e.parallel_report().cloned();
                 }
+            }
+        }
+        if paired {
+            for (r, p) in ratios.iter_mut().zip(&par_round) {
+                r.push(seq_round / p);
             }
         }
     }
@@ -318,7 +348,41 @@ fn run(
             }
         }
     }
-    let ceiling_x = median(&mut ceil_seq) / median(&mut ceil);
+    let mut ceiling_x = median(&mut ceil_seq) / median(&mut ceil);
+    if paired {
+        // The same texts encoded one after another, then all at once.
+        let mut x = Vec::new();
+        for round in 0..rounds.min(15) {
+            let texts: Vec<String> = (0..threads).map(|_| slice()).collect();
+            let one_by_one = || {
+                let t = Instant::now();
+                for s in &texts {
+                    std::hint::black_box(tok.encode_with(s, &common::sequential()).ok());
+                }
+                ms(t)
+            };
+            let at_once = || {
+                let t = Instant::now();
+                pool.scope(|scope| {
+                    for s in &texts {
+                        scope.spawn(move |_| {
+                            std::hint::black_box(tok.encode_with(s, &common::sequential()).ok());
+                        });
+                    }
+                });
+                ms(t)
+            };
+            let (a, b) = if round % 2 == 0 {
+                let a = one_by_one();
+                (a, at_once())
+            } else {
+                let b = at_once();
+                (one_by_one(), b)
+            };
+            x.push(a / b);
+        }
+        ceiling_x = median(&mut x);
+    }
     let seq_ms = median(&mut seq);
     let mut out = serde_json::Map::new();
     for (i, v) in variants.iter().enumerate() {
@@ -337,6 +401,7 @@ fn run(
                 "grows": report.grows,
                 "fallback": report.fallback,
                 "identical": identical[i],
+                "paired_x": paired.then(|| median(&mut ratios[i])),
             }),
         );
     }

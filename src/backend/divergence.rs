@@ -406,7 +406,7 @@ mod tests {
         }
     }
     use crate::backend::tiktoken::encodings::{
-        CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
+        CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN,
     };
     use crate::backend::tiktoken::fast::native_pieces;
 
@@ -436,7 +436,13 @@ mod tests {
             .filter_map(char::from_u32)
             .filter(|&c| c != '\u{1}' && !UNICODE17.contains(c))
             .collect();
-        for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN] {
+        for pattern in [
+            GPT2_PATTERN,
+            CL100K_PATTERN,
+            O200K_PATTERN,
+            LLAMA3_PATTERN,
+            TEKKEN_PATTERN,
+        ] {
             let re = fancy_regex::Regex::new(pattern).unwrap();
             found.extend(differences(
                 &|t| native_pieces(pattern, t),

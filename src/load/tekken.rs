@@ -229,6 +229,23 @@ mod tests {
         assert!(!looks_like_tekken(b"[\"config\"]"));
     }
 
+    /// The shared files carry the pattern the byte-level engine knows as
+    /// Tekken's (else they would run on the regex, 40x slower).
+    #[test]
+    fn shared_files_carry_the_tekken_pattern() {
+        let dir = crate::test_support::shared_dir().join("fixtures/mistral");
+        for name in ["tekken_240718.json", "tekken_240911.json"] {
+            let path = dir.join(name);
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let pattern = read(&path, &bytes).unwrap().spec.pattern;
+            assert_eq!(
+                pattern,
+                crate::backend::tiktoken::encodings::TEKKEN_PATTERN,
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn refuses_what_mistral_common_refuses() {
         let file = Path::new("tekken.json");

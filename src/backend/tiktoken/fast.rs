@@ -27,7 +27,9 @@ use tokenizers::SplitDelimiterBehavior;
 use tokenizers::pipeline::{PreTokenizer, PreTokenizerScratch, Span};
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 
-use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
+use super::encodings::{
+    CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN,
+};
 use crate::backend::BuildCancel;
 use crate::backend::ascii_split;
 use crate::backend::bpe::ByteBpe;
@@ -53,6 +55,9 @@ fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
     }
     if pattern == O200K_PATTERN {
         return Some((O200K_PATTERN, false));
+    }
+    if pattern == TEKKEN_PATTERN {
+        return Some((TEKKEN_PATTERN, false));
     }
     None
 }
@@ -428,7 +433,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const PATTERNS: [&str; 4] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN];
+    const PATTERNS: [&str; 5] = [
+        GPT2_PATTERN,
+        CL100K_PATTERN,
+        O200K_PATTERN,
+        LLAMA3_PATTERN,
+        TEKKEN_PATTERN,
+    ];
 
     use crate::backend::ascii_split::tests::regex_pieces;
 
@@ -464,7 +475,7 @@ mod tests {
                 ],
                 0..40,
             ),
-            which in 0usize..4,
+            which in 0usize..PATTERNS.len(),
         ) {
             let text: String = parts.concat();
             let pattern = PATTERNS[which];

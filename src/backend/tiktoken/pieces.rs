@@ -10,7 +10,9 @@
 //! one pass and the regex only ever starts where fewer than two whitespace
 //! chars follow. Every other piece is the regex's own leftmost match.
 
-use super::encodings::{CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN};
+use super::encodings::{
+    CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN,
+};
 
 /// How a pattern's whitespace alternatives end a piece inside a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +41,7 @@ pub(crate) fn ws_rule(pattern: &str) -> Option<WsRule> {
         });
     }
     // `…|\s*[\r\n]+|\s+(?!\S)|\s+`
-    if pattern == O200K_PATTERN || pattern == LLAMA3_PATTERN {
+    if pattern == O200K_PATTERN || pattern == LLAMA3_PATTERN || pattern == TEKKEN_PATTERN {
         return Some(WsRule {
             newline_alt: true,
             end_first: false,
@@ -144,7 +146,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const PATTERNS: [&str; 4] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN];
+    const PATTERNS: [&str; 5] = [
+        GPT2_PATTERN,
+        CL100K_PATTERN,
+        O200K_PATTERN,
+        LLAMA3_PATTERN,
+        TEKKEN_PATTERN,
+    ];
 
     fn regex_pieces(regex: &fancy_regex::Regex, text: &str) -> Vec<(usize, usize)> {
         regex

@@ -202,3 +202,31 @@ fn every_builtin_encoding_gets_the_engine() {
     assert!(other.engine(0).is_none());
     assert_eq!(other.encode("ab ab", false).unwrap().ids(), &[256, 32, 256]);
 }
+
+/// A `tekken.json` brings its own pattern, the one the native grammar calls
+/// Tekken (`load::tekken` checks the shared files carry it): it gets the
+/// engine, whose ids on every corpus text are the regex path's, the one
+/// mistral-common's `Tekkenizer` runs (here over o200k's ranks).
+#[test]
+fn the_tekken_pattern_gets_the_engine() {
+    let spec = TiktokenSpec {
+        pattern: encodings::TEKKEN_PATTERN.into(),
+        ..BuiltinEncoding::O200kBase.spec().unwrap()
+    };
+    let backend = TiktokenBackend::new(spec, SpecialTokenPolicy::Parse).unwrap();
+    backend.warm_up();
+    let engine = backend.engine(0).expect("an engine for Tekken's pattern");
+    let mut checked = 0;
+    for (file, text) in &corpus_texts() {
+        let text = text.replace("<|endoftext|>", "");
+        let mut fast_ids = Vec::new();
+        if engine.encode(&text, &mut fast_ids) != Ok(true) {
+            continue;
+        }
+        let mut st = ChunkState::ids_only(Vec::new());
+        backend.regex_ordinary(&text, 0, &mut st).unwrap();
+        assert!(fast_ids == st.ids, "{file}");
+        checked += 1;
+    }
+    assert!(checked > 20, "{checked} texts on the engine");
+}
