@@ -21,10 +21,11 @@ use std::path::Path;
 use fancy_regex::Regex;
 use serde_json::{Map, Value, json};
 
-use super::pre::Profile;
+use super::pre::{DIGIT, Profile};
 use super::reader::{Array, Gguf};
 use super::vocab::{self, Vocab};
 use crate::backend::Encoder;
+use crate::backend::divergence::UNICODE17;
 use crate::backend::hf::HfBackend;
 use crate::config::TokenizerConfig;
 use crate::error::{Error, ErrorKind, Result};
@@ -33,8 +34,12 @@ use crate::special::SpecialTokenPolicy;
 /// A `gpt2` vocabulary's segmenter.
 pub(crate) struct Bpe {
     hf: HfBackend,
-    /// The profile regexes when this layer splits (non-native profiles).
+    /// The profile regexes when this layer splits (profiles the pipeline
+    /// does not run natively, and texts it must not take).
     split: Option<Vec<Regex>>,
+    /// The pipeline runs the profile natively (the regexes above only for
+    /// a text holding a code point of invariant `unicode-classes-are-reference`).
+    native: bool,
     /// Ids from here on stand for bytes the vocabulary lacks; dropped.
     n_vocab: u32,
 }
@@ -51,8 +56,9 @@ impl Bpe {
         mut spans: Option<&mut Vec<(usize, usize)>>,
     ) -> Result<()> {
         let fragment = &text[start..end];
-        let Some(regexes) = &self.split else {
-            return self.encode_word(fragment, start, ids, spans);
+        let regexes = match &self.split {
+            Some(regexes) if !self.native || UNICODE17.in_text(fragment) => regexes,
+            _ => return self.encode_word(fragment, start, ids, spans),
         };
         let vt = whitespace_as_vt(fragment);
         let subject = vt.as_ref().map_or(fragment, |v| v.0.as_str());
@@ -80,11 +86,20 @@ impl Bpe {
             }
             std::mem::swap(&mut pieces, &mut next);
         }
-        for (s, e) in pieces {
-            let (s, e) = match &vt {
-                Some((_, map)) => (map[s], map[e]),
-                None => (s, e),
-            };
+        let in_fragment = |(s, e): (usize, usize)| match &vt {
+            Some((_, map)) => (map[s], map[e]),
+            None => (s, e),
+        };
+        if let (None, Some(engine)) = (&spans, self.hf.byte_bpe()) {
+            // Every piece a word of the engine at once (the pipeline would
+            // take each whole: its `ByteLevel` does not split).
+            let from = ids.len();
+            engine.encode_ranges(fragment.as_bytes(), pieces.into_iter().map(in_fragment), ids);
+            drop_missing_bytes(ids, from, self.n_vocab);
+            return Ok(());
+        }
+        for piece in pieces {
+            let (s, e) = in_fragment(piece);
             self.encode_word(&fragment[s..e], start + s, ids, spans.as_deref_mut())?;
         }
         Ok(())
@@ -122,6 +137,18 @@ impl Bpe {
     }
 }
 
+/// Drops the ids from `from` on that stand for bytes the vocabulary lacks
+/// (at `n_vocab` and past it).
+fn drop_missing_bytes(ids: &mut Vec<u32>, from: usize, n_vocab: u32) {
+    if ids.get(from..).is_some_and(|new| new.iter().any(|&id| id >= n_vocab)) {
+        let mut at = 0;
+        ids.retain(|&id| {
+            at += 1;
+            at <= from || id < n_vocab
+        });
+    }
+}
+
 /// The text llama.cpp's `std::regex` splitter matches: every non-ASCII
 /// whitespace character (its White_Space set: NEL, NBSP, U+1680,
 /// U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) becomes VT
@@ -154,8 +181,9 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         .ok_or_else(|| Error::parse(path, "gpt2 vocabulary without tokenizer.ggml.merges"))?;
     let (tokens, n_vocab) = token_map(v);
     let pairs = merge_pairs(&merges, &tokens);
-    let native = profile.native();
-    let doc = tokenizer_json(profile, native, v.ignore_merges, tokens, pairs);
+    let steps = native_steps(profile);
+    let native = steps.is_some();
+    let doc = tokenizer_json(steps.unwrap_or_default(), v.ignore_merges, tokens, pairs);
     let text = serde_json::to_string(&doc)
         .map_err(|e| Error::parse(path, format!("building tokenizer.json from GGUF: {e}")))?;
     let hf = HfBackend::from_json(
@@ -165,7 +193,7 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         SpecialTokenPolicy::PlainText,
         false,
     )?;
-    let split = if native {
+    let split = if native && !profile.digits_then_gpt2() {
         None
     } else {
         let compiled = profile
@@ -177,7 +205,12 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
             .collect::<Result<Vec<_>>>()?;
         Some(compiled)
     };
-    Ok(Bpe { hf, split, n_vocab })
+    Ok(Bpe {
+        hf,
+        split,
+        native,
+        n_vocab,
+    })
 }
 
 /// The JSON vocabulary: every UTF-8 token by id, then each byte-level char
@@ -233,21 +266,33 @@ fn merge_pairs(merges: &Array<'_>, tokens: &Map<String, Value>) -> Vec<Value> {
     pairs
 }
 
-/// The canonical `tokenizer.json`: a `Split` per regex where the pipeline
-/// runs the profile natively (`native`), then `ByteLevel`, and the BPE model.
+/// The pre-tokenizer steps the pipeline runs natively for `profile`: a
+/// `Split` (`Isolated`) per regex, or `Digits` (each digit alone) before
+/// GPT-2's; `None` when this layer splits with `fancy-regex`.
+fn native_steps(profile: Profile) -> Option<Vec<Value>> {
+    let split = |re: &str| json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false});
+    if profile.digits_then_gpt2() {
+        let gpt2 = profile.regexes().iter().copied().find(|&re| re != DIGIT)?;
+        return Some(vec![
+            json!({"type": "Digits", "individual_digits": true}),
+            split(gpt2),
+        ]);
+    }
+    profile
+        .native()
+        .then(|| profile.regexes().iter().map(|re| split(re)).collect())
+}
+
+/// The canonical `tokenizer.json`: the native pre-tokenizer `steps` (none
+/// when this layer splits), then `ByteLevel`, and the BPE model.
 fn tokenizer_json(
-    profile: Profile,
-    native: bool,
+    steps: Vec<Value>,
     ignore_merges: bool,
     tokens: Map<String, Value>,
     pairs: Vec<Value>,
 ) -> Value {
-    let regexes: &[&str] = if native { profile.regexes() } else { &[] };
-    let splits: Vec<Value> = regexes
-        .iter()
-        .map(|re| {
-            json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false})
-        })
+    let splits: Vec<Value> = steps
+        .into_iter()
         .chain(std::iter::once(json!({
             "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false
         })))
@@ -278,7 +323,80 @@ fn tokenizer_json(
 
 #[cfg(test)]
 mod tests {
-    use super::whitespace_as_vt;
+    use super::*;
+    use crate::backend::divergence::DIVERGENT;
+    use crate::backend::gguf::reader::Gguf;
+
+    fn load(name: &str) -> Bpe {
+        let path = crate::test_support::shared_dir()
+            .join("fixtures/gguf")
+            .join(name);
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let gguf = Gguf::parse(&data).unwrap();
+        let vocab = Vocab::read(&path, &gguf).unwrap();
+        build(&path, &gguf, &vocab).unwrap()
+    }
+
+    /// StarCoder's family runs natively: the same ids as llama.cpp's way,
+    /// `fancy-regex`'s `\p{N}` then GPT-2's pattern (the route a text with
+    /// a Unicode 17 code point still takes), on corpus slices, hostile
+    /// strings and every divergent code point in contexts that split it.
+    #[test]
+    fn digits_then_gpt2_natively_equals_the_regex_split() {
+        let mut texts: Vec<String> = [
+            "x1\u{11DE0}2 y",
+            "a\u{11DE0}.",
+            "a  \u{11DE0}",
+            " 12345 abc",
+            "'s 1'll\n\n  3\t",
+            "١٢٣ ٤",
+            "Ⅻ½ 3²",
+            "\u{3000}1\u{2029}2 \u{85}",
+            "a  \n 1",
+            "",
+            " ",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for &(lo, hi) in DIVERGENT {
+            for c in [lo, hi].into_iter().filter_map(char::from_u32) {
+                texts.push(format!("a{c}1 {c}. 2{c}  {c}"));
+            }
+        }
+        let corpus = crate::test_support::shared_dir().join("corpus");
+        for dir in std::fs::read_dir(&corpus)
+            .unwrap()
+            .flatten()
+            .filter(|d| d.path().is_dir())
+        {
+            for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+                let text = std::fs::read_to_string(file.path()).unwrap();
+                let mut end = text.len().min(6000);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                texts.push(text[..end].to_owned());
+            }
+        }
+        for name in ["ggml-vocab-starcoder.gguf", "ggml-vocab-refact.gguf"] {
+            let bpe = load(name);
+            assert!(bpe.native && bpe.split.is_some(), "{name}");
+            let regex_only = Bpe {
+                native: false,
+                ..load(name)
+            };
+            for text in &texts {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                bpe.encode(text, 0, text.len(), &mut a, None).unwrap();
+                regex_only
+                    .encode(text, 0, text.len(), &mut b, None)
+                    .unwrap();
+                assert!(a == b, "{name}: {text:?}");
+            }
+        }
+    }
 
     #[test]
     fn wide_whitespace_becomes_vt() {

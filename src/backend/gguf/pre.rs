@@ -20,6 +20,9 @@ const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 
 const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// One digit (StarCoder's family splits each off before GPT-2's pattern).
+pub(crate) const DIGIT: &str = r"\p{N}";
+
 const CJK: &str = "[一-龥ࠀ-一가-퟿]+";
 
 /// Greek Extended and Letterlike ranges are written as escapes: several of
@@ -140,7 +143,7 @@ impl Profile {
             | Self::Smollm
             | Self::Codeshell
             | Self::Exaone
-            | Self::Minerva => &[r"\p{N}", GPT2],
+            | Self::Minerva => &[DIGIT, GPT2],
             Self::Gpt2 | Self::Mpt | Self::Olmo | Self::Jais => &[GPT2],
             Self::Stablelm2 | Self::Qwen2 | Self::Megrez => &[QWEN2],
             Self::Poro | Self::Bloom | Self::Gpt3Finnish => &[PORO],
@@ -159,9 +162,30 @@ impl Profile {
         }
     }
 
+    /// Whether the profile is `\p{N}` then GPT-2's pattern (StarCoder's
+    /// family): the Hugging Face pipeline runs it natively as `Digits`
+    /// (each digit alone) then GPT-2's `Split`, the shape of Command-R's
+    /// `tokenizer.json`, except on a text with a code point of invariant
+    /// `unicode-classes-are-reference` (a digit new in Unicode 17 is one for
+    /// `Digits`, not for llama.cpp's tables or `fancy-regex`).
+    pub(crate) fn digits_then_gpt2(self) -> bool {
+        matches!(
+            self,
+            Self::Starcoder
+                | Self::Refact
+                | Self::CommandR
+                | Self::Smollm
+                | Self::Codeshell
+                | Self::Exaone
+                | Self::Minerva
+        )
+    }
+
     /// Whether the Hugging Face pipeline runs these regexes natively (GPT-2,
-    /// cl100k/Qwen2, o200k, tekken and DeepSeek-V3 grammars); other profiles
-    /// are split here with `fancy-regex` before BPE.
+    /// cl100k/Qwen2, o200k, tekken and DeepSeek-V3 grammars), one `Split`
+    /// each; [`digits_then_gpt2`](Self::digits_then_gpt2) profiles and the
+    /// others are split here with `fancy-regex` before BPE (the former only
+    /// on the texts the pipeline must not take).
     pub(crate) fn native(self) -> bool {
         matches!(
             self,

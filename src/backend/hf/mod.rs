@@ -178,6 +178,12 @@ impl HfBackend {
         self.byte_bpe.is_some()
     }
 
+    /// The byte-level engine its words run on, for a caller that cuts the
+    /// words itself (GGUF profiles split by regex).
+    pub(crate) fn byte_bpe(&self) -> Option<&crate::backend::bpe::ByteBpe> {
+        self.byte_bpe.as_deref()
+    }
+
     /// Whether pieces skip the pre-tokenizer (invariant `crate-steps-equal-reference`).
     pub(crate) fn whole_pieces(&self) -> bool {
         self.whole_pieces
