@@ -20,6 +20,7 @@ use std::path::Path;
 
 use fancy_regex::Regex;
 use serde_json::{Map, Value, json};
+use tokenizers::pipeline::PreTokenizerScratch;
 
 use super::pre::{DIGIT, Profile};
 use super::reader::{Array, Gguf};
@@ -27,6 +28,7 @@ use super::vocab::{self, Vocab};
 use crate::backend::Encoder;
 use crate::backend::divergence::UNICODE17;
 use crate::backend::hf::HfBackend;
+use crate::backend::tiktoken::fast::{NATIVE_GPT2, NativeSplit};
 use crate::config::TokenizerConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::SpecialTokenPolicy;
@@ -40,6 +42,10 @@ pub(crate) struct Bpe {
     /// The pipeline runs the profile natively (the regexes above only for
     /// a text holding a code point of invariant `unicode-classes-are-reference`).
     native: bool,
+    /// The step of `split` that is GPT-2's pattern, and the native grammar
+    /// that cuts it (`fancy-regex`'s backtracking is most of a split's time;
+    /// the grammar hands a piece with a Unicode 17 code point back to it).
+    gpt2: Option<(usize, NativeSplit)>,
     /// Ids from here on stand for bytes the vocabulary lacks; dropped.
     n_vocab: u32,
 }
@@ -62,12 +68,53 @@ impl Bpe {
         };
         let vt = whitespace_as_vt(fragment);
         let subject = vt.as_ref().map_or(fragment, |v| v.0.as_str());
+        let pieces = self.pieces(regexes, subject)?;
+        let in_fragment = |(s, e): (usize, usize)| match &vt {
+            Some((_, map)) => (map[s], map[e]),
+            None => (s, e),
+        };
+        if let (None, Some(engine)) = (&spans, self.hf.byte_bpe()) {
+            // Every piece a word of the engine at once (the pipeline would
+            // take each whole: its `ByteLevel` does not split).
+            let from = ids.len();
+            engine.encode_ranges(
+                fragment.as_bytes(),
+                pieces.into_iter().map(in_fragment),
+                ids,
+            );
+            drop_missing_bytes(ids, from, self.n_vocab);
+            return Ok(());
+        }
+        for piece in pieces {
+            let (s, e) = in_fragment(piece);
+            self.encode_word(&fragment[s..e], start + s, ids, spans.as_deref_mut())?;
+        }
+        Ok(())
+    }
+
+    /// llama.cpp's pieces of `subject`: each regex cuts the pieces of the
+    /// one before, matches and gaps kept; GPT-2's step on the grammar where
+    /// it may take the piece.
+    fn pieces(&self, regexes: &[Regex], subject: &str) -> Result<Vec<(usize, usize)>> {
         let mut pieces = vec![(0, subject.len())];
         let mut next = Vec::new();
-        for re in regexes {
+        let (mut scratch, mut cut) = (PreTokenizerScratch::default(), Vec::new());
+        for (step, re) in regexes.iter().enumerate() {
             next.clear();
+            let native = self.gpt2.as_ref().filter(|(at, _)| *at == step);
             for &(s, e) in &pieces {
                 let part = &subject[s..e];
+                if let Some((_, grammar)) = native
+                    && grammar
+                        .spans(part, part.is_ascii(), &mut scratch, &mut cut)
+                        .map_err(|e| Error::backend("gguf", format!("pre-tokenizer: {e}")))?
+                {
+                    next.extend(cut.iter().map(|c| {
+                        let r = c.range();
+                        (s + r.start, s + r.end)
+                    }));
+                    continue;
+                }
                 let mut last = 0;
                 for m in re.find_iter(part) {
                     let m =
@@ -86,23 +133,7 @@ impl Bpe {
             }
             std::mem::swap(&mut pieces, &mut next);
         }
-        let in_fragment = |(s, e): (usize, usize)| match &vt {
-            Some((_, map)) => (map[s], map[e]),
-            None => (s, e),
-        };
-        if let (None, Some(engine)) = (&spans, self.hf.byte_bpe()) {
-            // Every piece a word of the engine at once (the pipeline would
-            // take each whole: its `ByteLevel` does not split).
-            let from = ids.len();
-            engine.encode_ranges(fragment.as_bytes(), pieces.into_iter().map(in_fragment), ids);
-            drop_missing_bytes(ids, from, self.n_vocab);
-            return Ok(());
-        }
-        for piece in pieces {
-            let (s, e) = in_fragment(piece);
-            self.encode_word(&fragment[s..e], start + s, ids, spans.as_deref_mut())?;
-        }
-        Ok(())
+        Ok(pieces)
     }
 
     fn encode_word(
@@ -140,7 +171,10 @@ impl Bpe {
 /// Drops the ids from `from` on that stand for bytes the vocabulary lacks
 /// (at `n_vocab` and past it).
 fn drop_missing_bytes(ids: &mut Vec<u32>, from: usize, n_vocab: u32) {
-    if ids.get(from..).is_some_and(|new| new.iter().any(|&id| id >= n_vocab)) {
+    if ids
+        .get(from..)
+        .is_some_and(|new| new.iter().any(|&id| id >= n_vocab))
+    {
         let mut at = 0;
         ids.retain(|&id| {
             at += 1;
@@ -193,6 +227,12 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         SpecialTokenPolicy::PlainText,
         false,
     )?;
+    let gpt2 = profile
+        .regexes()
+        .iter()
+        .position(|&re| re == NATIVE_GPT2)
+        .filter(|_| !native)
+        .and_then(|at| Some((at, NativeSplit::new(NATIVE_GPT2).ok()?)));
     let split = if native && !profile.digits_then_gpt2() {
         None
     } else {
@@ -209,6 +249,7 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
         hf,
         split,
         native,
+        gpt2,
         n_vocab,
     })
 }
@@ -337,12 +378,14 @@ mod tests {
         build(&path, &gguf, &vocab).unwrap()
     }
 
-    /// StarCoder's family runs natively: the same ids as llama.cpp's way,
-    /// `fancy-regex`'s `\p{N}` then GPT-2's pattern (the route a text with
-    /// a Unicode 17 code point still takes), on corpus slices, hostile
-    /// strings and every divergent code point in contexts that split it.
+    /// The profiles' native routes give llama.cpp's way's ids, each regex
+    /// on `fancy-regex` (the route a text with a Unicode 17 code point still
+    /// takes): StarCoder's family as `Digits` then GPT-2's split, and the
+    /// GPT-2 step of a regex-split profile (falcon, `default`) on the
+    /// grammar; on corpus slices, hostile strings and every divergent code
+    /// point in contexts that split it.
     #[test]
-    fn digits_then_gpt2_natively_equals_the_regex_split() {
+    fn native_routes_equal_the_regex_split() {
         let mut texts: Vec<String> = [
             "x1\u{11DE0}2 y",
             "a\u{11DE0}.",
@@ -363,6 +406,9 @@ mod tests {
         for &(lo, hi) in DIVERGENT {
             for c in [lo, hi].into_iter().filter_map(char::from_u32) {
                 texts.push(format!("a{c}1 {c}. 2{c}  {c}"));
+                // Letters before and after it (a new letter joins them on
+                // the grammar only), where merges may cross its bytes.
+                texts.push(format!("voil{c} th{c}e {c}ing é{c}t x{c}y {c}s"));
             }
         }
         let corpus = crate::test_support::shared_dir().join("corpus");
@@ -380,14 +426,33 @@ mod tests {
                 texts.push(text[..end].to_owned());
             }
         }
-        for name in ["ggml-vocab-starcoder.gguf", "ggml-vocab-refact.gguf"] {
+        for (name, native) in [
+            ("ggml-vocab-starcoder.gguf", true),
+            ("ggml-vocab-refact.gguf", true),
+            ("ggml-vocab-falcon.gguf", false),
+            ("ggml-vocab-gpt-neox.gguf", false),
+        ] {
             let bpe = load(name);
-            assert!(bpe.native && bpe.split.is_some(), "{name}");
+            assert!(bpe.split.is_some(), "{name}");
+            assert_eq!(
+                (bpe.native, bpe.gpt2.is_some()),
+                (native, !native),
+                "{name}"
+            );
             let regex_only = Bpe {
                 native: false,
+                gpt2: None,
                 ..load(name)
             };
+            let regexes = bpe.split.as_deref().unwrap_or_default();
             for text in &texts {
+                if !native {
+                    assert_eq!(
+                        bpe.pieces(regexes, text).unwrap(),
+                        regex_only.pieces(regexes, text).unwrap(),
+                        "{name}: {text:?}"
+                    );
+                }
                 let (mut a, mut b) = (Vec::new(), Vec::new());
                 bpe.encode(text, 0, text.len(), &mut a, None).unwrap();
                 regex_only

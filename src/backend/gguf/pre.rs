@@ -11,7 +11,7 @@
 /// final `|\s+`, which changes no `Isolated` split (a whitespace run it
 /// leaves unmatched becomes a gap piece of its own), so the `tokenizer.json`
 /// spelling is used and the Hugging Face pipeline runs it natively.
-const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+const GPT2: &str = crate::backend::tiktoken::fast::NATIVE_GPT2;
 
 /// llama.cpp spells the contractions `(?:'[sS]|'[tT]|…)`; the `tokenizer.json`
 /// spelling `(?i:…)` differs only for `'ſ` (U+017F folds to `s`), and it is

@@ -37,14 +37,15 @@ use crate::backend::char_cuts::CharCuts;
 use crate::backend::thread_scratch::ThreadScratch;
 use crate::backend::word_cuts::{self, CutScratch, WordCuts};
 
+/// `tokenizers`' GPT-2 spelling (invariant `native-pieces-equal-regex`: same pieces as
+/// tiktoken's r50k/p50k); GGUF profiles spell it so too.
+pub(crate) const NATIVE_GPT2: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
 fn native_pattern(pattern: &str) -> Option<(&'static str, bool)> {
-    /// `tokenizers`' GPT-2 spelling (invariant `native-pieces-equal-regex`: same pieces as
-    /// tiktoken's r50k/p50k).
-    const NATIVE_GPT2: &str =
-        r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-    if pattern == GPT2_PATTERN {
+    if pattern == GPT2_PATTERN || pattern == NATIVE_GPT2 {
         return Some((NATIVE_GPT2, false));
     }
     if pattern == CL100K_PATTERN {
