@@ -175,6 +175,13 @@ const ALLOWED: &[(&str, &str, &str)] = &[
          SentencePiece BPE, the sentencepiece engine's `llama` module",
     ),
     (
+        "backend::gguf",
+        "backend::tiktoken::fast",
+        "gguf is a format adapter: the GPT-2 step of a regex-split profile is cut \
+         by the native grammar's splitter, `NativeSplit`, which the tiktoken engine \
+         owns",
+    ),
+    (
         "backend::hf::spm_route",
         "backend::sentencepiece",
         "a SentencePiece-shaped tokenizer.json is routed to the sentencepiece \

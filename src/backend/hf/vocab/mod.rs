@@ -250,52 +250,24 @@ impl Vocab {
             Vec::new()
         };
         let interim = interim_engine(kind, model, &entries, n_model, byte_level, &merge_ids);
-        let (byte_bpe, cuts) = byte_engines(model, &entries[..n_model], merge_ids, byte_level);
-        let Tables {
+        // The engine and the id tables are independent reads of the
+        // entries: they are built side by side (a third of a large
+        // vocabulary's load).
+        let ((byte_bpe, cuts), ids) = rayon::join(
+            || byte_engines(model, &entries[..n_model], merge_ids, byte_level),
+            || IdTables::new(entries.clone(), n_model, &view, kind, byte_level),
+        );
+        let IdTables {
             tokens,
             by_token,
             special,
-            added,
-        } = Tables::new(entries, n_model, &view.added_tokens);
-        let prefix = model.continuing_subword_prefix.clone().unwrap_or_default();
-        let suffix = model.end_of_word_suffix.clone().unwrap_or_default();
-        let decode_bytes = byte_level.then(|| decode_bytes(&tokens, &added));
-        // The model's `unk_token` stands for text of any length, whatever
-        // roles the file's config names (none where there is no config),
-        // and even when it is also an added token.
-        let unk = model
-            .unk_token
-            .as_deref()
-            .and_then(|u| by_token.get(u).copied());
-        let affixes = (prefix.as_str(), suffix.as_str());
-        let normalized_len = normalized_lens(
-            &tokens,
-            &added,
-            kind,
-            model,
-            decode_bytes.as_deref(),
-            unk,
-            affixes,
-        );
-        let fold_fixups = if byte_level && !model.ignore_merges {
-            fold_fixups(&tokens, &by_token, &model.merges)
-        } else {
-            FxHashMap::default()
-        };
-        let suffix_words = if !byte_level && !model.ignore_merges && !suffix.is_empty() {
-            suffix_words(&tokens, &added, &by_token, model, &suffix, unk)
-        } else {
-            FxHashMap::default()
-        };
-        let byte_pieces = if view.decoder.as_ref().is_some_and(has_byte_fallback) {
-            byte_pieces(&tokens)
-        } else {
-            Vec::new()
-        };
-        let known_len = normalized_len
-            .iter()
-            .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
-            .collect();
+            decode_bytes,
+            normalized_len,
+            known_len,
+            fold_fixups,
+            suffix_words,
+            byte_pieces,
+        } = ids;
         let empty_model = (n_model == 0 && kind == ModelKind::Bpe).then(|| model.unk_token.clone());
         Ok(Self {
             cuts,
@@ -488,6 +460,88 @@ fn byte_engines(
         .as_ref()
         .and_then(|bpe| cjk_cuts(&|word: &[u8]| bpe.rebuilds(word)));
     (byte_bpe, cuts)
+}
+
+/// Everything [`Vocab::read`] derives from the entries by id, beside the
+/// byte-level engine.
+struct IdTables {
+    tokens: Vec<Option<Box<str>>>,
+    by_token: FxHashMap<Box<str>, u32>,
+    special: Vec<bool>,
+    decode_bytes: Option<Vec<Box<[u8]>>>,
+    normalized_len: Vec<Option<u32>>,
+    known_len: Box<[u16]>,
+    fold_fixups: FxHashMap<u32, Vec<u32>>,
+    suffix_words: FxHashMap<char, Vec<u32>>,
+    byte_pieces: Vec<(u32, u8)>,
+}
+
+impl IdTables {
+    fn new(
+        entries: Vec<(&str, u32)>,
+        n_model: usize,
+        view: &FileView,
+        kind: ModelKind,
+        byte_level: bool,
+    ) -> Self {
+        let model = &view.model;
+        let Tables {
+            tokens,
+            by_token,
+            special,
+            added,
+        } = Tables::new(entries, n_model, &view.added_tokens);
+        let prefix = model.continuing_subword_prefix.clone().unwrap_or_default();
+        let suffix = model.end_of_word_suffix.clone().unwrap_or_default();
+        let decode_bytes = byte_level.then(|| decode_bytes(&tokens, &added));
+        // The model's `unk_token` stands for text of any length, whatever
+        // roles the file's config names (none where there is no config),
+        // and even when it is also an added token.
+        let unk = model
+            .unk_token
+            .as_deref()
+            .and_then(|u| by_token.get(u).copied());
+        let affixes = (prefix.as_str(), suffix.as_str());
+        let normalized_len = normalized_lens(
+            &tokens,
+            &added,
+            kind,
+            model,
+            decode_bytes.as_deref(),
+            unk,
+            affixes,
+        );
+        let fold_fixups = if byte_level && !model.ignore_merges {
+            fold_fixups(&tokens, &by_token, &model.merges)
+        } else {
+            FxHashMap::default()
+        };
+        let suffix_words = if !byte_level && !model.ignore_merges && !suffix.is_empty() {
+            suffix_words(&tokens, &added, &by_token, model, &suffix, unk)
+        } else {
+            FxHashMap::default()
+        };
+        let byte_pieces = if view.decoder.as_ref().is_some_and(has_byte_fallback) {
+            byte_pieces(&tokens)
+        } else {
+            Vec::new()
+        };
+        let known_len = normalized_len
+            .iter()
+            .map(|l| l.and_then(|l| u16::try_from(l).ok()).unwrap_or(0))
+            .collect();
+        Self {
+            tokens,
+            by_token,
+            special,
+            decode_bytes,
+            normalized_len,
+            known_len,
+            fold_fixups,
+            suffix_words,
+            byte_pieces,
+        }
+    }
 }
 
 /// The id-indexed tables of the entries, filled in one pass.
