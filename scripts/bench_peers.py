@@ -180,11 +180,6 @@ TOKENIZERS = {
 SMOKE_TOKENIZERS = "o200k_base,llama3"
 # The tokenizer.json with tekken.json's vocabulary, for the peers that read no tekken.json.
 TEKKEN_JSON_PEER = "mistralai/Mistral-Nemo-Instruct-2407"
-
-
-def setattr_ret(obj, attr, value):
-    setattr(obj, attr, value)
-    return obj
 SMOKE_CATEGORIES = "en-prose,mixed"
 
 
@@ -421,10 +416,18 @@ def peer_builders(name, kind, shared, crate_source, ref_file):
                 reference=True,
             )
 
+        def not_reference(build):
+            # The reference stays mistral-common's.
+            def peer():
+                p = build()
+                p.reference = False
+                return p
+
+            return peer
+
         out["mistral-common"] = mistral_common_peer
         for label, build in peer_builders(name, "hf", shared, TEKKEN_JSON_PEER, None).items():
-            # The reference stays mistral-common's.
-            out[label] = (lambda b: lambda: setattr_ret(b(), "reference", False))(build)
+            out[label] = not_reference(build)
     elif kind == "spm":
         path = shared / ref_file
 

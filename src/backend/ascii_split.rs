@@ -67,7 +67,7 @@ const PATTERNS: &[(&str, Grammar)] = &[
         },
     ),
     (
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+        crate::contract::family::TEKKEN_PATTERN,
         Grammar::CaseWords {
             digits: 1,
             contractions: false,

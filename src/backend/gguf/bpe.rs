@@ -6,11 +6,14 @@
 //! BPE ([`super::partition`]), so the pipeline only ever sees raw text.
 //! Profiles whose regexes the pipeline runs natively (GPT-2, cl100k/Qwen2,
 //! o200k, tekken, DeepSeek-V3) get one `Split` (`Isolated`) per regex, then
-//! `ByteLevel` without its own regex. `tokenizers` 1.0 runs no other regex
-//! in a `Split`, so the remaining profiles (falcon, starcoder, deepseek-coder,
-//! …) are split here with `fancy-regex`, llama.cpp's way (each regex cuts the
-//! pieces of the previous one, matches and gaps kept), and each piece goes
-//! through a pipeline that only maps bytes and runs BPE.
+//! `ByteLevel` without its own regex; StarCoder's family (`\p{N}` then
+//! GPT-2's) gets `Digits` then GPT-2's `Split`. `tokenizers` 1.0 runs no
+//! other regex in a `Split`, so the remaining profiles (falcon, `default`,
+//! deepseek-coder, …), and a text with a code point of invariant
+//! `unicode-classes-are-reference`, are split here llama.cpp's way (each
+//! regex cuts the pieces of the previous one, matches and gaps kept) on
+//! `fancy-regex`, GPT-2's step on the native grammar, and the pieces go to
+//! the pipeline's byte-level engine at once.
 //!
 //! A byte-level vocabulary may lack some bytes (falcon has no token for
 //! 0x03, …). `tokenizers` refuses such a vocabulary; llama.cpp drops those
@@ -28,8 +31,9 @@ use super::vocab::{self, Vocab};
 use crate::backend::Encoder;
 use crate::backend::divergence::UNICODE17;
 use crate::backend::hf::HfBackend;
-use crate::backend::tiktoken::fast::{NATIVE_GPT2, NativeSplit};
+use crate::backend::tiktoken::fast::NativeSplit;
 use crate::config::TokenizerConfig;
+use crate::contract::family::BYTE_LEVEL_PATTERN;
 use crate::error::{Error, ErrorKind, Result};
 use crate::special::SpecialTokenPolicy;
 
@@ -171,16 +175,20 @@ impl Bpe {
 /// Drops the ids from `from` on that stand for bytes the vocabulary lacks
 /// (at `n_vocab` and past it).
 fn drop_missing_bytes(ids: &mut Vec<u32>, from: usize, n_vocab: u32) {
-    if ids
+    if !ids
         .get(from..)
         .is_some_and(|new| new.iter().any(|&id| id >= n_vocab))
     {
-        let mut at = 0;
-        ids.retain(|&id| {
-            at += 1;
-            at <= from || id < n_vocab
-        });
+        return;
     }
+    let mut kept = from;
+    for at in from..ids.len() {
+        if ids[at] < n_vocab {
+            ids[kept] = ids[at];
+            kept += 1;
+        }
+    }
+    ids.truncate(kept);
 }
 
 /// The text llama.cpp's `std::regex` splitter matches: every non-ASCII
@@ -230,9 +238,9 @@ pub(crate) fn build(path: &Path, gguf: &Gguf<'_>, v: &Vocab) -> Result<Bpe> {
     let gpt2 = profile
         .regexes()
         .iter()
-        .position(|&re| re == NATIVE_GPT2)
+        .position(|&re| re == BYTE_LEVEL_PATTERN)
         .filter(|_| !native)
-        .and_then(|at| Some((at, NativeSplit::new(NATIVE_GPT2).ok()?)));
+        .and_then(|at| Some((at, NativeSplit::new(BYTE_LEVEL_PATTERN).ok()?)));
     let split = if native && !profile.digits_then_gpt2() {
         None
     } else {

@@ -11,7 +11,7 @@
 /// final `|\s+`, which changes no `Isolated` split (a whitespace run it
 /// leaves unmatched becomes a gap piece of its own), so the `tokenizer.json`
 /// spelling is used and the Hugging Face pipeline runs it natively.
-const GPT2: &str = crate::backend::tiktoken::fast::NATIVE_GPT2;
+const GPT2: &str = crate::contract::family::BYTE_LEVEL_PATTERN;
 
 /// llama.cpp spells the contractions `(?:'[sS]|'[tT]|…)`; the `tokenizer.json`
 /// spelling `(?i:…)` differs only for `'ſ` (U+017F folds to `s`), and it is
@@ -39,7 +39,7 @@ const PORO: &str = r" ?[^(\s|.,!?…。，、।۔،)]+";
 
 /// The `tokenizer.json` spelling (llama.cpp's `((?=[\p{L}])([^a-z]))` is its
 /// stand-in for the same classes in its collapsed-category regex engine).
-const TEKKEN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const TEKKEN: &str = crate::contract::family::TEKKEN_PATTERN;
 
 const GPT4O: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 

@@ -42,8 +42,7 @@ use crate::backend::divergence::{BERT_PUNCTUATION, CodePointSet, UNICODE17};
 
 /// The pattern a splitting `ByteLevel` pre-tokenizer applies (`tokenizers`'
 /// `byte_level.rs`).
-const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+const GPT2_PATTERN: &str = crate::contract::family::BYTE_LEVEL_PATTERN;
 
 /// The `Whitespace` pre-tokenizer's pattern (`tokenizers`' `whitespace.rs`).
 const WHITESPACE_PATTERN: &str = r"\w+|[^\w\s]+";

@@ -15,9 +15,8 @@ pub(crate) const GPT2_PATTERN: &str =
 pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 /// o200k pre-tokenizer, as tiktoken writes it.
 pub(crate) const O200K_PATTERN: &str = crate::contract::family::O200K_TIKTOKEN_PATTERN;
-/// Mistral's Tekken pre-tokenizer, as `tekken.json` files write it
-/// (o200k's letters without contractions, one digit a piece).
-pub(crate) const TEKKEN_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Mistral's Tekken pre-tokenizer, as `tekken.json` files write it.
+pub(crate) const TEKKEN_PATTERN: &str = crate::contract::family::TEKKEN_PATTERN;
 /// Llama-3's pre-tokenizer, as written in its `tokenizer.json`.
 pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 

@@ -38,9 +38,8 @@ use crate::backend::thread_scratch::ThreadScratch;
 use crate::backend::word_cuts::{self, CutScratch, WordCuts};
 
 /// `tokenizers`' GPT-2 spelling (invariant `native-pieces-equal-regex`: same pieces as
-/// tiktoken's r50k/p50k); GGUF profiles spell it so too.
-pub(crate) const NATIVE_GPT2: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// tiktoken's r50k/p50k).
+const NATIVE_GPT2: &str = crate::contract::family::BYTE_LEVEL_PATTERN;
 
 /// The native grammar's spelling of each built-in pattern, and whether the
 /// cl100k end-of-text repair applies.
