@@ -169,16 +169,7 @@ impl Profile {
     /// `unicode-classes-are-reference` (a digit new in Unicode 17 is one for
     /// `Digits`, not for llama.cpp's tables or `fancy-regex`).
     pub(crate) fn digits_then_gpt2(self) -> bool {
-        matches!(
-            self,
-            Self::Starcoder
-                | Self::Refact
-                | Self::CommandR
-                | Self::Smollm
-                | Self::Codeshell
-                | Self::Exaone
-                | Self::Minerva
-        )
+        self.regexes() == [DIGIT, GPT2]
     }
 
     /// Whether the Hugging Face pipeline runs these regexes natively (GPT-2,

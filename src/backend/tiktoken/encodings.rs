@@ -17,6 +17,16 @@ pub(crate) const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}
 pub(crate) const O200K_PATTERN: &str = crate::contract::family::O200K_TIKTOKEN_PATTERN;
 /// Mistral's Tekken pre-tokenizer, as `tekken.json` files write it.
 pub(crate) const TEKKEN_PATTERN: &str = crate::contract::family::TEKKEN_PATTERN;
+/// Every pattern the tiktoken backend knows, for the tests that check
+/// each against its regex.
+#[cfg(test)]
+pub(crate) const PATTERNS: [&str; 5] = [
+    GPT2_PATTERN,
+    CL100K_PATTERN,
+    O200K_PATTERN,
+    LLAMA3_PATTERN,
+    TEKKEN_PATTERN,
+];
 /// Llama-3's pre-tokenizer, as written in its `tokenizer.json`.
 pub(crate) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 

@@ -433,13 +433,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const PATTERNS: [&str; 5] = [
-        GPT2_PATTERN,
-        CL100K_PATTERN,
-        O200K_PATTERN,
-        LLAMA3_PATTERN,
-        TEKKEN_PATTERN,
-    ];
+    use crate::backend::tiktoken::encodings::PATTERNS;
 
     use crate::backend::ascii_split::tests::regex_pieces;
 

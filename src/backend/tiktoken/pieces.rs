@@ -146,13 +146,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const PATTERNS: [&str; 5] = [
-        GPT2_PATTERN,
-        CL100K_PATTERN,
-        O200K_PATTERN,
-        LLAMA3_PATTERN,
-        TEKKEN_PATTERN,
-    ];
+    use crate::backend::tiktoken::encodings::PATTERNS;
 
     fn regex_pieces(regex: &fancy_regex::Regex, text: &str) -> Vec<(usize, usize)> {
         regex
